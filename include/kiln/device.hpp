@@ -1,0 +1,106 @@
+// Devices: the one interface every runtime (CPU, CUDA, OpenCL) implements, and the process
+// registry that discovers them. A Device allocates raw memory, compiles generated source to a
+// binary, loads binaries and launches their kernels, and times work with device-side clocks.
+// Typed buffers and compiled kernels (buffer.hpp, compile.hpp) are built on top of it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/dtype.hpp"
+
+namespace kiln {
+
+enum class Backend : uint8_t { cpu, cuda, opencl };
+std::string_view name(Backend b);
+
+struct DeviceInfo {
+    Backend backend = Backend::cpu;
+    std::string name;        // "NVIDIA H200", "pthread-skylake-avx512", the host CPU model
+    std::string arch;        // "sm_90", "x86_64 skylake-avx512", ...
+    std::string driver;      // driver or runtime version ("CUDA driver 13.0", "PoCL 3.1")
+    std::string compiler;    // "g++ 12.2.0", "NVRTC 13.0", "OpenCL C 1.2 PoCL"
+    uint64_t memory_bytes = 0;
+    int compute_units = 0;   // SMs, CUs or cores
+    int warp_size = 1;       // threads that can exchange values without a barrier (shuffles)
+    std::string id;          // the cache id: backend, model, arch, driver/compiler; [A-Za-z0-9._-]
+};
+
+// Raw device memory. Freed when the last reference goes.
+class DeviceMemory {
+public:
+    virtual ~DeviceMemory() = default;
+    virtual size_t bytes() const = 0;
+};
+
+// A loaded binary: one or more kernels, looked up by entry name at launch.
+class Module {
+public:
+    virtual ~Module() = default;
+};
+
+// One kernel argument as the generated code receives it: a buffer's memory, or a scalar's
+// bytes (little-endian, `size` bytes, at most 8).
+struct KernelArg {
+    const DeviceMemory* memory = nullptr;  // non-null for buffers
+    uint64_t scalar = 0;
+    uint8_t size = 0;  // scalar width in bytes
+    static KernelArg buffer(const DeviceMemory& m) { return {&m, 0, 0}; }
+    static KernelArg value(uint64_t bits, uint8_t size) { return {nullptr, bits, size}; }
+};
+
+class Device {
+public:
+    virtual ~Device() = default;
+    virtual const DeviceInfo& info() const = 0;
+
+    // Memory. Offsets and sizes are in bytes; implementations check them against the memory's
+    // size and throw kiln::Error when out of range.
+    virtual std::shared_ptr<DeviceMemory> allocate(size_t bytes) = 0;
+    virtual void write(DeviceMemory& dst, size_t offset, const void* src, size_t bytes) = 0;
+    virtual void read(const DeviceMemory& src, size_t offset, void* dst, size_t bytes) = 0;
+    // Fills the whole memory with repeats of `pattern` (1, 2, 4 or 8 bytes).
+    virtual void fill(DeviceMemory& dst, const void* pattern, size_t pattern_bytes) = 0;
+    virtual void copy(DeviceMemory& dst, const DeviceMemory& src, size_t bytes) = 0;
+
+    // Compilation. `toolchain_id` names everything besides the source that changes the binary:
+    // compiler identity and version, flags, target arch. `compile` turns generated source into
+    // a binary (bytes the disk cache stores) or throws kiln::Error carrying the compiler's
+    // diagnostics. `source_suffix` is the file extension for saved sources (".cpp", ".cu", ".cl").
+    virtual std::string toolchain_id() const = 0;
+    virtual std::string_view source_suffix() const = 0;
+    virtual std::vector<uint8_t> compile(const std::string& source) = 0;
+    virtual std::unique_ptr<Module> load(std::span<const uint8_t> binary) = 0;
+
+    // Launches `grid` blocks of `block` threads of `entry`. Asynchronous where the device is.
+    virtual void launch(Module& module, const std::string& entry, int64_t grid, int block,
+                        std::span<const KernelArg> args) = 0;
+    virtual void synchronize() = 0;
+
+    // Runs `work` (which enqueues launches) and returns the device-side milliseconds between
+    // its start and its end, waiting for completion.
+    virtual double time_ms(const std::function<void()>& work) = 0;
+};
+
+// The process registry: every device found, CPU first. Discovery runs once; a backend that is
+// unavailable is recorded with its reason instead of failing.
+struct BackendStatus {
+    Backend backend;
+    bool available;
+    std::string reason;  // why not, when unavailable
+};
+std::span<Device* const> devices();
+std::span<const BackendStatus> backend_status();
+Device& cpu_device();
+// Finds a device by id, by index ("1") or by backend name ("cuda" = first of that backend).
+Device& find_device(std::string_view which);
+// The best device: the first CUDA device, else the first OpenCL GPU, else the CPU.
+Device& best_device();
+
+}  // namespace kiln

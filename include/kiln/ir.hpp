@@ -1,0 +1,152 @@
+// kiln's intermediate representation.
+//
+// A Kernel is a SIMT program: `grid` blocks of `block_size` threads each run `body`. The block size
+// is a comptime value of the kernel; the number of blocks is chosen at launch. Expressions are
+// immutable, typed trees shared by pointer; statements are structured (sequence, let/assign,
+// store, counted for, if/else, barrier, fold) so every pass is a plain recursive walk.
+//
+// Semantics every backend implements bit for bit (see scalar_semantics.h and DESIGN.md):
+//   - f32 arithmetic is IEEE single precision, round to nearest even, no contraction: only an
+//     explicit Fma fuses. Division and sqrt are correctly rounded.
+//   - f16 / bf16 values are computed in f32 and rounded back after every operation.
+//   - integer arithmetic wraps; / and % by zero and shifts by the width have one meaning.
+//   - a Fold computes its value in the canonical order fixed by its lanes and chunk, whatever
+//     number of threads the schedule gives it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kiln/dtype.hpp"
+
+namespace kiln::ir {
+
+struct ExprNode;
+struct StmtNode;
+using ExprRef = std::shared_ptr<const ExprNode>;
+using StmtRef = std::shared_ptr<const StmtNode>;
+
+enum class UnOp : uint8_t { neg, bit_not, logical_not, sqrt, abs };
+enum class BinOp : uint8_t {
+    add, sub, mul, div, rem, min, max,
+    bit_and, bit_or, bit_xor, shl, shr,
+    eq, ne, lt, le, gt, ge,
+    logical_and, logical_or,
+};
+enum class BuiltinKind : uint8_t { thread_index, block_index, grid_size };
+enum class MemSpace : uint8_t { global, shared, local };
+enum class Access : uint8_t { read, write, read_write };
+enum class FoldOp : uint8_t { sum, max, min };
+
+const char* name(UnOp op);
+const char* name(BinOp op);
+const char* name(BuiltinKind b);
+const char* name(MemSpace s);
+const char* name(Access a);
+const char* name(FoldOp op);
+bool is_comparison(BinOp op);  // eq ne lt le gt ge: bool result
+bool is_logical(BinOp op);     // logical_and logical_or: bool operands and result
+
+// A memory object: a buffer parameter (global, id = parameter index), a shared tile of the
+// block (shared, id = tile index) or a per-thread array (local, id = array index).
+struct MemRef {
+    MemSpace space;
+    int id;
+    bool operator==(const MemRef&) const = default;
+};
+
+namespace expr {
+struct Const { double f = 0; int64_t i = 0; };  // f for float types, i otherwise (bool: 0/1)
+struct Local { int id; };
+struct ScalarParam { int param; };
+struct BufferLen { int param; };  // element count of a buffer parameter, i32
+struct Load { MemRef mem; ExprRef index; };
+struct Unary { UnOp op; ExprRef a; };
+struct Binary { BinOp op; ExprRef a, b; };
+struct Select { ExprRef cond, a, b; };
+struct Cast { ExprRef a; };     // value conversion to the node's type
+struct Bitcast { ExprRef a; };  // same-width reinterpretation
+struct Fma { ExprRef a, b, c; };
+struct Builtin { BuiltinKind which; };
+// Value of `value` in the thread whose index within its group of `width` threads is this
+// thread's xor `mask`. Made only by lower_folds for targets with warp shuffles.
+struct ShuffleXor { ExprRef value; int mask; int width; };
+}  // namespace expr
+
+struct ExprNode {
+    DType type;
+    std::variant<expr::Const, expr::Local, expr::ScalarParam, expr::BufferLen, expr::Load,
+                 expr::Unary, expr::Binary, expr::Select, expr::Cast, expr::Bitcast, expr::Fma,
+                 expr::Builtin, expr::ShuffleXor>
+        node;
+};
+
+// The canonical fold (DESIGN.md): `lanes` accumulators; lane j folds chunks j, j+lanes, ... of
+// `chunk` consecutive indices of [0, extent) left to right from the op's identity, then a fixed
+// halving tree combines lane[j] with lane[j+s] for s = lanes/2 ... 1. `threads` consecutive
+// threads of a block share the lanes (thread t owns lanes t, t+threads, ...); it is the only
+// schedule knob and never changes the result. The result is the same in every thread of the group.
+struct FoldSpec {
+    FoldOp op = FoldOp::sum;
+    int lanes = 1;    // power of two, fixed by the op and the extent
+    int chunk = 1;    // consecutive elements per chunk, fixed by the op
+    int threads = 1;  // power of two dividing lanes and the block size: the schedule
+};
+
+namespace stmt {
+struct Seq { std::vector<StmtRef> items; };
+struct Let { int local; ExprRef value; };  // declares local and gives it its first value
+struct Assign { int local; ExprRef value; };
+struct Store { MemRef mem; ExprRef index, value; };
+struct For { int local; ExprRef begin, end, step; StmtRef body; };  // local from begin while < end
+struct If { ExprRef cond; StmtRef then_body, else_body; };           // else_body may be null
+struct Barrier {};  // every thread of the block waits here; shared memory is then consistent
+struct Fold { int result; FoldSpec spec; ExprRef extent; int index; StmtRef body; ExprRef value; };
+}  // namespace stmt
+
+struct StmtNode {
+    std::variant<stmt::Seq, stmt::Let, stmt::Assign, stmt::Store, stmt::For, stmt::If,
+                 stmt::Barrier, stmt::Fold>
+        node;
+};
+
+struct Param {
+    std::string name;
+    bool is_buffer;
+    DType dtype;
+    Access access;  // buffers only
+};
+struct LocalInfo { std::string name; DType type; };
+struct ArrayInfo { std::string name; DType type; int64_t size; MemSpace space; };  // shared or local
+
+// A host-checked launch contract: `cond` over buffer lengths, scalar parameters and constants.
+struct Requirement { ExprRef cond; std::string what; };
+
+struct Kernel {
+    std::string name;
+    int block_size = 1;
+    std::vector<Param> params;
+    std::vector<LocalInfo> locals;
+    std::vector<ArrayInfo> tiles;   // shared tiles, MemRef{shared, i}
+    std::vector<ArrayInfo> arrays;  // per-thread arrays, MemRef{local, i}
+    std::vector<Requirement> requirements;
+    StmtRef body;
+};
+
+// Node makers. They do not check types: the DSL does that with messages for users, verify()
+// re-checks whole kernels.
+ExprRef make(DType type, decltype(ExprNode::node) node);
+StmtRef make(decltype(StmtNode::node) node);
+ExprRef constant(DType type, double f, int64_t i = 0);  // i used for non-float types
+ExprRef int_const(DType type, int64_t value);
+ExprRef float_const(DType type, double value);
+
+// Helpers for passes.
+bool is_const(const ExprRef& e, int64_t* value = nullptr);
+const ArrayInfo& array_info(const Kernel& k, MemRef mem);  // shared or local memory
+DType mem_dtype(const Kernel& k, MemRef mem);
+
+}  // namespace kiln::ir

@@ -1,0 +1,2 @@
+// The kiln command-line tool: entry point.
+int main() { return 0; }
