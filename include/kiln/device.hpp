@@ -22,26 +22,26 @@ std::string_view name(Backend b);
 
 struct DeviceInfo {
     Backend backend = Backend::cpu;
-    std::string name;        // "NVIDIA H200", "pthread-skylake-avx512", the host CPU model
-    std::string arch;        // "sm_90", "x86_64 skylake-avx512", ...
-    std::string driver;      // driver or runtime version ("CUDA driver 13.0", "PoCL 3.1")
-    std::string compiler;    // "g++ 12.2.0", "NVRTC 13.0", "OpenCL C 1.2 PoCL"
+    std::string name;      // "NVIDIA H200", "pthread-skylake-avx512", the host CPU model
+    std::string arch;      // "sm_90", "x86_64 skylake-avx512", ...
+    std::string driver;    // driver or runtime version ("CUDA driver 13.0", "PoCL 3.1")
+    std::string compiler;  // "g++ 12.2.0", "NVRTC 13.0", "OpenCL C 1.2 PoCL"
     uint64_t memory_bytes = 0;
-    int compute_units = 0;   // SMs, CUs or cores
-    int warp_size = 1;       // threads that can exchange values without a barrier (shuffles)
-    std::string id;          // the cache id: backend, model, arch, driver/compiler; [A-Za-z0-9._-]
+    int compute_units = 0;  // SMs, CUs or cores
+    int warp_size = 1;      // threads that can exchange values without a barrier (shuffles)
+    std::string id;         // the cache id: backend, model, arch, driver/compiler; [A-Za-z0-9._-]
 };
 
 // Raw device memory. Freed when the last reference goes.
 class DeviceMemory {
-public:
+  public:
     virtual ~DeviceMemory() = default;
     virtual size_t bytes() const = 0;
 };
 
 // A loaded binary: one or more kernels, looked up by entry name at launch.
 class Module {
-public:
+  public:
     virtual ~Module() = default;
 };
 
@@ -56,7 +56,7 @@ struct KernelArg {
 };
 
 class Device {
-public:
+  public:
     virtual ~Device() = default;
     virtual const DeviceInfo& info() const = 0;
 

@@ -15,25 +15,46 @@ inline constexpr DType all_dtypes[] = {DType::f32, DType::f16, DType::bf16,
                                        DType::i8,  DType::u8,  DType::i32,
                                        DType::u32, DType::i64, DType::boolean};
 
-std::string_view name(DType t);              // "f32", "bf16", "bool", ...
-DType parse_dtype(std::string_view name);    // inverse of name(); kiln::Error when unknown
-size_t size_of(DType t);                     // bytes per element in memory
-bool is_float(DType t);                      // f32, f16, bf16
-bool is_half(DType t);                       // f16, bf16 (storage-only floats)
-bool is_integer(DType t);                    // i8 u8 i32 u32 i64 (not bool)
-bool is_signed(DType t);                     // i8 i32 i64 and the floats
-int bits_of(DType t);                        // width in bits (bool: 8, as stored)
-DType storage_uint(DType t);                 // unsigned integer type of the same width
+std::string_view name(DType t);            // "f32", "bf16", "bool", ...
+DType parse_dtype(std::string_view name);  // inverse of name(); kiln::Error when unknown
+size_t size_of(DType t);                   // bytes per element in memory
+bool is_float(DType t);                    // f32, f16, bf16
+bool is_half(DType t);                     // f16, bf16 (storage-only floats)
+bool is_integer(DType t);                  // i8 u8 i32 u32 i64 (not bool)
+bool is_signed(DType t);                   // i8 i32 i64 and the floats
+int bits_of(DType t);                      // width in bits (bool: 8, as stored)
+DType storage_uint(DType t);               // unsigned integer type of the same width
 
 // Host C++ type for each dtype, for typed host buffers.
 template <typename T>
 struct dtype_of;
-template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
-template <> struct dtype_of<int8_t> { static constexpr DType value = DType::i8; };
-template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
-template <> struct dtype_of<uint32_t> { static constexpr DType value = DType::u32; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
-template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
+template <>
+struct dtype_of<float> {
+    static constexpr DType value = DType::f32;
+};
+template <>
+struct dtype_of<int8_t> {
+    static constexpr DType value = DType::i8;
+};
+template <>
+struct dtype_of<uint8_t> {
+    static constexpr DType value = DType::u8;
+};
+template <>
+struct dtype_of<int32_t> {
+    static constexpr DType value = DType::i32;
+};
+template <>
+struct dtype_of<uint32_t> {
+    static constexpr DType value = DType::u32;
+};
+template <>
+struct dtype_of<int64_t> {
+    static constexpr DType value = DType::i64;
+};
+template <>
+struct dtype_of<bool> {
+    static constexpr DType value = DType::boolean;
+};
 
 }  // namespace kiln

@@ -31,10 +31,26 @@ using StmtRef = std::shared_ptr<const StmtNode>;
 
 enum class UnOp : uint8_t { neg, bit_not, logical_not, sqrt, abs };
 enum class BinOp : uint8_t {
-    add, sub, mul, div, rem, min, max,
-    bit_and, bit_or, bit_xor, shl, shr,
-    eq, ne, lt, le, gt, ge,
-    logical_and, logical_or,
+    add,
+    sub,
+    mul,
+    div,
+    rem,
+    min,
+    max,
+    bit_and,
+    bit_or,
+    bit_xor,
+    shl,
+    shr,
+    eq,
+    ne,
+    lt,
+    le,
+    gt,
+    ge,
+    logical_and,
+    logical_or,
 };
 enum class BuiltinKind : uint8_t { thread_index, block_index, grid_size };
 enum class MemSpace : uint8_t { global, shared, local };
@@ -59,21 +75,53 @@ struct MemRef {
 };
 
 namespace expr {
-struct Const { double f = 0; int64_t i = 0; };  // f for float types, i otherwise (bool: 0/1)
-struct Local { int id; };
-struct ScalarParam { int param; };
-struct BufferLen { int param; };  // element count of a buffer parameter, i32
-struct Load { MemRef mem; ExprRef index; };
-struct Unary { UnOp op; ExprRef a; };
-struct Binary { BinOp op; ExprRef a, b; };
-struct Select { ExprRef cond, a, b; };
-struct Cast { ExprRef a; };     // value conversion to the node's type
-struct Bitcast { ExprRef a; };  // same-width reinterpretation
-struct Fma { ExprRef a, b, c; };
-struct Builtin { BuiltinKind which; };
+struct Const {
+    double f = 0;
+    int64_t i = 0;
+};  // f for float types, i otherwise (bool: 0/1)
+struct Local {
+    int id;
+};
+struct ScalarParam {
+    int param;
+};
+struct BufferLen {
+    int param;
+};  // element count of a buffer parameter, i32
+struct Load {
+    MemRef mem;
+    ExprRef index;
+};
+struct Unary {
+    UnOp op;
+    ExprRef a;
+};
+struct Binary {
+    BinOp op;
+    ExprRef a, b;
+};
+struct Select {
+    ExprRef cond, a, b;
+};
+struct Cast {
+    ExprRef a;
+};  // value conversion to the node's type
+struct Bitcast {
+    ExprRef a;
+};  // same-width reinterpretation
+struct Fma {
+    ExprRef a, b, c;
+};
+struct Builtin {
+    BuiltinKind which;
+};
 // Value of `value` in the thread whose index within its group of `width` threads is this
 // thread's xor `mask`. Made only by lower_folds for targets with warp shuffles.
-struct ShuffleXor { ExprRef value; int mask; int width; };
+struct ShuffleXor {
+    ExprRef value;
+    int mask;
+    int width;
+};
 }  // namespace expr
 
 struct ExprNode {
@@ -97,14 +145,39 @@ struct FoldSpec {
 };
 
 namespace stmt {
-struct Seq { std::vector<StmtRef> items; };
-struct Let { int local; ExprRef value; };  // declares local and gives it its first value
-struct Assign { int local; ExprRef value; };
-struct Store { MemRef mem; ExprRef index, value; };
-struct For { int local; ExprRef begin, end, step; StmtRef body; };  // local from begin while < end
-struct If { ExprRef cond; StmtRef then_body, else_body; };           // else_body may be null
+struct Seq {
+    std::vector<StmtRef> items;
+};
+struct Let {
+    int local;
+    ExprRef value;
+};  // declares local and gives it its first value
+struct Assign {
+    int local;
+    ExprRef value;
+};
+struct Store {
+    MemRef mem;
+    ExprRef index, value;
+};
+struct For {
+    int local;
+    ExprRef begin, end, step;
+    StmtRef body;
+};  // local from begin while < end
+struct If {
+    ExprRef cond;
+    StmtRef then_body, else_body;
+};                  // else_body may be null
 struct Barrier {};  // every thread of the block waits here; shared memory is then consistent
-struct Fold { int result; FoldSpec spec; ExprRef extent; int index; StmtRef body; ExprRef value; };
+struct Fold {
+    int result;
+    FoldSpec spec;
+    ExprRef extent;
+    int index;
+    StmtRef body;
+    ExprRef value;
+};
 }  // namespace stmt
 
 struct StmtNode {
@@ -119,11 +192,22 @@ struct Param {
     DType dtype;
     Access access;  // buffers only
 };
-struct LocalInfo { std::string name; DType type; };
-struct ArrayInfo { std::string name; DType type; int64_t size; MemSpace space; };  // shared or local
+struct LocalInfo {
+    std::string name;
+    DType type;
+};
+struct ArrayInfo {
+    std::string name;
+    DType type;
+    int64_t size;
+    MemSpace space;
+};  // shared or local
 
 // A host-checked launch contract: `cond` over buffer lengths, scalar parameters and constants.
-struct Requirement { ExprRef cond; std::string what; };
+struct Requirement {
+    ExprRef cond;
+    std::string what;
+};
 
 struct Kernel {
     std::string name;

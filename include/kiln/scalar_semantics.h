@@ -86,5 +86,14 @@ KILN_F2I(int64_t, i64, -9223372036854775808.0f, 9223372036854775808.0f, 92233720
 
 KILN_FN float kiln_min_f32(float a, float b) { return (a < b || a != a) ? a : b; }
 KILN_FN float kiln_max_f32(float a, float b) { return (a > b || a != a) ? a : b; }
+#define KILN_INT_MINMAX(T, S)                                           \
+    KILN_FN T kiln_min_##S(T a, T b) { return a < b ? a : b; }          \
+    KILN_FN T kiln_max_##S(T a, T b) { return a > b ? a : b; }
+KILN_INT_MINMAX(int8_t, i8)
+KILN_INT_MINMAX(uint8_t, u8)
+KILN_INT_MINMAX(int32_t, i32)
+KILN_INT_MINMAX(uint32_t, u32)
+KILN_INT_MINMAX(int64_t, i64)
+#undef KILN_INT_MINMAX
 
 #endif /* KILN_SCALAR_SEMANTICS_H */

@@ -1,0 +1,81 @@
+// Compiling IR kernels for a device, with the in-memory and on-disk caches, and launching them.
+//
+//   auto kernel = kiln::compile(device, ir);     // codegen + compile, or a cache hit
+//   kernel->launch(grid, {x, y, 2.0f});          // arguments checked against the parameters
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/buffer.hpp"
+#include "kiln/device.hpp"
+#include "kiln/ir.hpp"
+
+namespace kiln {
+
+// One launch argument: a buffer, or a scalar of a given dtype.
+struct Arg {
+    const Buffer* buffer = nullptr;
+    DType dtype = DType::i32;
+    uint64_t bits = 0;
+
+    Arg(const Buffer& b) : buffer(&b) {}  // NOLINT: buffers pass as they are
+    Arg(float v);                         // NOLINT
+    Arg(int32_t v);                       // NOLINT
+    Arg(uint32_t v);                      // NOLINT
+    Arg(int64_t v);                       // NOLINT
+    Arg(bool v);                          // NOLINT
+    Arg(Half v);                          // NOLINT
+    Arg(BFloat16 v);                      // NOLINT
+    static Arg scalar(DType dtype, uint64_t bits);
+};
+
+// Where a compiled kernel came from.
+struct CompileInfo {
+    double codegen_ms = 0;  // IR to source
+    double compile_ms = 0;  // source to binary (0 on a disk hit)
+    double load_ms = 0;     // binary to loaded module
+    bool memory_hit = false;
+    bool disk_hit = false;
+    std::string cache_key;
+};
+
+class CompiledKernel {
+  public:
+    CompiledKernel(Device& device, ir::Kernel kernel, std::shared_ptr<Module> module,
+                   std::string entry, CompileInfo info);
+
+    const ir::Kernel& kernel() const { return kernel_; }
+    Device& device() const { return *device_; }
+    const CompileInfo& info() const { return info_; }
+    const std::string& entry() const { return entry_; }
+
+    // Checks the arguments (count, buffer dtypes and devices, scalar dtypes, aliasing, the
+    // kernel's requirements) and launches `grid` blocks. kiln::Error when anything is off.
+    void launch(int64_t grid, std::span<const Arg> args) const;
+    void launch(int64_t grid, std::initializer_list<Arg> args) const {
+        launch(grid, std::span<const Arg>(args.begin(), args.size()));
+    }
+
+  private:
+    Device* device_;
+    ir::Kernel kernel_;
+    std::shared_ptr<Module> module_;
+    std::string entry_;
+    CompileInfo info_;
+};
+
+// Compiles one kernel for a device (memory cache, then disk cache, then the compiler).
+std::shared_ptr<CompiledKernel> compile(Device& device, const ir::Kernel& kernel);
+// Compiles several kernels in one compile unit (one compiler run, one cache entry).
+std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
+                                                         std::span<const ir::Kernel> kernels);
+// The generated source of a compile unit for a device's backend (for inspection and tests).
+std::string generate_source(Backend backend, std::span<const ir::Kernel> kernels);
+// Forgets the in-memory cache (the disk cache stays).
+void clear_memory_cache();
+
+}  // namespace kiln

@@ -1,0 +1,218 @@
+// The kiln DSL: C++ that builds kernel IR. Comptime values are plain C++ values (ints, dtypes,
+// lambdas) used while the IR is built; each distinct tuple builds a distinct kernel.
+//
+//   KernelBuilder k("scale", /*block_size=*/128);
+//   auto x = k.input("x", DType::f32);
+//   auto y = k.output("y", DType::f32);
+//   auto a = k.scalar("a", DType::f32);
+//   Expr i = k.absolute_pos();
+//   k.if_(i < y.len(), [&] { y[i] = a * x[i]; });
+//   Kernel kernel = k.finish();
+//
+// Types are checked as expressions are built; a mismatch throws kiln::Error naming the operation
+// and both types. C++ number literals are "weak": they take the type of the other operand.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/dtype.hpp"
+#include "kiln/error.hpp"
+#include "kiln/ir.hpp"
+
+namespace kiln {
+
+class KernelBuilder;
+
+// A typed expression. Converts from C++ numbers (weakly typed literals).
+class Expr {
+  public:
+    Expr(int v);
+    Expr(int64_t v);
+    Expr(float v);
+    Expr(double v);
+    explicit Expr(ir::ExprRef node, bool weak = false) : node_(std::move(node)), weak_(weak) {}
+
+    DType type() const { return node_->type; }
+    const ir::ExprRef& node() const { return node_; }
+    bool weak() const { return weak_; }
+
+  private:
+    ir::ExprRef node_;
+    bool weak_ = false;
+};
+
+// A mutable local variable of the kernel; reads as an Expr, assignment emits a statement.
+class Var {
+  public:
+    Var(KernelBuilder* k, int id, DType type) : k_(k), id_(id), type_(type) {}
+    operator Expr() const;  // NOLINT: reads the variable
+    Expr expr() const { return *this; }
+    Var& operator=(const Expr& value);
+    Var& operator=(const Var& other) { return *this = other.expr(); }
+    Var& operator+=(const Expr& v);
+    Var& operator-=(const Expr& v);
+    Var& operator*=(const Expr& v);
+    int id() const { return id_; }
+    DType type() const { return type_; }
+
+  private:
+    KernelBuilder* k_;
+    int id_;
+    DType type_;
+};
+
+// An element of a buffer or tile: reads as a load, assignment stores.
+class Element {
+  public:
+    Element(KernelBuilder* k, ir::MemRef mem, DType type, Expr index)
+        : k_(k), mem_(mem), type_(type), index_(std::move(index)) {}
+    operator Expr() const;  // NOLINT: loads the element
+    Expr expr() const { return *this; }
+    Element& operator=(const Expr& value);
+    Element& operator=(const Element& other) { return *this = other.expr(); }
+    Element& operator+=(const Expr& v);
+
+  private:
+    KernelBuilder* k_;
+    ir::MemRef mem_;
+    DType type_;
+    Expr index_;
+};
+
+// A buffer parameter, a shared tile or a per-thread array.
+class Memory {
+  public:
+    Memory(KernelBuilder* k, ir::MemRef mem, DType type) : k_(k), mem_(mem), type_(type) {}
+    Element operator[](const Expr& index) const { return Element(k_, mem_, type_, index); }
+    Expr len() const;  // buffers: element count (i32); tiles and arrays: their comptime size
+    DType dtype() const { return type_; }
+    ir::MemRef ref() const { return mem_; }
+
+  private:
+    KernelBuilder* k_;
+    ir::MemRef mem_;
+    DType type_;
+};
+
+// The canonical fold's definition (lanes, chunk, op) and its one schedule knob (threads).
+struct Fold {
+    ir::FoldSpec spec;
+    static Fold sum() { return Fold{{ir::FoldOp::sum}}; }
+    static Fold max() { return Fold{{ir::FoldOp::max}}; }
+    static Fold min() { return Fold{{ir::FoldOp::min}}; }
+    Fold lanes(int w) const {
+        Fold f = *this;
+        f.spec.lanes = w;
+        return f;
+    }
+    Fold chunk(int v) const {
+        Fold f = *this;
+        f.spec.chunk = v;
+        return f;
+    }
+    Fold threads(int t) const {
+        Fold f = *this;
+        f.spec.threads = t;
+        return f;
+    }
+};
+
+class KernelBuilder {
+  public:
+    explicit KernelBuilder(std::string name, int block_size = 64);
+
+    // Parameters, in launch order.
+    Memory input(const std::string& name, DType type);   // read only
+    Memory output(const std::string& name, DType type);  // write only
+    Memory inout(const std::string& name, DType type);   // read and write
+    Expr scalar(const std::string& name, DType type);
+
+    // Positions. thread_index in [0, block_size), block_index in [0, grid_size), all i32.
+    Expr thread_index();
+    Expr block_index();
+    Expr grid_size();
+    Expr absolute_pos();  // block_index * block_size + thread_index
+    int block_size() const { return kernel_.block_size; }
+
+    // Locals and control flow.
+    Var let(const Expr& init, const std::string& name = "");
+    void for_(const Expr& begin, const Expr& end, const std::function<void(Expr)>& body,
+              const Expr& step = 1);
+    // Comptime-unrolled loop: body runs here, in C++, once per i, with i a constant.
+    void unroll(int64_t begin, int64_t end, const std::function<void(Expr)>& body);
+    void if_(const Expr& cond, const std::function<void()>& then_body);
+    void if_(const Expr& cond, const std::function<void()>& then_body,
+             const std::function<void()>& else_body);
+
+    // Cooperation: block-shared tiles, barriers at uniform points, per-thread arrays.
+    Memory shared(DType type, int64_t size, const std::string& name = "tile");
+    Memory local_array(DType type, int64_t size, const std::string& name = "arr");
+    void barrier();
+
+    // The canonical fold over [0, extent): returns the folded value, the same in every thread
+    // of the fold's thread group. `body(i)` may emit statements and returns element i's value.
+    Var fold(DType type, const Expr& extent, const Fold& fold,
+             const std::function<Expr(Expr)>& body);
+
+    // A launch contract checked on the host before every launch (buffer lengths, scalars).
+    void require(const Expr& cond, const std::string& what);
+
+    // Verifies and returns the kernel. The builder is spent afterwards.
+    ir::Kernel finish();
+
+    // Used by Var / Element / Memory.
+    void emit(ir::StmtRef s);
+    const ir::Kernel& kernel() const { return kernel_; }
+    int new_local(DType type, const std::string& name);
+
+  private:
+    Memory add_buffer(const std::string& name, DType type, ir::Access access);
+    std::vector<ir::StmtRef> capture(const std::function<void()>& body);
+
+    ir::Kernel kernel_;
+    std::vector<std::vector<ir::StmtRef>> scopes_;
+    bool finished_ = false;
+};
+
+// Operators and functions on expressions. All check types (kiln::Error on mismatch).
+Expr operator+(const Expr& a, const Expr& b);
+Expr operator-(const Expr& a, const Expr& b);
+Expr operator*(const Expr& a, const Expr& b);
+Expr operator/(const Expr& a, const Expr& b);
+Expr operator%(const Expr& a, const Expr& b);
+Expr operator-(const Expr& a);
+Expr operator~(const Expr& a);
+Expr operator!(const Expr& a);
+Expr operator&(const Expr& a, const Expr& b);
+Expr operator|(const Expr& a, const Expr& b);
+Expr operator^(const Expr& a, const Expr& b);
+Expr operator<<(const Expr& a, const Expr& b);
+Expr operator>>(const Expr& a, const Expr& b);
+Expr operator==(const Expr& a, const Expr& b);
+Expr operator!=(const Expr& a, const Expr& b);
+Expr operator<(const Expr& a, const Expr& b);
+Expr operator<=(const Expr& a, const Expr& b);
+Expr operator>(const Expr& a, const Expr& b);
+Expr operator>=(const Expr& a, const Expr& b);
+Expr operator&&(const Expr& a, const Expr& b);
+Expr operator||(const Expr& a, const Expr& b);
+
+Expr min(const Expr& a, const Expr& b);
+Expr max(const Expr& a, const Expr& b);
+Expr select(const Expr& cond, const Expr& a, const Expr& b);
+Expr cast(DType type, const Expr& a);
+Expr bitcast(DType type, const Expr& a);  // same width; f16/bf16 <-> 16-bit patterns via i32
+Expr fma(const Expr& a, const Expr& b, const Expr& c);  // a*b+c, one rounding
+Expr sqrt(const Expr& a);
+Expr abs(const Expr& a);
+Expr constant(DType type, double value);  // a typed constant (integers: value must be integral)
+
+// Float bit access for f32: the 32 bits as u32, and back.
+Expr bits_of(const Expr& f32_value);
+Expr f32_from_bits(const Expr& u32_value);
+
+}  // namespace kiln

@@ -1,0 +1,26 @@
+// Cache root resolution per the XDG base directory spec, with KILN_CACHE_DIR overriding.
+#include "cache/paths.hpp"
+
+#include <cstdlib>
+
+namespace kiln::cache {
+
+std::filesystem::path cache_root() {
+    if (const char* dir = std::getenv("KILN_CACHE_DIR"); dir && *dir) return dir;
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg && xdg[0] == '/')
+        return std::filesystem::path(xdg) / "kiln";
+    if (const char* home = std::getenv("HOME"); home && *home)
+        return std::filesystem::path(home) / ".cache" / "kiln";
+    return std::filesystem::temp_directory_path() / "kiln-cache";
+}
+
+std::string safe_component(const std::string& name) {
+    std::string out = name;
+    for (char& c : out)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'))
+            c = '_';
+    if (out.empty() || out == "." || out == "..") out = "_" + out;
+    return out;
+}
+
+}  // namespace kiln::cache

@@ -1,0 +1,13 @@
+// Where kiln keeps files: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace kiln::cache {
+
+std::filesystem::path cache_root();
+// Makes `name` safe as one path component: [A-Za-z0-9._-], others become '_'.
+std::string safe_component(const std::string& name);
+
+}  // namespace kiln::cache

@@ -1,0 +1,34 @@
+// Dialect: what differs between the C-family languages kiln emits. The emitter is one; each
+// backend is this table plus, for the CPU, the threads-as-loops form of a block.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace kiln::codegen {
+
+struct Dialect {
+    std::string name;          // "cpu", "cuda", "opencl"
+    std::string prelude;       // fixed-width ints, KILN_FN, kiln_f32_bits / kiln_bits_f32
+    std::string global_space;  // qualifier of buffer pointers ("__global ")
+    std::string restrict_kw;   // "__restrict__" or "restrict"
+    std::string shared_space;  // qualifier of shared tiles ("__shared__ ", "__local ")
+    std::string thread_index;  // expression giving the thread's index in its block (i32)
+    std::string block_index;
+    std::string grid_size;
+    std::string barrier;            // statement
+    std::string sqrt_f32;           // correctly rounded sqrt function
+    std::string fma_f32;            // fused multiply-add function
+    bool threads_as_loops = false;  // CPU: run a block's threads as loops split at barriers
+    bool has_shuffle = false;       // CUDA: __shfl_xor_sync
+    int warp_size = 1;
+};
+
+const Dialect& cpu_dialect();
+const Dialect& cuda_dialect();
+const Dialect& opencl_dialect();
+
+// The text of include/kiln/scalar_semantics.h, embedded at build time.
+extern const std::string_view scalar_semantics_source;
+
+}  // namespace kiln::codegen

@@ -1,0 +1,36 @@
+// The OpenCL C 1.2 dialect. Built with -cl-fp32-correctly-rounded-divide-sqrt, no mad.
+#include "codegen/dialect.hpp"
+
+namespace kiln::codegen {
+
+const Dialect& opencl_dialect() {
+    static const Dialect d{
+        .name = "opencl",
+        .prelude = R"(typedef char int8_t;
+typedef uchar uint8_t;
+typedef ushort uint16_t;
+typedef int int32_t;
+typedef uint uint32_t;
+typedef long int64_t;
+typedef ulong uint64_t;
+#define KILN_FN static inline
+KILN_FN uint32_t kiln_f32_bits(float f) { return as_uint(f); }
+KILN_FN float kiln_bits_f32(uint32_t u) { return as_float(u); }
+)",
+        .global_space = "__global ",
+        .restrict_kw = "restrict",
+        .shared_space = "__local ",
+        .thread_index = "((int32_t)get_local_id(0))",
+        .block_index = "((int32_t)get_group_id(0))",
+        .grid_size = "((int32_t)get_num_groups(0))",
+        .barrier = "barrier(CLK_LOCAL_MEM_FENCE);",
+        .sqrt_f32 = "sqrt",
+        .fma_f32 = "fma",
+        .threads_as_loops = false,
+        .has_shuffle = false,
+        .warp_size = 1,
+    };
+    return d;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,251 @@
+// The compile pipeline: IR -> source (codegen) -> binary (disk cache or the device's compiler)
+// -> loaded module (memory cache), and checked launches of the result.
+#include "kiln/compile.hpp"
+
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "cache/kernel_cache.hpp"
+#include "codegen/emit_c.hpp"
+#include "ir/eval.hpp"
+#include "ir/hash.hpp"
+
+namespace kiln {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+const codegen::Dialect& dialect_for(Backend b) {
+    switch (b) {
+        case Backend::cpu:
+            return codegen::cpu_dialect();
+        case Backend::cuda:
+            return codegen::cuda_dialect();
+        case Backend::opencl:
+            return codegen::opencl_dialect();
+    }
+    fail("unknown backend");
+}
+
+struct MemoryCache {
+    std::mutex mutex;
+    std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> kernels;
+};
+MemoryCache& memory_cache() {
+    static MemoryCache cache;
+    return cache;
+}
+
+std::string memory_key(const Device& d, const ir::Kernel& k) {
+    return d.info().id + "/" + ir::hex(ir::structural_hash(k));
+}
+
+std::string param_list(const ir::Kernel& k) {
+    std::vector<std::string> parts;
+    for (const auto& p : k.params)
+        parts.push_back(
+            fmt::format("{}: {}{}", p.name, name(p.dtype), p.is_buffer ? " buffer" : ""));
+    return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+Arg::Arg(float v) : dtype(DType::f32) {
+    std::memcpy(&bits, &v, 4);
+}
+Arg::Arg(int32_t v) : dtype(DType::i32), bits(static_cast<uint32_t>(v)) {}
+Arg::Arg(uint32_t v) : dtype(DType::u32), bits(v) {}
+Arg::Arg(int64_t v) : dtype(DType::i64), bits(static_cast<uint64_t>(v)) {}
+Arg::Arg(bool v) : dtype(DType::boolean), bits(v ? 1 : 0) {}
+Arg::Arg(Half v) : dtype(DType::f16), bits(v.bits) {}
+Arg::Arg(BFloat16 v) : dtype(DType::bf16), bits(v.bits) {}
+Arg Arg::scalar(DType dtype, uint64_t bits) {
+    Arg a(int32_t{0});
+    a.dtype = dtype;
+    a.bits = bits;
+    return a;
+}
+
+CompiledKernel::CompiledKernel(Device& device, ir::Kernel kernel, std::shared_ptr<Module> module,
+                               std::string entry, CompileInfo info)
+    : device_(&device),
+      kernel_(std::move(kernel)),
+      module_(std::move(module)),
+      entry_(std::move(entry)),
+      info_(std::move(info)) {}
+
+void CompiledKernel::launch(int64_t grid, std::span<const Arg> args) const {
+    const ir::Kernel& k = kernel_;
+    if (args.size() != k.params.size())
+        fail("kernel {} takes {} arguments ({}); got {}", k.name, k.params.size(), param_list(k),
+             args.size());
+    if (grid < 0 || grid > INT32_MAX)
+        fail("kernel {}: grid of {} blocks; expected 0 to {}", k.name, grid, INT32_MAX);
+    std::vector<KernelArg> raw;
+    std::vector<ir::HostValue> scalars(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+        const ir::Param& p = k.params[i];
+        const Arg& a = args[i];
+        if (p.is_buffer) {
+            if (!a.buffer)
+                fail("kernel {}: argument {} ('{}') must be a {} buffer; got a {} scalar", k.name,
+                     i, p.name, name(p.dtype), name(a.dtype));
+            if (a.buffer->dtype() != p.dtype)
+                fail("kernel {}: buffer '{}' must hold {}; got a {} buffer", k.name, p.name,
+                     name(p.dtype), name(a.buffer->dtype()));
+            if (&a.buffer->device() != device_)
+                fail("kernel {}: buffer '{}' lives on {}, but the kernel was compiled for {}",
+                     k.name, p.name, a.buffer->device().info().id, device_->info().id);
+            if (a.buffer->count() > static_cast<size_t>(INT32_MAX))
+                fail("kernel {}: buffer '{}' has {} elements; kernels index at most {}", k.name,
+                     p.name, a.buffer->count(), INT32_MAX);
+            for (size_t j = 0; j < i; ++j) {
+                const ir::Param& q = k.params[j];
+                if (q.is_buffer && args[j].buffer &&
+                    &args[j].buffer->memory() == &a.buffer->memory() &&
+                    (p.access != ir::Access::read || q.access != ir::Access::read))
+                    fail(
+                        "kernel {}: the same buffer is passed as '{}' and '{}', and one of them is "
+                        "written; use one inout parameter instead",
+                        k.name, q.name, p.name);
+            }
+            raw.push_back(KernelArg::buffer(a.buffer->memory()));
+            raw.push_back(KernelArg::value(a.buffer->count(), 4));
+        } else {
+            if (a.buffer)
+                fail("kernel {}: argument {} ('{}') must be a {} scalar; got a buffer", k.name, i,
+                     p.name, name(p.dtype));
+            if (a.dtype != p.dtype)
+                fail("kernel {}: scalar '{}' must be {}; got {}", k.name, p.name, name(p.dtype),
+                     name(a.dtype));
+            raw.push_back(KernelArg::value(a.bits, static_cast<uint8_t>(size_of(p.dtype))));
+            ir::HostValue v;
+            if (p.dtype == DType::f32) {
+                float f;
+                uint32_t b32 = static_cast<uint32_t>(a.bits);
+                std::memcpy(&f, &b32, 4);
+                v.f = f;
+            } else if (p.dtype == DType::i8)
+                v.i = static_cast<int8_t>(a.bits);
+            else if (p.dtype == DType::i32)
+                v.i = static_cast<int32_t>(a.bits);
+            else
+                v.i = static_cast<int64_t>(a.bits);
+            scalars[i] = v;
+        }
+    }
+    for (const auto& r : k.requirements) {
+        auto value = ir::eval_host(
+            r.cond, [&](int p) { return scalars.at(static_cast<size_t>(p)); },
+            [&](int p) {
+                return static_cast<int64_t>(args[static_cast<size_t>(p)].buffer->count());
+            });
+        if (!value.i) fail("kernel {}: launch arguments break its requirement: {}", k.name, r.what);
+    }
+    if (grid == 0) return;
+    device_->launch(*module_, entry_, grid, k.block_size, raw);
+}
+
+std::string generate_source(Backend backend, std::span<const ir::Kernel> kernels) {
+    std::vector<const ir::Kernel*> ptrs;
+    for (const auto& k : kernels) ptrs.push_back(&k);
+    return codegen::emit_source(ptrs, dialect_for(backend));
+}
+
+std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
+                                                         std::span<const ir::Kernel> kernels) {
+    std::vector<std::shared_ptr<CompiledKernel>> result(kernels.size());
+    std::vector<size_t> missing;
+    {
+        std::lock_guard lock(memory_cache().mutex);
+        for (size_t i = 0; i < kernels.size(); ++i) {
+            auto it = memory_cache().kernels.find(memory_key(device, kernels[i]));
+            if (it != memory_cache().kernels.end())
+                result[i] = it->second;
+            else
+                missing.push_back(i);
+        }
+    }
+    if (missing.empty()) return result;
+
+    CompileInfo info;
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<ir::Kernel> todo;
+    for (size_t i : missing) todo.push_back(kernels[i]);
+    const std::string source = generate_source(device.info().backend, todo);
+    info.codegen_ms = ms_since(t0);
+
+    const std::string toolchain = device.toolchain_id();
+    XXH3_state_t* state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    XXH3_64bits_update(state, source.data(), source.size());
+    XXH3_64bits_update(state, toolchain.data(), toolchain.size() + 1);
+    XXH3_64bits_update(state, KILN_VERSION, sizeof(KILN_VERSION));
+    info.cache_key = ir::hex(XXH3_64bits_digest(state));
+    XXH3_freeState(state);
+
+    auto& disk = cache::process_kernel_cache();
+    std::vector<uint8_t> binary;
+    if (auto hit = disk.load(device.info().id, info.cache_key)) {
+        binary = std::move(*hit);
+        info.disk_hit = true;
+    } else {
+        t0 = std::chrono::steady_clock::now();
+        try {
+            binary = device.compile(source);
+        } catch (const Error& e) {
+            const std::string path = disk.save_failed_source(
+                device.info().id, info.cache_key, std::string(device.source_suffix()), source);
+            std::vector<std::string> names;
+            for (const auto& k : todo) names.push_back(k.name);
+            fail("kernel {} failed to compile for {}:\n{}\nsource saved at {}",
+                 fmt::join(names, ", "), device.info().id, e.what(),
+                 path.empty() ? "(nowhere)" : path);
+        }
+        info.compile_ms = ms_since(t0);
+        disk.store(device.info().id, info.cache_key, binary);
+    }
+    t0 = std::chrono::steady_clock::now();
+    std::shared_ptr<Module> module;
+    try {
+        module = device.load(binary);
+    } catch (const Error&) {
+        if (!info.disk_hit) throw;
+        // A cached binary the device rejects: rebuild it from source.
+        warn_once("reload:" + info.cache_key, "cached kernel binary was rejected; rebuilding it");
+        binary = device.compile(source);
+        disk.store(device.info().id, info.cache_key, binary);
+        info.disk_hit = false;
+        module = device.load(binary);
+    }
+    info.load_ms = ms_since(t0);
+
+    std::lock_guard lock(memory_cache().mutex);
+    for (size_t j = 0; j < missing.size(); ++j) {
+        const ir::Kernel& k = kernels[missing[j]];
+        auto compiled =
+            std::make_shared<CompiledKernel>(device, k, module, codegen::entry_name(k), info);
+        memory_cache().kernels[memory_key(device, k)] = compiled;
+        result[missing[j]] = compiled;
+    }
+    return result;
+}
+
+std::shared_ptr<CompiledKernel> compile(Device& device, const ir::Kernel& kernel) {
+    return compile_all(device, std::span<const ir::Kernel>(&kernel, 1)).front();
+}
+
+void clear_memory_cache() {
+    std::lock_guard lock(memory_cache().mutex);
+    memory_cache().kernels.clear();
+}
+
+}  // namespace kiln

@@ -1,0 +1,257 @@
+// KernelBuilder: records statements into nested scopes and hands the finished IR to verify().
+#include <bit>
+#include <cctype>
+#include <optional>
+
+#include "ir/verify.hpp"
+#include "kiln/dsl.hpp"
+
+namespace kiln {
+
+namespace {
+Expr weak_adopted(const Expr& value, DType type, const char* what) {
+    if (value.type() == type) return value;
+    if (value.weak()) return cast(type, value);
+    fail("type mismatch in {}: value is {} but the target is {}; cast it", what, name(value.type()),
+         name(type));
+}
+}  // namespace
+
+Var::operator Expr() const {
+    return Expr(ir::make(type_, ir::expr::Local{id_}));
+}
+
+Var& Var::operator=(const Expr& value) {
+    Expr v = weak_adopted(value, type_, "assignment");
+    k_->emit(ir::make(ir::stmt::Assign{id_, v.node()}));
+    return *this;
+}
+Var& Var::operator+=(const Expr& v) {
+    return *this = expr() + v;
+}
+Var& Var::operator-=(const Expr& v) {
+    return *this = expr() - v;
+}
+Var& Var::operator*=(const Expr& v) {
+    return *this = expr() * v;
+}
+
+Element::operator Expr() const {
+    if (mem_.space == ir::MemSpace::global) {
+        const auto& p = k_->kernel().params.at(static_cast<size_t>(mem_.id));
+        if (p.access == ir::Access::write)
+            fail(
+                "kernel {}: reads buffer '{}', which is declared output (write only); declare "
+                "it inout to read it",
+                k_->kernel().name, p.name);
+    }
+    if (!is_integer(index_.type()))
+        fail("kernel {}: index of type {}; indices are integers", k_->kernel().name,
+             name(index_.type()));
+    return Expr(ir::make(type_, ir::expr::Load{mem_, index_.node()}));
+}
+
+Element& Element::operator=(const Expr& value) {
+    if (mem_.space == ir::MemSpace::global) {
+        const auto& p = k_->kernel().params.at(static_cast<size_t>(mem_.id));
+        if (p.access == ir::Access::read)
+            fail(
+                "kernel {}: stores to buffer '{}', which is declared input (read only); "
+                "declare it output or inout",
+                k_->kernel().name, p.name);
+    }
+    if (!is_integer(index_.type()))
+        fail("kernel {}: index of type {}; indices are integers", k_->kernel().name,
+             name(index_.type()));
+    Expr v = weak_adopted(value, type_, "store");
+    k_->emit(ir::make(ir::stmt::Store{mem_, index_.node(), v.node()}));
+    return *this;
+}
+
+Element& Element::operator+=(const Expr& v) {
+    return *this = expr() + v;
+}
+
+Expr Memory::len() const {
+    if (mem_.space == ir::MemSpace::global)
+        return Expr(ir::make(DType::i32, ir::expr::BufferLen{mem_.id}));
+    return Expr(ir::int_const(DType::i32, ir::array_info(k_->kernel(), mem_).size), true);
+}
+
+KernelBuilder::KernelBuilder(std::string name, int block_size) {
+    if (name.empty()) fail("kernel name is empty");
+    for (char c : name)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+            fail("kernel name '{}' has '{}'; names are letters, digits and '_'", name, c);
+    if (block_size < 1 || block_size > 1024)
+        fail("kernel {}: block size {} is out of range; expected 1 to 1024", name, block_size);
+    kernel_.name = std::move(name);
+    kernel_.block_size = block_size;
+    scopes_.emplace_back();
+}
+
+Memory KernelBuilder::add_buffer(const std::string& name, DType type, ir::Access access) {
+    for (const auto& p : kernel_.params)
+        if (p.name == name) fail("kernel {}: two parameters named '{}'", kernel_.name, name);
+    kernel_.params.push_back({name, true, type, access});
+    return Memory(this, {ir::MemSpace::global, static_cast<int>(kernel_.params.size() - 1)}, type);
+}
+
+Memory KernelBuilder::input(const std::string& name, DType type) {
+    return add_buffer(name, type, ir::Access::read);
+}
+Memory KernelBuilder::output(const std::string& name, DType type) {
+    return add_buffer(name, type, ir::Access::write);
+}
+Memory KernelBuilder::inout(const std::string& name, DType type) {
+    return add_buffer(name, type, ir::Access::read_write);
+}
+
+Expr KernelBuilder::scalar(const std::string& name, DType type) {
+    for (const auto& p : kernel_.params)
+        if (p.name == name) fail("kernel {}: two parameters named '{}'", kernel_.name, name);
+    kernel_.params.push_back({name, false, type, ir::Access::read});
+    return Expr(ir::make(type, ir::expr::ScalarParam{static_cast<int>(kernel_.params.size() - 1)}));
+}
+
+Expr KernelBuilder::thread_index() {
+    return Expr(ir::make(DType::i32, ir::expr::Builtin{ir::BuiltinKind::thread_index}));
+}
+Expr KernelBuilder::block_index() {
+    return Expr(ir::make(DType::i32, ir::expr::Builtin{ir::BuiltinKind::block_index}));
+}
+Expr KernelBuilder::grid_size() {
+    return Expr(ir::make(DType::i32, ir::expr::Builtin{ir::BuiltinKind::grid_size}));
+}
+Expr KernelBuilder::absolute_pos() {
+    return block_index() * kernel_.block_size + thread_index();
+}
+
+int KernelBuilder::new_local(DType type, const std::string& name) {
+    kernel_.locals.push_back({name.empty() ? "v" : name, type});
+    return static_cast<int>(kernel_.locals.size() - 1);
+}
+
+void KernelBuilder::emit(ir::StmtRef s) {
+    if (finished_) fail("kernel {}: statement added after finish()", kernel_.name);
+    scopes_.back().push_back(std::move(s));
+}
+
+std::vector<ir::StmtRef> KernelBuilder::capture(const std::function<void()>& body) {
+    scopes_.emplace_back();
+    try {
+        body();
+    } catch (...) {
+        scopes_.pop_back();
+        throw;
+    }
+    auto items = std::move(scopes_.back());
+    scopes_.pop_back();
+    return items;
+}
+
+Var KernelBuilder::let(const Expr& init, const std::string& name) {
+    // A weak literal makes a local of its natural type (i32 or f32).
+    const int id = new_local(init.type(), name);
+    emit(ir::make(ir::stmt::Let{id, init.node()}));
+    return Var(this, id, init.type());
+}
+
+void KernelBuilder::for_(const Expr& begin, const Expr& end, const std::function<void(Expr)>& body,
+                         const Expr& step) {
+    Expr b = begin, e = end, s = step;
+    DType t = !b.weak() ? b.type() : (!e.weak() ? e.type() : DType::i32);
+    if (!is_integer(t))
+        fail("kernel {}: for_ bounds must be integers, got {}", kernel_.name, name(t));
+    b = weak_adopted(b, t, "for_ begin");
+    e = weak_adopted(e, t, "for_ end");
+    s = weak_adopted(s, t, "for_ step");
+    const int id = new_local(t, "i");
+    auto items = capture([&] { body(Expr(ir::make(t, ir::expr::Local{id}))); });
+    emit(ir::make(ir::stmt::For{id, b.node(), e.node(), s.node(),
+                                ir::make(ir::stmt::Seq{std::move(items)})}));
+}
+
+void KernelBuilder::unroll(int64_t begin, int64_t end, const std::function<void(Expr)>& body) {
+    for (int64_t i = begin; i < end; ++i) body(Expr(ir::int_const(DType::i32, i), true));
+}
+
+void KernelBuilder::if_(const Expr& cond, const std::function<void()>& then_body) {
+    if (cond.type() != DType::boolean)
+        fail("kernel {}: if_ needs a bool condition, got {}", kernel_.name, name(cond.type()));
+    auto items = capture(then_body);
+    emit(ir::make(ir::stmt::If{cond.node(), ir::make(ir::stmt::Seq{std::move(items)}), nullptr}));
+}
+
+void KernelBuilder::if_(const Expr& cond, const std::function<void()>& then_body,
+                        const std::function<void()>& else_body) {
+    if (cond.type() != DType::boolean)
+        fail("kernel {}: if_ needs a bool condition, got {}", kernel_.name, name(cond.type()));
+    auto then_items = capture(then_body);
+    auto else_items = capture(else_body);
+    emit(ir::make(ir::stmt::If{cond.node(), ir::make(ir::stmt::Seq{std::move(then_items)}),
+                               ir::make(ir::stmt::Seq{std::move(else_items)})}));
+}
+
+Memory KernelBuilder::shared(DType type, int64_t size, const std::string& name) {
+    if (size < 1)
+        fail("kernel {}: shared tile '{}' of size {}; expected >= 1", kernel_.name, name, size);
+    kernel_.tiles.push_back({name, type, size, ir::MemSpace::shared});
+    return Memory(this, {ir::MemSpace::shared, static_cast<int>(kernel_.tiles.size() - 1)}, type);
+}
+
+Memory KernelBuilder::local_array(DType type, int64_t size, const std::string& name) {
+    if (size < 1)
+        fail("kernel {}: local array '{}' of size {}; expected >= 1", kernel_.name, name, size);
+    kernel_.arrays.push_back({name, type, size, ir::MemSpace::local});
+    return Memory(this, {ir::MemSpace::local, static_cast<int>(kernel_.arrays.size() - 1)}, type);
+}
+
+void KernelBuilder::barrier() {
+    emit(ir::make(ir::stmt::Barrier{}));
+}
+
+Var KernelBuilder::fold(DType type, const Expr& extent, const Fold& fold,
+                        const std::function<Expr(Expr)>& body) {
+    const ir::FoldSpec& spec = fold.spec;
+    auto pow2 = [](int v) { return v >= 1 && std::has_single_bit(static_cast<unsigned>(v)); };
+    if (!pow2(spec.lanes) || spec.lanes > 1024)
+        fail("kernel {}: fold lanes {}; expected a power of two from 1 to 1024", kernel_.name,
+             spec.lanes);
+    if (spec.chunk < 1 || spec.chunk > 64)
+        fail("kernel {}: fold chunk {}; expected 1 to 64", kernel_.name, spec.chunk);
+    if (!pow2(spec.threads) || spec.threads > spec.lanes || kernel_.block_size % spec.threads != 0)
+        fail(
+            "kernel {}: fold threads {}; expected a power of two that divides the lanes ({}) "
+            "and the block size ({})",
+            kernel_.name, spec.threads, spec.lanes, kernel_.block_size);
+    if (type == DType::boolean) fail("kernel {}: fold over bool; fold a number", kernel_.name);
+    Expr n = weak_adopted(extent, DType::i32, "fold extent");
+    const int index = new_local(DType::i32, "i");
+    std::optional<Expr> value;
+    auto items = capture([&] {
+        value = weak_adopted(body(Expr(ir::make(DType::i32, ir::expr::Local{index}))), type,
+                             "fold body result");
+    });
+    const int result = new_local(type, "acc");
+    emit(ir::make(ir::stmt::Fold{result, spec, n.node(), index,
+                                 ir::make(ir::stmt::Seq{std::move(items)}), value->node()}));
+    return Var(this, result, type);
+}
+
+void KernelBuilder::require(const Expr& cond, const std::string& what) {
+    if (cond.type() != DType::boolean)
+        fail("kernel {}: require needs a bool condition, got {}", kernel_.name, name(cond.type()));
+    kernel_.requirements.push_back({cond.node(), what});
+}
+
+ir::Kernel KernelBuilder::finish() {
+    if (finished_) fail("kernel {}: finish() called twice", kernel_.name);
+    if (scopes_.size() != 1) fail("kernel {}: finish() inside a nested scope", kernel_.name);
+    finished_ = true;
+    kernel_.body = ir::make(ir::stmt::Seq{std::move(scopes_.back())});
+    ir::verify(kernel_);
+    return std::move(kernel_);
+}
+
+}  // namespace kiln

@@ -1,0 +1,190 @@
+// lower_folds: the canonical fold as loops, a local halving tree and a cross-thread tree.
+#include "ir/lower_folds.hpp"
+
+#include <limits>
+#include <map>
+
+#include "ir/visit.hpp"
+
+namespace kiln::ir {
+
+ExprRef fold_identity(FoldOp op, DType type) {
+    const double inf = std::numeric_limits<double>::infinity();
+    if (op == FoldOp::sum) return int_const(type, 0);
+    const bool lowest = op == FoldOp::max;
+    if (is_float(type)) return float_const(type, lowest ? -inf : inf);
+    switch (type) {
+        case DType::i8:
+            return int_const(type, lowest ? -128 : 127);
+        case DType::u8:
+            return int_const(type, lowest ? 0 : 255);
+        case DType::i32:
+            return int_const(type, lowest ? INT32_MIN : INT32_MAX);
+        case DType::u32:
+            return int_const(type, lowest ? 0 : UINT32_MAX);
+        default:
+            return int_const(type, lowest ? std::numeric_limits<int64_t>::min()
+                                          : std::numeric_limits<int64_t>::max());
+    }
+}
+
+ExprRef fold_combine(FoldOp op, const ExprRef& a, const ExprRef& b) {
+    const BinOp bin = op == FoldOp::sum ? BinOp::add : op == FoldOp::max ? BinOp::max : BinOp::min;
+    return make(a->type, expr::Binary{bin, a, b});
+}
+
+namespace {
+
+ExprRef i32(int64_t v) {
+    return int_const(DType::i32, v);
+}
+ExprRef bin(BinOp op, const ExprRef& a, const ExprRef& b) {
+    return make(is_comparison(op) ? DType::boolean : a->type, expr::Binary{op, a, b});
+}
+ExprRef local(const Kernel& k, int id) {
+    return make(k.locals[static_cast<size_t>(id)].type, expr::Local{id});
+}
+
+struct Lowerer {
+    Kernel& k;
+    int warp_size;
+    std::map<DType, int> exchange_tile;  // one shared tile per fold type, reused by every fold
+
+    int new_local(DType t, const std::string& name) {
+        k.locals.push_back({name, t});
+        return static_cast<int>(k.locals.size() - 1);
+    }
+
+    int tile_for(DType t) {
+        auto it = exchange_tile.find(t);
+        if (it != exchange_tile.end()) return it->second;
+        k.tiles.push_back({"fold_exchange", t, k.block_size, MemSpace::shared});
+        const int id = static_cast<int>(k.tiles.size() - 1);
+        exchange_tile[t] = id;
+        return id;
+    }
+
+    // Folds the chunks of lane `lane` into local `acc`: for base = lane*V; base < n; base += W*V.
+    void lane_loop(std::vector<StmtRef>& out, const stmt::Fold& f, const ExprRef& lane, int acc,
+                   const ExprRef& extent) {
+        const int V = f.spec.chunk, W = f.spec.lanes;
+        const int base = new_local(DType::i32, "chunk");
+        std::vector<StmtRef> body;
+        for (int u = 0; u < V; ++u) {
+            ExprRef idx = u == 0 ? local(k, base) : bin(BinOp::add, local(k, base), i32(u));
+            std::vector<StmtRef> element;
+            element.push_back(make(stmt::Let{f.index, idx}));
+            element.push_back(f.body);
+            element.push_back(
+                make(stmt::Assign{acc, fold_combine(f.spec.op, local(k, acc), f.value)}));
+            StmtRef seq = make(stmt::Seq{std::move(element)});
+            if (u == 0)
+                body.push_back(seq);  // base < n holds inside the loop
+            else
+                body.push_back(make(stmt::If{bin(BinOp::lt, idx, extent), seq, nullptr}));
+        }
+        out.push_back(
+            make(stmt::For{base, bin(BinOp::mul, lane, i32(V)), extent,
+                           i32(static_cast<int64_t>(W) * V), make(stmt::Seq{std::move(body)})}));
+    }
+
+    StmtRef lower(const stmt::Fold& f) {
+        const int W = f.spec.lanes, T = f.spec.threads, L = W / T;
+        const DType type = k.locals[static_cast<size_t>(f.result)].type;
+        std::vector<StmtRef> out;
+        // The fold's extent, evaluated once.
+        const int n = new_local(DType::i32, "fold_n");
+        out.push_back(make(stmt::Let{n, f.extent}));
+        const ExprRef extent = local(k, n);
+        // t: this thread's index within its group of T.
+        ExprRef tid = make(DType::i32, expr::Builtin{BuiltinKind::thread_index});
+        ExprRef t =
+            T == 1 ? i32(0) : (T == k.block_size ? tid : bin(BinOp::bit_and, tid, i32(T - 1)));
+        const int acc = new_local(type, "acc");
+        if (L == 1) {
+            out.push_back(make(stmt::Let{acc, fold_identity(f.spec.op, type)}));
+            lane_loop(out, f, t, acc, extent);
+        } else {
+            k.arrays.push_back({"lanes", type, L, MemSpace::local});
+            const MemRef lanes{MemSpace::local, static_cast<int>(k.arrays.size() - 1)};
+            const int q = new_local(DType::i32, "q");
+            std::vector<StmtRef> per_lane;
+            per_lane.push_back(make(stmt::Let{acc, fold_identity(f.spec.op, type)}));
+            // Lane j = t + q*T.
+            ExprRef lane = bin(BinOp::add, t, bin(BinOp::mul, local(k, q), i32(T)));
+            lane_loop(per_lane, f, lane, acc, extent);
+            per_lane.push_back(make(stmt::Store{lanes, local(k, q), local(k, acc)}));
+            out.push_back(
+                make(stmt::For{q, i32(0), i32(L), i32(1), make(stmt::Seq{std::move(per_lane)})}));
+            // Thread-local tree levels s = W/2 ... T: lane t+q*T takes lane t+(q+s/T)*T.
+            for (int s = W / 2; s >= T; s /= 2) {
+                for (int qq = 0; qq < s / T; ++qq) {
+                    auto a = make(type, expr::Load{lanes, i32(qq)});
+                    auto b = make(type, expr::Load{lanes, i32(qq + s / T)});
+                    out.push_back(make(stmt::Store{lanes, i32(qq), fold_combine(f.spec.op, a, b)}));
+                }
+            }
+            out.push_back(make(stmt::Assign{acc, make(type, expr::Load{lanes, i32(0)})}));
+        }
+        if (T > 1 && warp_size >= T) {
+            // Butterfly: after each level every thread holds its tree node, operands in tree order.
+            for (int s = T / 2; s >= 1; s /= 2) {
+                auto other = make(type, expr::ShuffleXor{local(k, acc), s, T});
+                auto upper = bin(BinOp::ne, bin(BinOp::bit_and, t, i32(s)), i32(0));
+                auto value =
+                    make(type, expr::Select{upper, fold_combine(f.spec.op, other, local(k, acc)),
+                                            fold_combine(f.spec.op, local(k, acc), other)});
+                out.push_back(make(stmt::Assign{acc, value}));
+            }
+        } else if (T > 1) {
+            const MemRef tile{MemSpace::shared, tile_for(type)};
+            out.push_back(make(stmt::Store{tile, tid, local(k, acc)}));
+            out.push_back(make(stmt::Barrier{}));
+            for (int s = T / 2; s >= 1; s /= 2) {
+                auto a = make(type, expr::Load{tile, tid});
+                auto b = make(type, expr::Load{tile, bin(BinOp::add, tid, i32(s))});
+                auto store = make(stmt::Store{tile, tid, fold_combine(f.spec.op, a, b)});
+                out.push_back(make(stmt::If{bin(BinOp::lt, t, i32(s)), store, nullptr}));
+                out.push_back(make(stmt::Barrier{}));
+            }
+            out.push_back(
+                make(stmt::Assign{acc, make(type, expr::Load{tile, bin(BinOp::sub, tid, t)})}));
+            out.push_back(make(stmt::Barrier{}));  // the tile is free for the next fold
+        }
+        out.push_back(make(stmt::Let{f.result, local(k, acc)}));
+        return make(stmt::Seq{std::move(out)});
+    }
+
+    StmtRef walk(const StmtRef& s) {
+        if (!s) return s;
+        return std::visit(
+            [&](const auto& n) -> StmtRef {
+                using N = std::decay_t<decltype(n)>;
+                if constexpr (std::is_same_v<N, stmt::Seq>) {
+                    std::vector<StmtRef> items;
+                    for (const auto& i : n.items) items.push_back(walk(i));
+                    return make(stmt::Seq{std::move(items)});
+                } else if constexpr (std::is_same_v<N, stmt::For>) {
+                    return make(stmt::For{n.local, n.begin, n.end, n.step, walk(n.body)});
+                } else if constexpr (std::is_same_v<N, stmt::If>) {
+                    return make(stmt::If{n.cond, walk(n.then_body), walk(n.else_body)});
+                } else if constexpr (std::is_same_v<N, stmt::Fold>) {
+                    return lower(n);
+                } else {
+                    return s;
+                }
+            },
+            s->node);
+    }
+};
+
+}  // namespace
+
+Kernel lower_folds(const Kernel& kernel, int warp_size) {
+    Kernel k = kernel;
+    Lowerer l{k, warp_size, {}};
+    k.body = l.walk(kernel.body);
+    return k;
+}
+
+}  // namespace kiln::ir

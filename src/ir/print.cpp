@@ -1,0 +1,152 @@
+// print: IR to text, one statement a line, expressions fully parenthesized.
+#include "ir/print.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace kiln::ir {
+namespace {
+
+std::string float_text(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+    return fmt::format("{:a}", v);
+}
+
+struct Printer {
+    const Kernel& k;
+    std::string out;
+
+    std::string local(int id) const {
+        const auto& info = k.locals.at(static_cast<size_t>(id));
+        return fmt::format("{}%{}", info.name, id);
+    }
+    std::string mem(MemRef m) const {
+        if (m.space == MemSpace::global) return k.params.at(static_cast<size_t>(m.id)).name;
+        const auto& a = array_info(k, m);
+        return fmt::format("{}.{}{}", name(m.space), a.name, m.id);
+    }
+
+    std::string expr(const ExprRef& e) const {
+        const std::string t(name(e->type));
+        return std::visit(
+            [&](const auto& n) -> std::string {
+                using N = std::decay_t<decltype(n)>;
+                if constexpr (std::is_same_v<N, expr::Const>) {
+                    if (is_float(e->type)) return fmt::format("{}:{}", float_text(n.f), t);
+                    return fmt::format("{}:{}", n.i, t);
+                } else if constexpr (std::is_same_v<N, expr::Local>) {
+                    return local(n.id);
+                } else if constexpr (std::is_same_v<N, expr::ScalarParam>) {
+                    return k.params.at(static_cast<size_t>(n.param)).name;
+                } else if constexpr (std::is_same_v<N, expr::BufferLen>) {
+                    return fmt::format("len({})", k.params.at(static_cast<size_t>(n.param)).name);
+                } else if constexpr (std::is_same_v<N, expr::Load>) {
+                    return fmt::format("{}[{}]", mem(n.mem), expr(n.index));
+                } else if constexpr (std::is_same_v<N, expr::Unary>) {
+                    return fmt::format("{}({}):{}", name(n.op), expr(n.a), t);
+                } else if constexpr (std::is_same_v<N, expr::Binary>) {
+                    return fmt::format("({} {} {}):{}", expr(n.a), name(n.op), expr(n.b), t);
+                } else if constexpr (std::is_same_v<N, expr::Select>) {
+                    return fmt::format("select({}, {}, {})", expr(n.cond), expr(n.a), expr(n.b));
+                } else if constexpr (std::is_same_v<N, expr::Cast>) {
+                    return fmt::format("cast<{}>({})", t, expr(n.a));
+                } else if constexpr (std::is_same_v<N, expr::Bitcast>) {
+                    return fmt::format("bitcast<{}>({})", t, expr(n.a));
+                } else if constexpr (std::is_same_v<N, expr::Fma>) {
+                    return fmt::format("fma({}, {}, {}):{}", expr(n.a), expr(n.b), expr(n.c), t);
+                } else if constexpr (std::is_same_v<N, expr::Builtin>) {
+                    return name(n.which);
+                } else {
+                    static_assert(std::is_same_v<N, expr::ShuffleXor>);
+                    return fmt::format("shuffle_xor({}, {}, width {})", expr(n.value), n.mask,
+                                       n.width);
+                }
+            },
+            e->node);
+    }
+
+    void line(int depth, const std::string& text) {
+        out.append(static_cast<size_t>(depth) * 2, ' ');
+        out += text;
+        out += '\n';
+    }
+
+    void stmt(const StmtRef& s, int depth) {
+        if (!s) return;
+        std::visit(
+            [&](const auto& n) {
+                using N = std::decay_t<decltype(n)>;
+                if constexpr (std::is_same_v<N, stmt::Seq>) {
+                    for (const auto& item : n.items) stmt(item, depth);
+                } else if constexpr (std::is_same_v<N, stmt::Let>) {
+                    line(depth, fmt::format("let {}:{} = {}", local(n.local),
+                                            name(k.locals.at(static_cast<size_t>(n.local)).type),
+                                            expr(n.value)));
+                } else if constexpr (std::is_same_v<N, stmt::Assign>) {
+                    line(depth, fmt::format("{} = {}", local(n.local), expr(n.value)));
+                } else if constexpr (std::is_same_v<N, stmt::Store>) {
+                    line(depth,
+                         fmt::format("{}[{}] = {}", mem(n.mem), expr(n.index), expr(n.value)));
+                } else if constexpr (std::is_same_v<N, stmt::For>) {
+                    line(depth, fmt::format("for {} in [{}, {}) step {} {{", local(n.local),
+                                            expr(n.begin), expr(n.end), expr(n.step)));
+                    stmt(n.body, depth + 1);
+                    line(depth, "}");
+                } else if constexpr (std::is_same_v<N, stmt::If>) {
+                    line(depth, fmt::format("if {} {{", expr(n.cond)));
+                    stmt(n.then_body, depth + 1);
+                    if (n.else_body) {
+                        line(depth, "} else {");
+                        stmt(n.else_body, depth + 1);
+                    }
+                    line(depth, "}");
+                } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
+                    line(depth, "barrier");
+                } else {
+                    static_assert(std::is_same_v<N, stmt::Fold>);
+                    line(depth,
+                         fmt::format("{} = fold {} lanes {} chunk {} threads {} over {} in "
+                                     "[0, {}) {{",
+                                     local(n.result), name(n.spec.op), n.spec.lanes, n.spec.chunk,
+                                     n.spec.threads, local(n.index), expr(n.extent)));
+                    stmt(n.body, depth + 1);
+                    line(depth + 1, fmt::format("yield {}", expr(n.value)));
+                    line(depth, "}");
+                }
+            },
+            s->node);
+    }
+};
+
+}  // namespace
+
+std::string print(const ExprRef& e, const Kernel& kernel) {
+    return Printer{kernel, {}}.expr(e);
+}
+
+std::string print(const Kernel& kernel) {
+    Printer p{kernel, {}};
+    p.line(0, fmt::format("kernel {} block {} {{", kernel.name, kernel.block_size));
+    for (const auto& param : kernel.params) {
+        if (param.is_buffer)
+            p.line(1, fmt::format("buffer {}: {} {}", param.name, name(param.dtype),
+                                  name(param.access)));
+        else
+            p.line(1, fmt::format("scalar {}: {}", param.name, name(param.dtype)));
+    }
+    for (size_t i = 0; i < kernel.tiles.size(); ++i)
+        p.line(1, fmt::format("shared {}{}: {}[{}]", kernel.tiles[i].name, i,
+                              name(kernel.tiles[i].type), kernel.tiles[i].size));
+    for (size_t i = 0; i < kernel.arrays.size(); ++i)
+        p.line(1, fmt::format("local {}{}: {}[{}]", kernel.arrays[i].name, i,
+                              name(kernel.arrays[i].type), kernel.arrays[i].size));
+    for (const auto& r : kernel.requirements)
+        p.line(1, fmt::format("require {} \"{}\"", p.expr(r.cond), r.what));
+    p.stmt(kernel.body, 1);
+    p.line(0, "}");
+    return p.out;
+}
+
+}  // namespace kiln::ir

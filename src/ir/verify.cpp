@@ -1,0 +1,225 @@
+// verify: structural and type checks over the whole kernel.
+#include "ir/verify.hpp"
+
+#include <set>
+
+#include "ir/print.hpp"
+#include "ir/uniformity.hpp"
+#include "ir/visit.hpp"
+#include "kiln/error.hpp"
+
+namespace kiln::ir {
+namespace {
+
+struct Verifier {
+    const Kernel& k;
+    Uniformity uniformity;
+    std::vector<bool> declared;
+    std::vector<std::string> divergence;  // stack: why the current point is divergent, if it is
+
+    [[noreturn]] void error(const std::string& what) const { fail("kernel {}: {}", k.name, what); }
+
+    std::string text(const ExprRef& e) const { return print(e, k); }
+
+    void check_mem(MemRef m, bool is_store) const {
+        const auto count = m.space == MemSpace::global   ? k.params.size()
+                           : m.space == MemSpace::shared ? k.tiles.size()
+                                                         : k.arrays.size();
+        if (m.id < 0 || static_cast<size_t>(m.id) >= count)
+            error(fmt::format("reference to {} memory #{} which does not exist", name(m.space),
+                              m.id));
+        if (m.space != MemSpace::global) return;
+        const Param& p = k.params[static_cast<size_t>(m.id)];
+        if (!p.is_buffer) error(fmt::format("'{}' is a scalar, not a buffer", p.name));
+        if (is_store && p.access == Access::read)
+            error(fmt::format("stores to buffer '{}', which is declared read only", p.name));
+        if (!is_store && p.access == Access::write)
+            error(fmt::format("reads buffer '{}', which is declared write only", p.name));
+    }
+
+    void expr(const ExprRef& e) {
+        if (!e) error("missing expression");
+        for_each_child(e, [&](const ExprRef& c) { expr(c); });
+        const DType t = e->type;
+        std::visit(
+            [&](const auto& n) {
+                using N = std::decay_t<decltype(n)>;
+                if constexpr (std::is_same_v<N, expr::Local>) {
+                    if (n.id < 0 || static_cast<size_t>(n.id) >= declared.size() ||
+                        !declared[static_cast<size_t>(n.id)])
+                        error(fmt::format("local #{} used before it is declared", n.id));
+                    if (k.locals[static_cast<size_t>(n.id)].type != t)
+                        error(fmt::format("local #{} read as {}", n.id, name(t)));
+                } else if constexpr (std::is_same_v<N, expr::ScalarParam>) {
+                    const auto& p = k.params.at(static_cast<size_t>(n.param));
+                    if (p.is_buffer || p.dtype != t)
+                        error(fmt::format("bad scalar read of '{}'", p.name));
+                } else if constexpr (std::is_same_v<N, expr::BufferLen>) {
+                    if (!k.params.at(static_cast<size_t>(n.param)).is_buffer || t != DType::i32)
+                        error("len() of a non-buffer");
+                } else if constexpr (std::is_same_v<N, expr::Load>) {
+                    check_mem(n.mem, false);
+                    if (mem_dtype(k, n.mem) != t)
+                        error(fmt::format("load of {} as {}", text(e), name(t)));
+                    if (!is_integer(n.index->type))
+                        error(fmt::format("index {} is {}; expected an integer", text(n.index),
+                                          name(n.index->type)));
+                } else if constexpr (std::is_same_v<N, expr::Binary>) {
+                    if (n.a->type != n.b->type)
+                        error(fmt::format("type mismatch in {}: {} vs {}", text(e), name(n.a->type),
+                                          name(n.b->type)));
+                    const DType want = is_comparison(n.op) ? DType::boolean : n.a->type;
+                    if (t != want)
+                        error(fmt::format("{} has type {}; expected {}", text(e), name(t),
+                                          name(want)));
+                    if (is_logical(n.op) && t != DType::boolean)
+                        error(fmt::format("{} needs bool operands", text(e)));
+                } else if constexpr (std::is_same_v<N, expr::Unary>) {
+                    if (n.a->type != t) error(fmt::format("{}: operand type differs", text(e)));
+                } else if constexpr (std::is_same_v<N, expr::Select>) {
+                    if (n.cond->type != DType::boolean || n.a->type != t || n.b->type != t)
+                        error(fmt::format("select {} has mismatched types", text(e)));
+                } else if constexpr (std::is_same_v<N, expr::Bitcast>) {
+                    if (bits_of(n.a->type) != bits_of(t))
+                        error(fmt::format("bitcast {} changes width", text(e)));
+                } else if constexpr (std::is_same_v<N, expr::Fma>) {
+                    if (!is_float(t) || n.a->type != t || n.b->type != t || n.c->type != t)
+                        error(
+                            fmt::format("fma {} needs three operands of one float type", text(e)));
+                }
+            },
+            e->node);
+    }
+
+    void declare(int local, DType t) {
+        if (local < 0 || static_cast<size_t>(local) >= declared.size())
+            error(fmt::format("local #{} does not exist", local));
+        if (declared[static_cast<size_t>(local)])
+            error(fmt::format("local #{} declared twice", local));
+        if (k.locals[static_cast<size_t>(local)].type != t)
+            error(fmt::format("local #{} declared {} but given {}", local,
+                              name(k.locals[static_cast<size_t>(local)].type), name(t)));
+        declared[static_cast<size_t>(local)] = true;
+    }
+
+    void barrier_point(const std::string& what) const {
+        if (divergence.empty()) return;
+        error(
+            fmt::format("{} in divergent code: {}, so not every thread of the block reaches "
+                        "it; barriers must be reached by all threads — hoist it out (clamp "
+                        "indices instead of branching around it)",
+                        what, divergence.back()));
+    }
+
+    void stmt(const StmtRef& s) {
+        if (!s) return;
+        std::visit(
+            [&](const auto& n) {
+                using N = std::decay_t<decltype(n)>;
+                if constexpr (std::is_same_v<N, stmt::Seq>) {
+                    for (const auto& i : n.items) stmt(i);
+                } else if constexpr (std::is_same_v<N, stmt::Let>) {
+                    expr(n.value);
+                    declare(n.local, n.value->type);
+                } else if constexpr (std::is_same_v<N, stmt::Assign>) {
+                    expr(n.value);
+                    if (!declared.at(static_cast<size_t>(n.local)))
+                        error(fmt::format("assignment to undeclared local #{}", n.local));
+                    if (k.locals[static_cast<size_t>(n.local)].type != n.value->type)
+                        error(fmt::format("assignment of {} to a {} local", name(n.value->type),
+                                          name(k.locals[static_cast<size_t>(n.local)].type)));
+                } else if constexpr (std::is_same_v<N, stmt::Store>) {
+                    expr(n.index);
+                    expr(n.value);
+                    check_mem(n.mem, true);
+                    if (!is_integer(n.index->type)) error("store index is not an integer");
+                    if (mem_dtype(k, n.mem) != n.value->type)
+                        error(fmt::format("store of {} into {} memory", name(n.value->type),
+                                          name(mem_dtype(k, n.mem))));
+                } else if constexpr (std::is_same_v<N, stmt::For>) {
+                    expr(n.begin);
+                    expr(n.end);
+                    expr(n.step);
+                    if (!is_integer(n.begin->type) || n.begin->type != n.end->type ||
+                        n.end->type != n.step->type)
+                        error("for loop bounds must be integers of one type");
+                    declare(n.local, n.begin->type);
+                    const bool v = uniformity.varying(n.begin) || uniformity.varying(n.end) ||
+                                   uniformity.varying(n.step);
+                    if (v)
+                        divergence.push_back(
+                            fmt::format("the bounds of `for {} in [{}, {})` differ "
+                                        "between threads",
+                                        k.locals[static_cast<size_t>(n.local)].name, text(n.begin),
+                                        text(n.end)));
+                    stmt(n.body);
+                    if (v) divergence.pop_back();
+                } else if constexpr (std::is_same_v<N, stmt::If>) {
+                    expr(n.cond);
+                    if (n.cond->type != DType::boolean) error("if condition is not bool");
+                    const bool v = uniformity.varying(n.cond);
+                    if (v)
+                        divergence.push_back(
+                            fmt::format("the condition of `if {}` differs between "
+                                        "threads",
+                                        text(n.cond)));
+                    stmt(n.then_body);
+                    stmt(n.else_body);
+                    if (v) divergence.pop_back();
+                } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
+                    barrier_point("barrier");
+                } else {
+                    const FoldSpec& f = n.spec;
+                    expr(n.extent);
+                    if (f.threads > 1)
+                        barrier_point(
+                            fmt::format("a fold over {} threads (it exchanges partial "
+                                        "results through a barrier)",
+                                        f.threads));
+                    if (k.block_size % f.threads != 0 || f.lanes % f.threads != 0)
+                        error(
+                            fmt::format("fold threads {} must divide the lanes {} and the block "
+                                        "size {}",
+                                        f.threads, f.lanes, k.block_size));
+                    if (contains_barrier(n.body)) error("a fold body may not contain barriers");
+                    declare(n.index, DType::i32);
+                    stmt(n.body);
+                    expr(n.value);
+                    declare(n.result, n.value->type);
+                }
+            },
+            s->node);
+    }
+};
+
+}  // namespace
+
+void verify(const Kernel& kernel) {
+    if (kernel.block_size < 1 || kernel.block_size > 1024)
+        fail("kernel {}: block size {} is out of range; expected 1 to 1024", kernel.name,
+             kernel.block_size);
+    std::set<std::string> names;
+    for (const auto& p : kernel.params)
+        if (!names.insert(p.name).second)
+            fail("kernel {}: two parameters named '{}'", kernel.name, p.name);
+    Verifier v{
+        kernel, analyze_uniformity(kernel), std::vector<bool>(kernel.locals.size(), false), {}};
+    v.stmt(kernel.body);
+    for (const auto& r : kernel.requirements) {
+        walk(r.cond, [&](const ExprRef& e) {
+            if (!std::holds_alternative<expr::Const>(e->node) &&
+                !std::holds_alternative<expr::BufferLen>(e->node) &&
+                !std::holds_alternative<expr::ScalarParam>(e->node) &&
+                !std::holds_alternative<expr::Binary>(e->node) &&
+                !std::holds_alternative<expr::Unary>(e->node) &&
+                !std::holds_alternative<expr::Select>(e->node) &&
+                !std::holds_alternative<expr::Cast>(e->node))
+                fail(
+                    "kernel {}: requirement '{}' reads {}; requirements may use only buffer "
+                    "lengths, scalars and constants",
+                    kernel.name, r.what, print(e, kernel));
+        });
+    }
+}
+
+}  // namespace kiln::ir

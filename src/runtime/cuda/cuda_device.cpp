@@ -1,0 +1,403 @@
+// CudaDevice: memory, compilation, module loading, launches and event timing on one GPU through
+// the dlopen-ed driver API. Every call makes the device's primary context current first, so a
+// device works from any thread.
+#include "runtime/cuda/cuda_device.hpp"
+
+#ifdef KILN_HAVE_CUDA_HEADERS
+
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "kiln/error.hpp"
+#include "runtime/cuda/driver_api.hpp"
+#include "runtime/cuda/nvrtc.hpp"
+
+namespace kiln::cuda {
+
+// The device's primary context and its stream. Memories and modules hold it so that they can
+// be freed after their device is gone.
+struct Context {
+    CUdevice device = 0;
+    CUcontext context = nullptr;
+    CUstream stream = nullptr;
+    std::string name;  // for error messages: "cuda:0 (NVIDIA H200)"
+
+    Context(CUdevice dev, std::string device_name) : device(dev), name(std::move(device_name)) {
+        const DriverApi& api = driver();
+        check(api.cuDevicePrimaryCtxRetain(&context, device),
+              fmt::format("cuDevicePrimaryCtxRetain on {}", name));
+        CUresult r = api.cuCtxSetCurrent(context);
+        if (r == CUDA_SUCCESS) r = api.cuStreamCreate(&stream, CU_STREAM_DEFAULT);
+        if (r != CUDA_SUCCESS) {
+            api.cuDevicePrimaryCtxRelease(device);
+            check(r, fmt::format("creating the stream of {}", name));
+        }
+    }
+    ~Context() {
+        const DriverApi& api = driver();
+        if (api.cuCtxSetCurrent(context) == CUDA_SUCCESS) api.cuStreamDestroy(stream);
+        api.cuDevicePrimaryCtxRelease(device);
+    }
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    void make_current() const { check(driver().cuCtxSetCurrent(context), "cuCtxSetCurrent"); }
+    // Waits for the stream; an asynchronous fault of earlier work surfaces here.
+    void sync(std::string_view after) const {
+        check(driver().cuStreamSynchronize(stream),
+              fmt::format("{} on {} (cuStreamSynchronize; the fault may come from an earlier "
+                          "launch)",
+                          after, name));
+    }
+};
+
+namespace {
+
+class CudaMemory final : public DeviceMemory {
+  public:
+    CudaMemory(std::shared_ptr<Context> context, size_t bytes)
+        : context_(std::move(context)), bytes_(bytes) {
+        // A zero-byte allocation still gets one real byte, so it has a valid address.
+        const size_t real = bytes == 0 ? 1 : bytes;
+        check(driver().cuMemAlloc(&pointer_, real),
+              fmt::format("cuMemAlloc({} bytes) on {}", real, context_->name));
+    }
+    ~CudaMemory() override {
+        const DriverApi& api = driver();
+        if (api.cuCtxSetCurrent(context_->context) == CUDA_SUCCESS) api.cuMemFree(pointer_);
+    }
+    CudaMemory(const CudaMemory&) = delete;
+    CudaMemory& operator=(const CudaMemory&) = delete;
+
+    size_t bytes() const override { return bytes_; }
+    CUdeviceptr pointer() const { return pointer_; }
+    const Context* context() const { return context_.get(); }
+
+  private:
+    std::shared_ptr<Context> context_;
+    size_t bytes_ = 0;
+    CUdeviceptr pointer_ = 0;
+};
+
+class CudaModule final : public Module {
+  public:
+    struct Function {
+        CUfunction handle = nullptr;
+        int max_threads = 0;  // per block, as the compiled kernel's registers allow
+    };
+
+    CudaModule(std::shared_ptr<Context> context, std::span<const uint8_t> binary)
+        : context_(std::move(context)) {
+        check(driver().cuModuleLoadData(&module_, binary.data()),
+              fmt::format("cuModuleLoadData ({}-byte cubin) on {}", binary.size(), context_->name));
+    }
+    ~CudaModule() override {
+        const DriverApi& api = driver();
+        if (api.cuCtxSetCurrent(context_->context) == CUDA_SUCCESS) api.cuModuleUnload(module_);
+    }
+    CudaModule(const CudaModule&) = delete;
+    CudaModule& operator=(const CudaModule&) = delete;
+
+    const Context* context() const { return context_.get(); }
+
+    // The kernel named `entry`, looked up once. The context must be current.
+    Function function(const std::string& entry) {
+        std::lock_guard lock(mutex_);
+        if (auto it = functions_.find(entry); it != functions_.end()) return it->second;
+        const DriverApi& api = driver();
+        Function f;
+        CUresult r = api.cuModuleGetFunction(&f.handle, module_, entry.c_str());
+        if (r == CUDA_ERROR_NOT_FOUND) {
+            fail(
+                "CUDA module has no kernel named '{}' (expected an extern \"C\" __global__ "
+                "function of that name)",
+                entry);
+        }
+        check(r, fmt::format("cuModuleGetFunction('{}')", entry));
+        check(api.cuFuncGetAttribute(&f.max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                     f.handle),
+              fmt::format("cuFuncGetAttribute('{}', MAX_THREADS_PER_BLOCK)", entry));
+        functions_.emplace(entry, f);
+        return f;
+    }
+
+  private:
+    std::shared_ptr<Context> context_;
+    CUmodule module_ = nullptr;
+    std::mutex mutex_;
+    std::unordered_map<std::string, Function> functions_;
+};
+
+// A CUDA event destroyed when the timing ends, however it ends.
+class Event {
+  public:
+    Event() { check(driver().cuEventCreate(&event_, CU_EVENT_DEFAULT), "cuEventCreate"); }
+    ~Event() { driver().cuEventDestroy(event_); }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    CUevent get() const { return event_; }
+
+  private:
+    CUevent event_ = nullptr;
+};
+
+int attribute(CUdevice device, CUdevice_attribute which, const char* what) {
+    int value = 0;
+    check(driver().cuDeviceGetAttribute(&value, which, device),
+          fmt::format("cuDeviceGetAttribute({})", what));
+    return value;
+}
+
+// "13.0" from the driver's 13000.
+std::string version_text(int version) {
+    return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
+}
+
+std::string sanitize(std::string_view text) {
+    std::string out(text);
+    for (char& c : out) {
+        const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                        (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+        if (!ok) c = '_';
+    }
+    return out;
+}
+
+// Fails unless [offset, offset + bytes) lies inside memory of `size` bytes.
+void check_range(std::string_view what, size_t offset, size_t bytes, size_t size) {
+    if (offset > size || bytes > size - offset) {
+        fail("{}: range [{}, {} + {}) is outside the {}-byte memory", what, offset, offset, bytes,
+             size);
+    }
+}
+
+}  // namespace
+
+CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
+    const DriverApi& api = driver();
+    check(api.cuDeviceGet(&device_, ordinal), fmt::format("cuDeviceGet({})", ordinal));
+    char name[256] = {};
+    check(api.cuDeviceGetName(name, sizeof(name) - 1, device_), "cuDeviceGetName");
+    const int major =
+        attribute(device_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability");
+    const int minor =
+        attribute(device_, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability");
+    int driver_version = 0;
+    check(api.cuDriverGetVersion(&driver_version), "cuDriverGetVersion");
+    size_t memory = 0;
+    check(api.cuDeviceTotalMem(&memory, device_), "cuDeviceTotalMem");
+    const std::string nvrtc = nvrtc_version();
+
+    info_.backend = Backend::cuda;
+    info_.name = name;
+    info_.arch = fmt::format("sm_{}{}", major, minor);
+    info_.driver = "CUDA driver " + version_text(driver_version);
+    info_.compiler = "NVRTC " + nvrtc;
+    info_.memory_bytes = memory;
+    info_.compute_units =
+        attribute(device_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessor count");
+    info_.warp_size = attribute(device_, CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size");
+    info_.id = fmt::format("cuda-{}-{}-drv{}-nvrtc{}", sanitize(info_.name), info_.arch,
+                           version_text(driver_version), nvrtc);
+}
+
+CudaDevice::~CudaDevice() = default;
+
+std::shared_ptr<Context> CudaDevice::current() {
+    std::shared_ptr<Context> context;
+    {
+        std::lock_guard lock(mutex_);
+        if (!context_) {
+            context_ = std::make_shared<Context>(device_,
+                                                 fmt::format("cuda:{} ({})", ordinal_, info_.name));
+        }
+        context = context_;
+    }
+    context->make_current();
+    return context;
+}
+
+namespace {
+
+const CudaMemory& as_cuda(const DeviceMemory& memory, const Context& context,
+                          std::string_view what) {
+    const auto* m = dynamic_cast<const CudaMemory*>(&memory);
+    if (m == nullptr) fail("{}: the memory was not allocated by a CUDA device", what);
+    if (m->context() != &context) {
+        fail("{}: the memory belongs to another CUDA device than {}", what, context.name);
+    }
+    return *m;
+}
+
+}  // namespace
+
+std::shared_ptr<DeviceMemory> CudaDevice::allocate(size_t bytes) {
+    return std::make_shared<CudaMemory>(current(), bytes);
+}
+
+void CudaDevice::write(DeviceMemory& dst, size_t offset, const void* src, size_t bytes) {
+    const std::shared_ptr<Context> c = current();
+    const CudaMemory& m = as_cuda(dst, *c, "write");
+    check_range("write", offset, bytes, m.bytes());
+    if (bytes == 0) return;
+    if (src == nullptr) fail("write: source pointer is null for {} bytes", bytes);
+    check(driver().cuMemcpyHtoDAsync(m.pointer() + offset, src, bytes, c->stream),
+          fmt::format("cuMemcpyHtoDAsync({} bytes at offset {})", bytes, offset));
+    c->sync("write");
+}
+
+void CudaDevice::read(const DeviceMemory& src, size_t offset, void* dst, size_t bytes) {
+    const std::shared_ptr<Context> c = current();
+    const CudaMemory& m = as_cuda(src, *c, "read");
+    check_range("read", offset, bytes, m.bytes());
+    if (bytes == 0) return;
+    if (dst == nullptr) fail("read: destination pointer is null for {} bytes", bytes);
+    check(driver().cuMemcpyDtoHAsync(dst, m.pointer() + offset, bytes, c->stream),
+          fmt::format("cuMemcpyDtoHAsync({} bytes at offset {})", bytes, offset));
+    c->sync("read");
+}
+
+void CudaDevice::fill(DeviceMemory& dst, const void* pattern, size_t pattern_bytes) {
+    const std::shared_ptr<Context> c = current();
+    const CudaMemory& m = as_cuda(dst, *c, "fill");
+    if (pattern_bytes != 1 && pattern_bytes != 2 && pattern_bytes != 4 && pattern_bytes != 8) {
+        fail("fill: pattern must be 1, 2, 4 or 8 bytes, got {}", pattern_bytes);
+    }
+    if (pattern == nullptr) fail("fill: pattern pointer is null");
+    const size_t size = m.bytes();
+    if (size % pattern_bytes != 0) {
+        fail("fill: memory of {} bytes is not a whole number of {}-byte patterns", size,
+             pattern_bytes);
+    }
+    if (size == 0) return;
+    const DriverApi& api = driver();
+    const CUdeviceptr p = m.pointer();
+    const size_t count = size / pattern_bytes;
+    if (pattern_bytes == 1) {
+        uint8_t v = 0;
+        std::memcpy(&v, pattern, 1);
+        check(api.cuMemsetD8Async(p, v, count, c->stream), "cuMemsetD8Async");
+    } else if (pattern_bytes == 2) {
+        uint16_t v = 0;
+        std::memcpy(&v, pattern, 2);
+        check(api.cuMemsetD16Async(p, v, count, c->stream), "cuMemsetD16Async");
+    } else if (pattern_bytes == 4) {
+        uint32_t v = 0;
+        std::memcpy(&v, pattern, 4);
+        check(api.cuMemsetD32Async(p, v, count, c->stream), "cuMemsetD32Async");
+    } else {
+        uint32_t half[2] = {};
+        std::memcpy(half, pattern, 8);
+        if (half[0] == half[1]) {
+            check(api.cuMemsetD32Async(p, half[0], count * 2, c->stream), "cuMemsetD32Async");
+        } else {
+            // Each half as a column of 32-bit values with an 8-byte pitch.
+            check(api.cuMemsetD2D32Async(p, 8, half[0], 1, count, c->stream),
+                  "cuMemsetD2D32Async (low halves)");
+            check(api.cuMemsetD2D32Async(p + 4, 8, half[1], 1, count, c->stream),
+                  "cuMemsetD2D32Async (high halves)");
+        }
+    }
+}
+
+void CudaDevice::copy(DeviceMemory& dst, const DeviceMemory& src, size_t bytes) {
+    const std::shared_ptr<Context> c = current();
+    const CudaMemory& d = as_cuda(dst, *c, "copy (destination)");
+    const CudaMemory& s = as_cuda(src, *c, "copy (source)");
+    check_range("copy (destination)", 0, bytes, d.bytes());
+    check_range("copy (source)", 0, bytes, s.bytes());
+    if (bytes == 0 || &d == &s) return;
+    check(driver().cuMemcpyDtoDAsync(d.pointer(), s.pointer(), bytes, c->stream),
+          fmt::format("cuMemcpyDtoDAsync({} bytes)", bytes));
+}
+
+std::string CudaDevice::toolchain_id() const {
+    std::string id = fmt::format("nvrtc {} {}", nvrtc_version(), info_.arch);
+    for (const std::string& option : nvrtc_options(info_.arch)) id += " " + option;
+    return id;
+}
+
+std::vector<uint8_t> CudaDevice::compile(const std::string& source) {
+    return nvrtc_compile(source, info_.arch, nullptr);
+}
+
+std::unique_ptr<Module> CudaDevice::load(std::span<const uint8_t> binary) {
+    static constexpr uint8_t kElf[4] = {0x7f, 'E', 'L', 'F'};
+    if (binary.size() < 4 || std::memcmp(binary.data(), kElf, 4) != 0) {
+        fail("load: a CUDA binary must be a cubin (ELF), got {} bytes that are not", binary.size());
+    }
+    return std::make_unique<CudaModule>(current(), binary);
+}
+
+void CudaDevice::launch(Module& module, const std::string& entry, int64_t grid, int block,
+                        std::span<const KernelArg> args) {
+    if (grid < 0 || grid > std::numeric_limits<int32_t>::max()) {
+        fail("launch of '{}': grid of {} blocks is outside [0, 2^31-1]", entry, grid);
+    }
+    if (block < 1 || block > 1024) {
+        fail("launch of '{}': block of {} threads is outside [1, 1024]", entry, block);
+    }
+    const std::shared_ptr<Context> c = current();
+    auto* m = dynamic_cast<CudaModule*>(&module);
+    if (m == nullptr) fail("launch of '{}': the module was not loaded by a CUDA device", entry);
+    if (m->context() != c.get()) {
+        fail("launch of '{}': the module was loaded on another CUDA device than {}", entry,
+             c->name);
+    }
+    const CudaModule::Function f = m->function(entry);
+    if (block > f.max_threads) {
+        fail("launch of '{}': block of {} threads exceeds the {} this kernel can run per block",
+             entry, block, f.max_threads);
+    }
+    // kernelParams[i] points at argument i's value: a CUdeviceptr for a buffer, else the
+    // scalar's little-endian bytes (the low bytes of a uint64_t on this host).
+    std::vector<uint64_t> values(args.size());
+    std::vector<void*> params(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+        const KernelArg& arg = args[i];
+        if (arg.memory != nullptr) {
+            values[i] =
+                as_cuda(*arg.memory, *c, fmt::format("launch of '{}' argument {}", entry, i))
+                    .pointer();
+        } else {
+            if (arg.size != 1 && arg.size != 2 && arg.size != 4 && arg.size != 8) {
+                fail("launch of '{}': scalar argument {} has size {}, expected 1, 2, 4 or 8", entry,
+                     i, arg.size);
+            }
+            values[i] = arg.scalar;
+        }
+        params[i] = &values[i];
+    }
+    if (grid == 0) return;
+    check(driver().cuLaunchKernel(f.handle, static_cast<unsigned>(grid), 1, 1,
+                                  static_cast<unsigned>(block), 1, 1, 0, c->stream,
+                                  params.empty() ? nullptr : params.data(), nullptr),
+          fmt::format("cuLaunchKernel('{}', grid {}, block {})", entry, grid, block));
+}
+
+void CudaDevice::synchronize() {
+    current()->sync("synchronize");
+}
+
+double CudaDevice::time_ms(const std::function<void()>& work) {
+    const std::shared_ptr<Context> c = current();
+    Event start, end;
+    const DriverApi& api = driver();
+    check(api.cuEventRecord(start.get(), c->stream), "cuEventRecord (start)");
+    work();
+    c->make_current();  // `work` may have switched this thread to another context
+    check(api.cuEventRecord(end.get(), c->stream), "cuEventRecord (end)");
+    check(api.cuEventSynchronize(end.get()),
+          fmt::format("time_ms on {} (cuEventSynchronize; the fault may come from the timed work)",
+                      c->name));
+    float ms = 0;
+    check(api.cuEventElapsedTime(&ms, start.get(), end.get()), "cuEventElapsedTime");
+    return ms;
+}
+
+}  // namespace kiln::cuda
+
+#endif  // KILN_HAVE_CUDA_HEADERS
