@@ -32,6 +32,7 @@ class Expr {
   public:
     Expr(int v);
     Expr(int64_t v);
+    Expr(uint32_t v);  // a u32 literal (bit masks)
     Expr(float v);
     Expr(double v);
     explicit Expr(ir::ExprRef node, bool weak = false) : node_(std::move(node)), weak_(weak) {}

@@ -6,7 +6,8 @@ namespace kiln::codegen {
 const Dialect& opencl_dialect() {
     static const Dialect d{
         .name = "opencl",
-        .prelude = R"(typedef char int8_t;
+        .prelude = R"(#pragma OPENCL FP_CONTRACT OFF
+typedef char int8_t;
 typedef uchar uint8_t;
 typedef ushort uint16_t;
 typedef int int32_t;

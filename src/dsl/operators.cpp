@@ -48,8 +48,11 @@ Expr adopt(const Expr& literal, DType type, const char* op) {
 std::pair<Expr, Expr> unify(const Expr& a, const Expr& b, const char* op) {
     if (a.weak() && !b.weak()) return {adopt(a, b.type(), op), b};
     if (b.weak() && !a.weak()) return {a, adopt(b, a.type(), op)};
-    if (a.weak() && b.weak() && a.type() != b.type()) {  // int literal with float literal
-        return {adopt(a, DType::f32, op), adopt(b, DType::f32, op)};
+    if (a.weak() && b.weak() && a.type() != b.type()) {
+        if (is_float(a.type()) || is_float(b.type()))  // int literal with float literal
+            return {adopt(a, DType::f32, op), adopt(b, DType::f32, op)};
+        const DType wide = a.type() == DType::i32 ? b.type() : a.type();  // u32 / i64 win
+        return {adopt(a, wide, op), adopt(b, wide, op)};
     }
     if (a.type() != b.type())
         fail("type mismatch in '{}': {} {} {}; cast one operand so both have the same type", op,
@@ -129,6 +132,7 @@ Expr unary(UnOp op, const Expr& a) {
 
 Expr::Expr(int v) : Expr(ir::int_const(DType::i32, v), true) {}
 Expr::Expr(int64_t v) : Expr(ir::int_const(DType::i64, v), true) {}
+Expr::Expr(uint32_t v) : Expr(ir::int_const(DType::u32, v), true) {}
 Expr::Expr(float v) : Expr(ir::constant(DType::f32, v), true) {}
 Expr::Expr(double v) : Expr(ir::constant(DType::f32, v), true) {}
 
