@@ -11,7 +11,11 @@ using kiln::test::HostBuffer;
 
 namespace {
 
-struct MixCase { DType type; int block; int per_thread; };
+struct MixCase {
+    DType type;
+    int block;
+    int per_thread;
+};
 
 class ElementwiseMix : public ::testing::TestWithParam<MixCase> {};
 
@@ -22,8 +26,8 @@ TEST_P(ElementwiseMix, MatchesOracleEverywhere) {
     HostBuffer want = test::poisoned(type, n);
     oracle::elementwise_mix(type, a.bytes, b.bytes, want.bytes);
     test::expect_everywhere(ops::elementwise_mix(type, block, per_thread),
-                               ops::elementwise_grid(static_cast<int64_t>(n), block, per_thread),
-                               {a, b, test::poisoned(type, n)}, 2, want);
+                            ops::elementwise_grid(static_cast<int64_t>(n), block, per_thread),
+                            {a, b, test::poisoned(type, n)}, 2, want);
 }
 
 std::vector<MixCase> mix_cases() {
@@ -37,8 +41,8 @@ std::vector<MixCase> mix_cases() {
 
 INSTANTIATE_TEST_SUITE_P(EveryDtype, ElementwiseMix, ::testing::ValuesIn(mix_cases()),
                          [](const auto& info) {
-                             return fmt::format("{}_b{}_t{}", name(info.param.type), info.param.block,
-                                                info.param.per_thread);
+                             return fmt::format("{}_b{}_t{}", name(info.param.type),
+                                                info.param.block, info.param.per_thread);
                          });
 
 TEST(Casts, EveryPairAtItsEdges) {
@@ -51,7 +55,8 @@ TEST(Casts, EveryPairAtItsEdges) {
                                       0x477ff000, 0x477fefff, 0x3f808000, 0x3f818000, 0x4f000000,
                                       0xcf000000, 0x4effffff, 0x5f000000, 0xdf000000, 0x437f0000,
                                       0x43800000, 0xc3000000, 0xc3010000, 0x7f7fffff, 0x7fa00000};
-            for (size_t i = 0; i < std::size(extra); ++i) std::memcpy(&x.bytes[(100 + i) * 4], &extra[i], 4);
+            for (size_t i = 0; i < std::size(extra); ++i)
+                std::memcpy(&x.bytes[(100 + i) * 4], &extra[i], 4);
         }
         for (DType to : all_dtypes) {
             if (to == from) continue;
@@ -59,7 +64,7 @@ TEST(Casts, EveryPairAtItsEdges) {
             HostBuffer want = test::poisoned(to, n);
             oracle::cast(from, to, x.bytes, want.bytes);
             test::expect_everywhere(ops::cast_kernel(from, to, 128), (n + 127) / 128,
-                                       {x, test::poisoned(to, n)}, 1, want);
+                                    {x, test::poisoned(to, n)}, 1, want);
         }
     }
 }
@@ -109,7 +114,14 @@ TEST(Casts, F16ConversionMatchesTheCompilersFloat16) {
     }
 }
 
-struct FoldCase { DType type; ir::FoldOp op; int lanes; int chunk; int threads; int block; };
+struct FoldCase {
+    DType type;
+    ir::FoldOp op;
+    int lanes;
+    int chunk;
+    int threads;
+    int block;
+};
 
 class CanonicalFold : public ::testing::TestWithParam<FoldCase> {};
 
@@ -119,15 +131,18 @@ TEST_P(CanonicalFold, MatchesOracleAtRaggedExtents) {
     const int64_t rows = 5;
     for (int64_t n : {1, 7, 100, 1000, 4099}) {
         SCOPED_TRACE(fmt::format("n = {}", n));
-        auto x = test::random_buffer(c.type, static_cast<size_t>(rows * n), static_cast<uint64_t>(n));
+        auto x =
+            test::random_buffer(c.type, static_cast<size_t>(rows * n), static_cast<uint64_t>(n));
         if (is_float(c.type)) {  // finite values of moderate size, so sums stay informative
             std::mt19937 rng(static_cast<uint32_t>(n));
             std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
             for (size_t i = 0; i < x.count(); ++i) {
                 const float f = dist(rng);
-                if (c.type == DType::f32) std::memcpy(&x.bytes[i * 4], &f, 4);
+                if (c.type == DType::f32)
+                    std::memcpy(&x.bytes[i * 4], &f, 4);
                 else {
-                    const uint16_t h = c.type == DType::f16 ? semantics::f32_to_f16(f) : semantics::f32_to_bf16(f);
+                    const uint16_t h =
+                        c.type == DType::f16 ? semantics::f32_to_f16(f) : semantics::f32_to_bf16(f);
                     std::memcpy(&x.bytes[i * 2], &h, 2);
                 }
             }
@@ -135,31 +150,31 @@ TEST_P(CanonicalFold, MatchesOracleAtRaggedExtents) {
         HostBuffer want = test::poisoned(c.type, rows);
         oracle::row_fold(c.type, n, fold.spec, x.bytes, want.bytes);
         test::expect_everywhere(ops::row_fold(c.type, n, fold, c.block),
-                                   ops::row_fold_grid(rows, fold, c.block),
-                                   {x, test::poisoned(c.type, rows)}, 1, want);
+                                ops::row_fold_grid(rows, fold, c.block),
+                                {x, test::poisoned(c.type, rows)}, 1, want);
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Schedules, CanonicalFold,
-    ::testing::Values(FoldCase{DType::f32, ir::FoldOp::sum, 32, 4, 1, 64},
-                      FoldCase{DType::f32, ir::FoldOp::sum, 32, 4, 4, 64},
-                      FoldCase{DType::f32, ir::FoldOp::sum, 32, 4, 32, 64},
-                      FoldCase{DType::f32, ir::FoldOp::sum, 32, 4, 32, 128},
-                      FoldCase{DType::f32, ir::FoldOp::sum, 256, 1, 256, 256},
-                      FoldCase{DType::f32, ir::FoldOp::sum, 64, 2, 16, 32},
-                      FoldCase{DType::f32, ir::FoldOp::max, 32, 4, 8, 64},
-                      FoldCase{DType::f32, ir::FoldOp::min, 16, 3, 16, 64},
-                      FoldCase{DType::f16, ir::FoldOp::sum, 32, 2, 32, 64},
-                      FoldCase{DType::bf16, ir::FoldOp::sum, 32, 2, 2, 64},
-                      FoldCase{DType::i32, ir::FoldOp::sum, 32, 4, 32, 64},
-                      FoldCase{DType::i64, ir::FoldOp::max, 8, 1, 2, 32},
-                      FoldCase{DType::u8, ir::FoldOp::min, 4, 4, 4, 16}),
-    [](const auto& info) {
-        const FoldCase& c = info.param;
-        return fmt::format("{}_{}_w{}_v{}_t{}_b{}", name(c.type), ir::name(c.op), c.lanes, c.chunk,
-                           c.threads, c.block);
-    });
+INSTANTIATE_TEST_SUITE_P(Schedules, CanonicalFold,
+                         ::testing::Values(FoldCase{DType::f32, ir::FoldOp::sum, 32, 4, 1, 64},
+                                           FoldCase{DType::f32, ir::FoldOp::sum, 32, 4, 4, 64},
+                                           FoldCase{DType::f32, ir::FoldOp::sum, 32, 4, 32, 64},
+                                           FoldCase{DType::f32, ir::FoldOp::sum, 32, 4, 32, 128},
+                                           FoldCase{DType::f32, ir::FoldOp::sum, 256, 1, 256, 256},
+                                           FoldCase{DType::f32, ir::FoldOp::sum, 64, 2, 16, 32},
+                                           FoldCase{DType::f32, ir::FoldOp::max, 32, 4, 8, 64},
+                                           FoldCase{DType::f32, ir::FoldOp::min, 16, 3, 16, 64},
+                                           FoldCase{DType::f16, ir::FoldOp::sum, 32, 2, 32, 64},
+                                           FoldCase{DType::bf16, ir::FoldOp::sum, 32, 2, 2, 64},
+                                           FoldCase{DType::i32, ir::FoldOp::sum, 32, 4, 32, 64},
+                                           FoldCase{DType::i64, ir::FoldOp::max, 8, 1, 2, 32},
+                                           FoldCase{DType::u8, ir::FoldOp::min, 4, 4, 4, 16}),
+                         [](const auto& info) {
+                             const FoldCase& c = info.param;
+                             return fmt::format("{}_{}_w{}_v{}_t{}_b{}", name(c.type),
+                                                ir::name(c.op), c.lanes, c.chunk, c.threads,
+                                                c.block);
+                         });
 
 TEST(CanonicalFold, EveryScheduleGivesTheSameBits) {
     // Direct variant-to-variant identity, independent of the oracle.
@@ -174,17 +189,19 @@ TEST(CanonicalFold, EveryScheduleGivesTheSameBits) {
         for (int threads : {1, 2, 8, 32}) {
             const Fold f = Fold::sum().lanes(32).chunk(4).threads(threads);
             outs.push_back(test::run_on(*d, ops::row_fold(DType::f32, n, f, 64),
-                                           ops::row_fold_grid(rows, f, 64),
-                                           {x, test::poisoned(DType::f32, rows)})[1]);
+                                        ops::row_fold_grid(rows, f, 64),
+                                        {x, test::poisoned(DType::f32, rows)})[1]);
         }
-        for (size_t i = 1; i < outs.size(); ++i) EXPECT_TRUE(test::identical(outs[i], outs[0])) << d->info().id;
+        for (size_t i = 1; i < outs.size(); ++i)
+            EXPECT_TRUE(test::identical(outs[i], outs[0])) << d->info().id;
     }
 }
 
 TEST(SharedMemory, TiledMatmulWithBarriersInALoop) {
     for (int tile : {4, 8}) {
         const int64_t m = 33, n = 17, k = 29;
-        std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), c(static_cast<size_t>(m * n));
+        std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)),
+            c(static_cast<size_t>(m * n));
         std::mt19937 rng(5);
         std::uniform_real_distribution<float> dist(-1, 1);
         for (auto& v : a) v = dist(rng);
@@ -196,7 +213,8 @@ TEST(SharedMemory, TiledMatmulWithBarriersInALoop) {
             return h;
         };
         test::expect_everywhere(ops::tiled_matmul(n, k, tile), ops::tiled_matmul_grid(m, n, tile),
-                                   {bytes(a), bytes(b), test::poisoned(DType::f32, c.size())}, 2, bytes(c));
+                                {bytes(a), bytes(b), test::poisoned(DType::f32, c.size())}, 2,
+                                bytes(c));
     }
 }
 
@@ -206,7 +224,8 @@ TEST(SharedMemory, BlockReverseThroughATile) {
         auto x = test::random_buffer(t, n, 9);
         HostBuffer want = test::poisoned(t, n);
         oracle::block_reverse(t, 64, x.bytes, want.bytes);
-        test::expect_everywhere(ops::block_reverse(t, 64), (n + 63) / 64, {x, test::poisoned(t, n)}, 1, want);
+        test::expect_everywhere(ops::block_reverse(t, 64), (n + 63) / 64, {x, test::poisoned(t, n)},
+                                1, want);
     }
 }
 
@@ -220,16 +239,20 @@ TEST(Comptime, UnrolledPolynomialAtEveryRowsPerThread) {
     std::memcpy(want.bytes.data(), y.data(), n * 4);
     for (int rpt : {1, 2, 3})
         for (int block : {32, 64})
-            test::expect_everywhere(ops::comptime_poly(7, block, rpt), ops::comptime_poly_grid(n, block, rpt),
-                                       {hx, test::poisoned(DType::f32, n)}, 1, want);
+            test::expect_everywhere(ops::comptime_poly(7, block, rpt),
+                                    ops::comptime_poly_grid(n, block, rpt),
+                                    {hx, test::poisoned(DType::f32, n)}, 1, want);
 }
 
 TEST(Comptime, SameIrHashesEqualAndDistinctTuplesDiffer) {
     const auto a = ops::comptime_poly(7, 64, 2), b = ops::comptime_poly(7, 64, 2);
     const auto c = ops::comptime_poly(7, 64, 3), d = ops::comptime_poly(6, 64, 2);
-    EXPECT_EQ(generate_source(Backend::cpu, std::vector{a}), generate_source(Backend::cpu, std::vector{b}));
-    EXPECT_NE(generate_source(Backend::cpu, std::vector{a}), generate_source(Backend::cpu, std::vector{c}));
-    EXPECT_NE(generate_source(Backend::cpu, std::vector{a}), generate_source(Backend::cpu, std::vector{d}));
+    EXPECT_EQ(generate_source(Backend::cpu, std::vector{a}),
+              generate_source(Backend::cpu, std::vector{b}));
+    EXPECT_NE(generate_source(Backend::cpu, std::vector{a}),
+              generate_source(Backend::cpu, std::vector{c}));
+    EXPECT_NE(generate_source(Backend::cpu, std::vector{a}),
+              generate_source(Backend::cpu, std::vector{d}));
 }
 
 }  // namespace

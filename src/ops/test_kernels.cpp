@@ -84,11 +84,15 @@ ir::Kernel tiled_matmul(int64_t n, int64_t kdim, int tile) {
     k.for_(0, (K + tile - 1) / tile, [&](Expr kt) {
         Var ka = k.let(kt * tile + tx, "ka");
         Var kb = k.let(kt * tile + ty, "kb");
-        as[ty * tile + tx] = select(row < m_rows && ka < K, a[min(row.expr(), m_rows - 1) * K + min(ka.expr(), K - 1)], 0.0f);
-        bs[ty * tile + tx] = select(kb < K && col < N, b[min(kb.expr(), K - 1) * N + min(col.expr(), N - 1)], 0.0f);
+        as[ty * tile + tx] =
+            select(row < m_rows && ka < K,
+                   a[min(row.expr(), m_rows - 1) * K + min(ka.expr(), K - 1)], 0.0f);
+        bs[ty * tile + tx] =
+            select(kb < K && col < N, b[min(kb.expr(), K - 1) * N + min(col.expr(), N - 1)], 0.0f);
         k.barrier();
         k.for_(0, tile, [&](Expr kk) {
-            k.if_(kt * tile + kk < K, [&] { acc = fma(as[ty * tile + kk], bs[kk * tile + tx], acc); });
+            k.if_(kt * tile + kk < K,
+                  [&] { acc = fma(as[ty * tile + kk], bs[kk * tile + tx], acc); });
         });
         k.barrier();
     });
@@ -100,7 +104,9 @@ int64_t tiled_matmul_grid(int64_t m, int64_t n, int tile) {
     return ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
 }
 
-double comptime_poly_coefficient(int i) { return 1.0 / (1.0 + i) * ((i % 2) ? -1.0 : 1.0); }
+double comptime_poly_coefficient(int i) {
+    return 1.0 / (1.0 + i) * ((i % 2) ? -1.0 : 1.0);
+}
 
 ir::Kernel comptime_poly(int degree, int block, int rows_per_thread) {
     KernelBuilder k(fmt::format("poly{}", degree), block);

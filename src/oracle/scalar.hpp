@@ -22,14 +22,20 @@ struct FloatScalar {
     static constexpr bool is_float = true;
     using V = std::conditional_t<T == DType::f32, float, uint16_t>;
     static float to_f32(V v) {
-        if constexpr (T == DType::f32) return v;
-        else if constexpr (T == DType::f16) return semantics::f16_to_f32(v);
-        else return semantics::bf16_to_f32(v);
+        if constexpr (T == DType::f32)
+            return v;
+        else if constexpr (T == DType::f16)
+            return semantics::f16_to_f32(v);
+        else
+            return semantics::bf16_to_f32(v);
     }
     static V from_f32(float f) {
-        if constexpr (T == DType::f32) return f;
-        else if constexpr (T == DType::f16) return semantics::f32_to_f16(f);
-        else return semantics::f32_to_bf16(f);
+        if constexpr (T == DType::f32)
+            return f;
+        else if constexpr (T == DType::f16)
+            return semantics::f32_to_f16(f);
+        else
+            return semantics::f32_to_bf16(f);
     }
     static V add(V a, V b) { return from_f32(to_f32(a) + to_f32(b)); }
     static V sub(V a, V b) { return from_f32(to_f32(a) - to_f32(b)); }
@@ -41,25 +47,36 @@ struct FloatScalar {
     static V neg(V a) { return from_f32(-to_f32(a)); }
     static V sqrt(V a) { return from_f32(std::sqrt(to_f32(a))); }
     static V abs(V a) {
-        if constexpr (T == DType::f32) return semantics::kiln_bits_f32(semantics::kiln_f32_bits(a) & 0x7fffffffu);
-        else return static_cast<V>(a & 0x7fff);
+        if constexpr (T == DType::f32)
+            return semantics::kiln_bits_f32(semantics::kiln_f32_bits(a) & 0x7fffffffu);
+        else
+            return static_cast<V>(a & 0x7fff);
     }
     static bool lt(V a, V b) { return to_f32(a) < to_f32(b); }
     static bool eq(V a, V b) { return to_f32(a) == to_f32(b); }
     static V constant(double v) { return from_f32(static_cast<float>(v)); }
 };
-template <> struct Scalar<DType::f32> : FloatScalar<DType::f32> {};
-template <> struct Scalar<DType::f16> : FloatScalar<DType::f16> {};
-template <> struct Scalar<DType::bf16> : FloatScalar<DType::bf16> {};
+template <>
+struct Scalar<DType::f32> : FloatScalar<DType::f32> {};
+template <>
+struct Scalar<DType::f16> : FloatScalar<DType::f16> {};
+template <>
+struct Scalar<DType::bf16> : FloatScalar<DType::bf16> {};
 
 // Integers: wrapping arithmetic through the unsigned type of the same width.
 template <DType T, typename S, typename U>
 struct IntScalar {
     static constexpr bool is_float = false;
     using V = S;
-    static V add(V a, V b) { return static_cast<V>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b))); }
-    static V sub(V a, V b) { return static_cast<V>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b))); }
-    static V mul(V a, V b) { return static_cast<V>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b))); }
+    static V add(V a, V b) {
+        return static_cast<V>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    }
+    static V sub(V a, V b) {
+        return static_cast<V>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+    }
+    static V mul(V a, V b) {
+        return static_cast<V>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+    }
     static V neg(V a) { return static_cast<V>(static_cast<U>(U{0} - static_cast<U>(a))); }
     static V min(V a, V b) { return a < b ? a : b; }
     static V max(V a, V b) { return a > b ? a : b; }
@@ -75,23 +92,28 @@ struct IntScalar {
     static bool eq(V a, V b) { return a == b; }
     static V constant(double v) { return static_cast<V>(static_cast<int64_t>(v)); }
 };
-template <> struct Scalar<DType::i8> : IntScalar<DType::i8, int8_t, uint8_t> {
+template <>
+struct Scalar<DType::i8> : IntScalar<DType::i8, int8_t, uint8_t> {
     static V div(V a, V b) { return semantics::kiln_div_i8(a, b); }
     static V rem(V a, V b) { return semantics::kiln_rem_i8(a, b); }
 };
-template <> struct Scalar<DType::u8> : IntScalar<DType::u8, uint8_t, uint8_t> {
+template <>
+struct Scalar<DType::u8> : IntScalar<DType::u8, uint8_t, uint8_t> {
     static V div(V a, V b) { return semantics::kiln_div_u8(a, b); }
     static V rem(V a, V b) { return semantics::kiln_rem_u8(a, b); }
 };
-template <> struct Scalar<DType::i32> : IntScalar<DType::i32, int32_t, uint32_t> {
+template <>
+struct Scalar<DType::i32> : IntScalar<DType::i32, int32_t, uint32_t> {
     static V div(V a, V b) { return semantics::kiln_div_i32(a, b); }
     static V rem(V a, V b) { return semantics::kiln_rem_i32(a, b); }
 };
-template <> struct Scalar<DType::u32> : IntScalar<DType::u32, uint32_t, uint32_t> {
+template <>
+struct Scalar<DType::u32> : IntScalar<DType::u32, uint32_t, uint32_t> {
     static V div(V a, V b) { return semantics::kiln_div_u32(a, b); }
     static V rem(V a, V b) { return semantics::kiln_rem_u32(a, b); }
 };
-template <> struct Scalar<DType::i64> : IntScalar<DType::i64, int64_t, uint64_t> {
+template <>
+struct Scalar<DType::i64> : IntScalar<DType::i64, int64_t, uint64_t> {
     static V div(V a, V b) { return semantics::kiln_div_i64(a, b); }
     static V rem(V a, V b) { return semantics::kiln_rem_i64(a, b); }
 };
@@ -100,15 +122,24 @@ template <> struct Scalar<DType::i64> : IntScalar<DType::i64, int64_t, uint64_t>
 template <typename F>
 decltype(auto) dispatch(DType t, F&& f) {
     switch (t) {
-        case DType::f32: return f.template operator()<DType::f32>();
-        case DType::f16: return f.template operator()<DType::f16>();
-        case DType::bf16: return f.template operator()<DType::bf16>();
-        case DType::i8: return f.template operator()<DType::i8>();
-        case DType::u8: return f.template operator()<DType::u8>();
-        case DType::i32: return f.template operator()<DType::i32>();
-        case DType::u32: return f.template operator()<DType::u32>();
-        case DType::i64: return f.template operator()<DType::i64>();
-        default: return f.template operator()<DType::u8>();  // bool: stored as a byte
+        case DType::f32:
+            return f.template operator()<DType::f32>();
+        case DType::f16:
+            return f.template operator()<DType::f16>();
+        case DType::bf16:
+            return f.template operator()<DType::bf16>();
+        case DType::i8:
+            return f.template operator()<DType::i8>();
+        case DType::u8:
+            return f.template operator()<DType::u8>();
+        case DType::i32:
+            return f.template operator()<DType::i32>();
+        case DType::u32:
+            return f.template operator()<DType::u32>();
+        case DType::i64:
+            return f.template operator()<DType::i64>();
+        default:
+            return f.template operator()<DType::u8>();  // bool: stored as a byte
     }
 }
 

@@ -45,44 +45,76 @@ namespace {
 // The value of element i of x as f32 (floats), as int64 (integers), or as bool.
 float as_f32(DType t, const Bytes& x, size_t i) {
     switch (t) {
-        case DType::f32: return load<float>(x, i);
-        case DType::f16: return semantics::f16_to_f32(load<uint16_t>(x, i));
-        default: return semantics::bf16_to_f32(load<uint16_t>(x, i));
+        case DType::f32:
+            return load<float>(x, i);
+        case DType::f16:
+            return semantics::f16_to_f32(load<uint16_t>(x, i));
+        default:
+            return semantics::bf16_to_f32(load<uint16_t>(x, i));
     }
 }
 int64_t as_int(DType t, const Bytes& x, size_t i) {
     switch (t) {
-        case DType::i8: return load<int8_t>(x, i);
-        case DType::u8: case DType::boolean: return load<uint8_t>(x, i);
-        case DType::i32: return load<int32_t>(x, i);
-        case DType::u32: return load<uint32_t>(x, i);
-        default: return load<int64_t>(x, i);
+        case DType::i8:
+            return load<int8_t>(x, i);
+        case DType::u8:
+        case DType::boolean:
+            return load<uint8_t>(x, i);
+        case DType::i32:
+            return load<int32_t>(x, i);
+        case DType::u32:
+            return load<uint32_t>(x, i);
+        default:
+            return load<int64_t>(x, i);
     }
 }
 void put_int(DType t, Bytes& y, size_t i, int64_t v) {  // wraps like a C conversion
     switch (t) {
-        case DType::i8: store<int8_t>(y, i, static_cast<int8_t>(v)); break;
-        case DType::u8: store<uint8_t>(y, i, static_cast<uint8_t>(v)); break;
-        case DType::boolean: store<uint8_t>(y, i, v != 0 ? 1 : 0); break;
-        case DType::i32: store<int32_t>(y, i, static_cast<int32_t>(v)); break;
-        case DType::u32: store<uint32_t>(y, i, static_cast<uint32_t>(v)); break;
-        default: store<int64_t>(y, i, v); break;
+        case DType::i8:
+            store<int8_t>(y, i, static_cast<int8_t>(v));
+            break;
+        case DType::u8:
+            store<uint8_t>(y, i, static_cast<uint8_t>(v));
+            break;
+        case DType::boolean:
+            store<uint8_t>(y, i, v != 0 ? 1 : 0);
+            break;
+        case DType::i32:
+            store<int32_t>(y, i, static_cast<int32_t>(v));
+            break;
+        case DType::u32:
+            store<uint32_t>(y, i, static_cast<uint32_t>(v));
+            break;
+        default:
+            store<int64_t>(y, i, v);
+            break;
     }
 }
 void put_f32(DType t, Bytes& y, size_t i, float f) {
     switch (t) {
-        case DType::f32: store<float>(y, i, f); break;
-        case DType::f16: store<uint16_t>(y, i, semantics::f32_to_f16(f)); break;
-        default: store<uint16_t>(y, i, semantics::f32_to_bf16(f)); break;
+        case DType::f32:
+            store<float>(y, i, f);
+            break;
+        case DType::f16:
+            store<uint16_t>(y, i, semantics::f32_to_f16(f));
+            break;
+        default:
+            store<uint16_t>(y, i, semantics::f32_to_bf16(f));
+            break;
     }
 }
 int64_t float_to_int(DType to, float f) {
     switch (to) {
-        case DType::i8: return semantics::kiln_f32_to_i8(f);
-        case DType::u8: return semantics::kiln_f32_to_u8(f);
-        case DType::i32: return semantics::kiln_f32_to_i32(f);
-        case DType::u32: return semantics::kiln_f32_to_u32(f);
-        default: return semantics::kiln_f32_to_i64(f);
+        case DType::i8:
+            return semantics::kiln_f32_to_i8(f);
+        case DType::u8:
+            return semantics::kiln_f32_to_u8(f);
+        case DType::i32:
+            return semantics::kiln_f32_to_i32(f);
+        case DType::u32:
+            return semantics::kiln_f32_to_u32(f);
+        default:
+            return semantics::kiln_f32_to_i64(f);
     }
 }
 
@@ -93,12 +125,16 @@ void cast(DType from, DType to, const Bytes& x, Bytes& y) {
     for (size_t i = 0; i < n; ++i) {
         if (is_float(from)) {
             const float f = as_f32(from, x, i);
-            if (to == DType::boolean) put_int(to, y, i, f != 0.0f);
-            else if (is_float(to)) put_f32(to, y, i, f);
-            else put_int(to, y, i, float_to_int(to, f));
+            if (to == DType::boolean)
+                put_int(to, y, i, f != 0.0f);
+            else if (is_float(to))
+                put_f32(to, y, i, f);
+            else
+                put_int(to, y, i, float_to_int(to, f));
         } else {
             const int64_t v = as_int(from, x, i);
-            if (to == DType::boolean) put_int(to, y, i, v != 0);
+            if (to == DType::boolean)
+                put_int(to, y, i, v != 0);
             else if (is_float(to)) {
                 // integer -> f32 rounds to nearest even (C conversion), then to f16/bf16
                 const float f = from == DType::u32 ? static_cast<float>(static_cast<uint32_t>(v))
@@ -117,11 +153,15 @@ void row_fold(DType type, int64_t n, const ir::FoldSpec& fold, const Bytes& x, B
         using V = typename S::V;
         const size_t rows = out.size() / sizeof(V);
         V identity;
-        if (fold.op == ir::FoldOp::sum) identity = S::constant(0);
+        if (fold.op == ir::FoldOp::sum)
+            identity = S::constant(0);
         else if constexpr (S::is_float)
-            identity = S::constant(fold.op == ir::FoldOp::max ? -std::numeric_limits<double>::infinity()
-                                                              : std::numeric_limits<double>::infinity());
-        else identity = fold.op == ir::FoldOp::max ? std::numeric_limits<V>::lowest() : std::numeric_limits<V>::max();
+            identity =
+                S::constant(fold.op == ir::FoldOp::max ? -std::numeric_limits<double>::infinity()
+                                                       : std::numeric_limits<double>::infinity());
+        else
+            identity = fold.op == ir::FoldOp::max ? std::numeric_limits<V>::lowest()
+                                                  : std::numeric_limits<V>::max();
         for (size_t r = 0; r < rows; ++r) {
             std::vector<V> values(static_cast<size_t>(n));
             for (int64_t i = 0; i < n; ++i) {
@@ -129,21 +169,23 @@ void row_fold(DType type, int64_t n, const ir::FoldSpec& fold, const Bytes& x, B
                 values[static_cast<size_t>(i)] = fold.op == ir::FoldOp::sum ? S::mul(v, v) : v;
             }
             auto op = [&](V a, V b) {
-                return fold.op == ir::FoldOp::sum ? S::add(a, b)
-                       : fold.op == ir::FoldOp::max ? S::max(a, b) : S::min(a, b);
+                return fold.op == ir::FoldOp::sum   ? S::add(a, b)
+                       : fold.op == ir::FoldOp::max ? S::max(a, b)
+                                                    : S::min(a, b);
             };
             store<V>(out, r, canonical_fold(values, fold.lanes, fold.chunk, identity, op));
         }
     });
 }
 
-void matmul(int64_t m, int64_t n, int64_t k, const std::vector<float>& a, const std::vector<float>& b,
-            std::vector<float>& c) {
+void matmul(int64_t m, int64_t n, int64_t k, const std::vector<float>& a,
+            const std::vector<float>& b, std::vector<float>& c) {
     for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
             float acc = 0.0f;
             for (int64_t p = 0; p < k; ++p)
-                acc = std::fma(a[static_cast<size_t>(i * k + p)], b[static_cast<size_t>(p * n + j)], acc);
+                acc = std::fma(a[static_cast<size_t>(i * k + p)], b[static_cast<size_t>(p * n + j)],
+                               acc);
             c[static_cast<size_t>(i * n + j)] = acc;
         }
 }

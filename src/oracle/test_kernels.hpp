@@ -14,8 +14,8 @@ using Bytes = std::vector<uint8_t>;
 void elementwise_mix(DType type, const Bytes& a, const Bytes& b, Bytes& y);
 void cast(DType from, DType to, const Bytes& x, Bytes& y);
 void row_fold(DType type, int64_t n, const ir::FoldSpec& fold, const Bytes& x, Bytes& out);
-void matmul(int64_t m, int64_t n, int64_t k, const std::vector<float>& a, const std::vector<float>& b,
-            std::vector<float>& c);
+void matmul(int64_t m, int64_t n, int64_t k, const std::vector<float>& a,
+            const std::vector<float>& b, std::vector<float>& c);
 void comptime_poly(int degree, const std::vector<float>& x, std::vector<float>& y);
 void block_reverse(DType type, int block, const Bytes& x, Bytes& y);
 
@@ -29,10 +29,12 @@ V canonical_fold(const std::vector<V>& v, int lanes, int chunk, V identity, Op o
         for (int64_t base = static_cast<int64_t>(j) * chunk; base < n;
              base += static_cast<int64_t>(lanes) * chunk)
             for (int u = 0; u < chunk && base + u < n; ++u)
-                lane[static_cast<size_t>(j)] = op(lane[static_cast<size_t>(j)], v[static_cast<size_t>(base + u)]);
+                lane[static_cast<size_t>(j)] =
+                    op(lane[static_cast<size_t>(j)], v[static_cast<size_t>(base + u)]);
     for (int s = lanes / 2; s >= 1; s /= 2)
         for (int j = 0; j < s; ++j)
-            lane[static_cast<size_t>(j)] = op(lane[static_cast<size_t>(j)], lane[static_cast<size_t>(j + s)]);
+            lane[static_cast<size_t>(j)] =
+                op(lane[static_cast<size_t>(j)], lane[static_cast<size_t>(j + s)]);
     return lane[0];
 }
 

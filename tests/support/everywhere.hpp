@@ -25,7 +25,9 @@ struct HostBuffer {
     size_t count() const { return bytes.size() / size_of(dtype); }
 };
 
-inline HostBuffer poisoned(DType t, size_t count) { return {t, Bytes(count * size_of(t), 0xA5)}; }
+inline HostBuffer poisoned(DType t, size_t count) {
+    return {t, Bytes(count * size_of(t), 0xA5)};
+}
 
 // Random element bytes for a dtype, with the type's edge values mixed in.
 inline HostBuffer random_buffer(DType t, size_t count, uint64_t seed) {
@@ -40,17 +42,24 @@ inline HostBuffer random_buffer(DType t, size_t count, uint64_t seed) {
             edges = {0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x00000001,
                      0x007fffff, 0x00800000, 0x7f7fffff, 0x3f800000, 0xbf800000, 0x3f000000};
             break;
-        case DType::f16: case DType::bf16:
-            edges = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x0001, 0x03ff, 0x0400, 0x7bff, 0x3c00, 0xbc00};
+        case DType::f16:
+        case DType::bf16:
+            edges = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0x0001,
+                     0x03ff, 0x0400, 0x7bff, 0x3c00, 0xbc00};
             break;
-        case DType::i8: case DType::u8: edges = {0, 1, 0xff, 0x80, 0x7f, 2, 0xfe}; break;
-        case DType::i32: case DType::u32:
+        case DType::i8:
+        case DType::u8:
+            edges = {0, 1, 0xff, 0x80, 0x7f, 2, 0xfe};
+            break;
+        case DType::i32:
+        case DType::u32:
             edges = {0, 1, 0xffffffff, 0x80000000, 0x7fffffff, 2, 0xfffffffe, 31, 32};
             break;
         case DType::i64:
             edges = {0, 1, ~0ull, 0x8000000000000000ull, 0x7fffffffffffffffull, 2, 63, 64};
             break;
-        default: break;
+        default:
+            break;
     }
     const size_t w = size_of(t);
     for (size_t i = 0; i < edges.size() && i < count; ++i)
@@ -74,7 +83,8 @@ inline bool is_nan_bits(DType t, const uint8_t* p) {
 
 // Asserts bitwise equality (NaN == NaN); reports the first few mismatches.
 inline ::testing::AssertionResult identical(const HostBuffer& got, const HostBuffer& want) {
-    if (got.bytes.size() != want.bytes.size()) return ::testing::AssertionFailure() << "size differs";
+    if (got.bytes.size() != want.bytes.size())
+        return ::testing::AssertionFailure() << "size differs";
     const size_t w = size_of(want.dtype);
     int shown = 0;
     size_t bad = 0;

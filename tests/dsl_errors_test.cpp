@@ -1,0 +1,109 @@
+// DSL misuse: each mistake is a kiln::Error naming the kernel, the operation and what was expected.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kiln/dsl.hpp"
+
+using namespace kiln;
+using ::testing::HasSubstr;
+
+namespace {
+
+template <typename F>
+std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+TEST(DslErrors, TypeMismatchNamesBothTypes) {
+    KernelBuilder k("mismatch");
+    auto x = k.input("x", DType::f32);
+    auto n = k.input("n", DType::i32);
+    const auto msg = error_of([&] { Expr e = x[0] + n[0]; });
+    EXPECT_THAT(msg, HasSubstr("type mismatch"));
+    EXPECT_THAT(msg, HasSubstr("f32"));
+    EXPECT_THAT(msg, HasSubstr("i32"));
+    EXPECT_THAT(error_of([&] { Expr e = n[0] + 0.5; }), HasSubstr("float literal"));
+    EXPECT_THAT(error_of([&] { Expr e = x[0] % x[0]; }), HasSubstr("integer operands"));
+    EXPECT_THAT(error_of([&] { Expr e = select(x[0], x[0], x[0]); }), HasSubstr("bool condition"));
+    EXPECT_THAT(error_of([&] { k.if_(n[0], [] {}); }), HasSubstr("bool condition"));
+    EXPECT_THAT(error_of([&] { Expr e = bitcast(DType::i64, x[0]); }), HasSubstr("same width"));
+    EXPECT_THAT(error_of([&] { Expr e = x[x[0]]; }), HasSubstr("indices are integers"));
+}
+
+TEST(DslErrors, AccessModesAreEnforced) {
+    KernelBuilder k("access");
+    auto in = k.input("in", DType::f32);
+    auto out = k.output("out", DType::f32);
+    EXPECT_THAT(error_of([&] { in[0] = 1.0f; }), HasSubstr("declared input (read only)"));
+    EXPECT_THAT(error_of([&] { Expr e = out[0]; }), HasSubstr("declared output (write only)"));
+}
+
+TEST(DslErrors, BarrierInDivergentCode) {
+    KernelBuilder k("divergent", 64);
+    auto x = k.inout("x", DType::f32);
+    k.if_(k.thread_index() < 3, [&] { k.barrier(); });
+    const auto msg = error_of([&] { k.finish(); });
+    EXPECT_THAT(msg, HasSubstr("kernel divergent"));
+    EXPECT_THAT(msg, HasSubstr("barrier in divergent code"));
+    EXPECT_THAT(msg, HasSubstr("thread_index"));
+    (void)x;
+}
+
+TEST(DslErrors, BarrierInALoopWithThreadDependentBounds) {
+    KernelBuilder k("divergent_loop", 64);
+    k.for_(0, k.thread_index(), [&](Expr) { k.barrier(); });
+    EXPECT_THAT(error_of([&] { k.finish(); }), HasSubstr("bounds of `for"));
+}
+
+TEST(DslErrors, CooperativeFoldInDivergentCode) {
+    KernelBuilder k("fold_divergent", 64);
+    auto x = k.input("x", DType::f32);
+    auto y = k.output("y", DType::f32);
+    Var row = k.let(k.absolute_pos() / 32);
+    k.if_(row < y.len(), [&] {
+        Var s = k.fold(DType::f32, 100, Fold::sum().lanes(32).threads(32),
+                       [&](Expr i) { return x[row * 100 + i]; });
+        y[row] = s;
+    });
+    const auto msg = error_of([&] { k.finish(); });
+    EXPECT_THAT(msg, HasSubstr("fold over 32 threads"));
+    EXPECT_THAT(msg, HasSubstr("divergent"));
+}
+
+TEST(DslErrors, UniformBarrierIsAccepted) {
+    KernelBuilder k("uniform", 64);
+    auto y = k.output("y", DType::f32);
+    k.if_(k.block_index() < 3, [&] { k.barrier(); });
+    k.for_(0, y.len(), [&](Expr) { k.barrier(); });
+    EXPECT_NO_THROW(k.finish());
+}
+
+TEST(DslErrors, FoldScheduleMustFit) {
+    KernelBuilder k("fold_bad", 64);
+    auto x = k.input("x", DType::f32);
+    auto body = [&](Expr i) { return x[i]; };
+    EXPECT_THAT(error_of([&] { k.fold(DType::f32, 10, Fold::sum().lanes(24), body); }),
+                HasSubstr("power of two"));
+    EXPECT_THAT(error_of([&] { k.fold(DType::f32, 10, Fold::sum().lanes(32).threads(64), body); }),
+                HasSubstr("divides the lanes"));
+    EXPECT_THAT(error_of([&] { k.fold(DType::f32, 10, Fold::sum().lanes(32).threads(3), body); }),
+                HasSubstr("power of two"));
+}
+
+TEST(DslErrors, BuilderMisuse) {
+    EXPECT_THAT(error_of([] { KernelBuilder k("x", 2048); }), HasSubstr("block size 2048"));
+    EXPECT_THAT(error_of([] { KernelBuilder k("bad name"); }), HasSubstr("letters, digits"));
+    KernelBuilder k("dup");
+    k.input("a", DType::f32);
+    EXPECT_THAT(error_of([&] { k.output("a", DType::f32); }),
+                HasSubstr("two parameters named 'a'"));
+    k.finish();
+    EXPECT_THAT(error_of([&] { k.finish(); }), HasSubstr("twice"));
+}
+
+}  // namespace
