@@ -1,0 +1,117 @@
+// IR passes: print is readable and complete, the structural hash follows the IR, simplify folds
+// only what stays bit-exact, verify rejects malformed IR built by hand.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "ir/hash.hpp"
+#include "ir/lower_folds.hpp"
+#include "ir/print.hpp"
+#include "ir/simplify.hpp"
+#include "ir/verify.hpp"
+#include "ir/visit.hpp"
+#include "kiln/dsl.hpp"
+#include "ops/test_kernels.hpp"
+
+using namespace kiln;
+using ::testing::HasSubstr;
+
+namespace {
+
+TEST(Print, ShowsParametersStatementsAndFolds) {
+    const auto k = ops::row_fold(DType::f32, 100, Fold::sum().lanes(32).chunk(4).threads(8), 64);
+    const std::string text = ir::print(k);
+    EXPECT_THAT(text, HasSubstr("kernel row_sum_f32 block 64"));
+    EXPECT_THAT(text, HasSubstr("buffer x: f32 read"));
+    EXPECT_THAT(text, HasSubstr("buffer out: f32 write"));
+    EXPECT_THAT(text, HasSubstr("fold sum lanes 32 chunk 4 threads 8"));
+    EXPECT_THAT(text, HasSubstr("require"));
+}
+
+TEST(Hash, EqualForEqualIrAndDifferentForAnyComptimeChange) {
+    auto make = [](int threads, int block, int64_t n) {
+        return ir::structural_hash(ops::row_fold(DType::f32, n, Fold::sum().lanes(32).threads(threads), block));
+    };
+    EXPECT_EQ(make(4, 64, 100), make(4, 64, 100));
+    EXPECT_NE(make(4, 64, 100), make(8, 64, 100));
+    EXPECT_NE(make(4, 64, 100), make(4, 128, 100));
+    EXPECT_NE(make(4, 64, 100), make(4, 64, 101));
+    EXPECT_NE(ir::structural_hash(ops::elementwise_mix(DType::f32, 64, 1)),
+              ir::structural_hash(ops::elementwise_mix(DType::f16, 64, 1)));
+}
+
+ir::ExprRef f32c(double v) { return ir::float_const(DType::f32, v); }
+ir::ExprRef i32c(int64_t v) { return ir::int_const(DType::i32, v); }
+ir::ExprRef bin(ir::BinOp op, ir::ExprRef a, ir::ExprRef b) {
+    return ir::make(ir::is_comparison(op) ? DType::boolean : a->type, ir::expr::Binary{op, a, b});
+}
+const ir::expr::Const* const_value(const ir::ExprRef& e) { return std::get_if<ir::expr::Const>(&e->node); }
+
+TEST(Simplify, FoldsIntegersWithKilnSemantics) {
+    using ir::BinOp;
+    EXPECT_EQ(const_value(ir::simplify(bin(BinOp::add, i32c(INT32_MAX), i32c(1))))->i, INT32_MIN);
+    EXPECT_EQ(const_value(ir::simplify(bin(BinOp::div, i32c(7), i32c(0))))->i, 0);
+    EXPECT_EQ(const_value(ir::simplify(bin(BinOp::rem, i32c(7), i32c(0))))->i, 7);
+    EXPECT_EQ(const_value(ir::simplify(bin(BinOp::div, i32c(INT32_MIN), i32c(-1))))->i, INT32_MIN);
+    EXPECT_EQ(const_value(ir::simplify(bin(BinOp::shl, i32c(1), i32c(33))))->i, 2);
+}
+
+TEST(Simplify, FoldsF32InSinglePrecisionAndKeepsInexactIdentities) {
+    using ir::BinOp;
+    // 0.1f + 0.2f in f32 is not 0.3 in double.
+    const auto sum = const_value(ir::simplify(bin(BinOp::add, f32c(0.1f), f32c(0.2f))));
+    ASSERT_NE(sum, nullptr);
+    EXPECT_EQ(static_cast<float>(sum->f), 0.1f + 0.2f);
+    // x + 0 is not x for x = -0: it must stay.
+    KernelBuilder k("s");
+    auto x = k.input("x", DType::f32);
+    Expr load = x[0];
+    auto plus_zero = bin(BinOp::add, load.node(), f32c(0));
+    EXPECT_EQ(ir::simplify(plus_zero), plus_zero);
+    // x * 1 is x for every x, and integer i + 0 is i.
+    EXPECT_EQ(ir::simplify(bin(BinOp::mul, load.node(), f32c(1))), load.node());
+    // f16 arithmetic is left alone (it rounds after each op).
+    auto h = bin(BinOp::add, ir::float_const(DType::f16, 1), ir::float_const(DType::f16, 2));
+    EXPECT_EQ(ir::simplify(h), h);
+}
+
+TEST(LowerFolds, LeavesNoFoldAndUsesBarriersOnlyWithoutShuffles) {
+    const auto k = ops::row_fold(DType::f32, 100, Fold::sum().lanes(32).chunk(4).threads(32), 64);
+    auto has_fold = [](const ir::StmtRef& s) {
+        return ir::contains(s, [](const ir::StmtNode& n) { return std::holds_alternative<ir::stmt::Fold>(n.node); });
+    };
+    auto has_barrier = [](const ir::StmtRef& s) {
+        return ir::contains(s, [](const ir::StmtNode& n) { return std::holds_alternative<ir::stmt::Barrier>(n.node); });
+    };
+    EXPECT_TRUE(has_fold(k.body));
+    const auto shuffled = ir::lower_folds(k, 32);
+    const auto shared = ir::lower_folds(k, 1);
+    EXPECT_FALSE(has_fold(shuffled.body));
+    EXPECT_FALSE(has_fold(shared.body));
+    EXPECT_FALSE(has_barrier(shuffled.body));
+    EXPECT_TRUE(has_barrier(shared.body));
+    EXPECT_EQ(shared.tiles.size(), 1u);
+}
+
+TEST(Verify, RejectsMalformedIrBuiltByHand) {
+    ir::Kernel k;
+    k.name = "hand";
+    k.block_size = 32;
+    k.params.push_back({"x", true, DType::f32, ir::Access::read});
+    k.locals.push_back({"v", DType::f32});
+    // Uses local 0 before declaring it.
+    k.body = ir::make(ir::stmt::Assign{0, ir::make(DType::f32, ir::expr::Local{0})});
+    EXPECT_THROW(ir::verify(k), Error);
+    // Stores into a read-only buffer.
+    k.body = ir::make(ir::stmt::Store{{ir::MemSpace::global, 0}, i32c(0), f32c(1)});
+    try {
+        ir::verify(k);
+        FAIL() << "no error";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.what(), HasSubstr("read only"));
+    }
+    // Mixed operand types.
+    k.body = ir::make(ir::stmt::Let{0, ir::make(DType::f32, ir::expr::Binary{ir::BinOp::add, f32c(1), i32c(1)})});
+    EXPECT_THROW(ir::verify(k), Error);
+}
+
+}  // namespace
