@@ -121,13 +121,14 @@ struct FoldCase {
     int chunk;
     int threads;
     int block;
+    int unroll = 1;
 };
 
 class CanonicalFold : public ::testing::TestWithParam<FoldCase> {};
 
 TEST_P(CanonicalFold, MatchesOracleAtRaggedExtents) {
     const FoldCase c = GetParam();
-    const Fold fold = Fold{{c.op, c.lanes, c.chunk, c.threads}};
+    const Fold fold = Fold{{c.op, c.lanes, c.chunk, c.threads, c.unroll}};
     const int64_t rows = 5;
     for (int64_t n : {1, 7, 100, 1000, 4099}) {
         SCOPED_TRACE(fmt::format("n = {}", n));
@@ -168,12 +169,15 @@ INSTANTIATE_TEST_SUITE_P(Schedules, CanonicalFold,
                                            FoldCase{DType::bf16, ir::FoldOp::sum, 32, 2, 2, 64},
                                            FoldCase{DType::i32, ir::FoldOp::sum, 32, 4, 32, 64},
                                            FoldCase{DType::i64, ir::FoldOp::max, 8, 1, 2, 32},
-                                           FoldCase{DType::u8, ir::FoldOp::min, 4, 4, 4, 16}),
+                                           FoldCase{DType::u8, ir::FoldOp::min, 4, 4, 4, 16},
+                                           FoldCase{DType::f32, ir::FoldOp::sum, 32, 4, 32, 64, 3},
+                                           FoldCase{DType::f32, ir::FoldOp::sum, 32, 2, 8, 64, 2},
+                                           FoldCase{DType::i32, ir::FoldOp::sum, 32, 1, 1, 64, 4}),
                          [](const auto& info) {
                              const FoldCase& c = info.param;
-                             return fmt::format("{}_{}_w{}_v{}_t{}_b{}", name(c.type),
+                             return fmt::format("{}_{}_w{}_v{}_t{}_b{}_u{}", name(c.type),
                                                 ir::name(c.op), c.lanes, c.chunk, c.threads,
-                                                c.block);
+                                                c.block, c.unroll);
                          });
 
 TEST(CanonicalFold, EveryScheduleGivesTheSameBits) {

@@ -142,6 +142,7 @@ struct FoldSpec {
     int lanes = 1;    // power of two, fixed by the op and the extent
     int chunk = 1;    // consecutive elements per chunk, fixed by the op
     int threads = 1;  // power of two dividing lanes and the block size: the schedule
+    int unroll = 1;   // rounds of chunks per loop step: the schedule (more loads in flight)
 };
 
 namespace stmt {

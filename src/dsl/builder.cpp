@@ -225,6 +225,8 @@ Var KernelBuilder::fold(DType type, const Expr& extent, const Fold& fold,
             "kernel {}: fold threads {}; expected a power of two that divides the lanes ({}) "
             "and the block size ({})",
             kernel_.name, spec.threads, spec.lanes, kernel_.block_size);
+    if (spec.unroll < 1 || spec.unroll > 16)
+        fail("kernel {}: fold unroll {}; expected 1 to 16", kernel_.name, spec.unroll);
     if (type == DType::boolean) fail("kernel {}: fold over bool; fold a number", kernel_.name);
     Expr n = weak_adopted(extent, DType::i32, "fold extent");
     const int index = new_local(DType::i32, "i");

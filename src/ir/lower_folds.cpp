@@ -1,6 +1,7 @@
 // lower_folds: the canonical fold as loops, a local halving tree and a cross-thread tree.
 #include "ir/lower_folds.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 
@@ -35,6 +36,9 @@ ExprRef fold_combine(FoldOp op, const ExprRef& a, const ExprRef& b) {
 
 namespace {
 
+// Lanes per thread up to which each lane gets its own register.
+constexpr int kMaxRegisterLanes = 16;
+
 ExprRef i32(int64_t v) {
     return int_const(DType::i32, v);
 }
@@ -64,28 +68,46 @@ struct Lowerer {
         return id;
     }
 
-    // Folds the chunks of lane `lane` into local `acc`: for base = lane*V; base < n; base += W*V.
-    void lane_loop(std::vector<StmtRef>& out, const stmt::Fold& f, const ExprRef& lane, int acc,
-                   const ExprRef& extent) {
-        const int V = f.spec.chunk, W = f.spec.lanes;
+    // One element of the fold: index = idx, run the body, acc = op(acc, value); guarded by
+    // idx < n unless the caller knows it holds.
+    StmtRef element(const stmt::Fold& f, const ExprRef& idx, int acc, const ExprRef& extent,
+                    bool guard) {
+        std::vector<StmtRef> items;
+        items.push_back(make(stmt::Let{f.index, idx}));
+        items.push_back(f.body);
+        items.push_back(make(stmt::Assign{acc, fold_combine(f.spec.op, local(k, acc), f.value)}));
+        StmtRef seq = make(stmt::Seq{std::move(items)});
+        return guard ? make(stmt::If{bin(BinOp::lt, idx, extent), seq, nullptr}) : seq;
+    }
+
+    // Folds the chunks of the lanes `lanes[q]` into `accs[q]`, every lane in chunk order. One
+    // loop walks the rounds (W*V elements each); within a round the lanes and, with `unroll`,
+    // several rounds are written out, so their loads are independent and in flight together.
+    void lane_loops(std::vector<StmtRef>& out, const stmt::Fold& f,
+                    const std::vector<ExprRef>& lanes, const std::vector<int>& accs,
+                    const ExprRef& extent) {
+        const int V = f.spec.chunk, W = f.spec.lanes, U = std::max(1, f.spec.unroll);
+        const int64_t round = static_cast<int64_t>(W) * V;
+        const bool single = lanes.size() == 1 && U == 1;
         const int base = new_local(DType::i32, "chunk");
         std::vector<StmtRef> body;
-        for (int u = 0; u < V; ++u) {
-            ExprRef idx = u == 0 ? local(k, base) : bin(BinOp::add, local(k, base), i32(u));
-            std::vector<StmtRef> element;
-            element.push_back(make(stmt::Let{f.index, idx}));
-            element.push_back(f.body);
-            element.push_back(
-                make(stmt::Assign{acc, fold_combine(f.spec.op, local(k, acc), f.value)}));
-            StmtRef seq = make(stmt::Seq{std::move(element)});
-            if (u == 0)
-                body.push_back(seq);  // base < n holds inside the loop
-            else
-                body.push_back(make(stmt::If{bin(BinOp::lt, idx, extent), seq, nullptr}));
-        }
+        for (int r = 0; r < U; ++r)
+            for (size_t q = 0; q < lanes.size(); ++q) {
+                // Lane q's chunk in round r of this step starts at base + r*W*V + lane*V.
+                ExprRef start =
+                    single
+                        ? local(k, base)
+                        : bin(BinOp::add, local(k, base),
+                              bin(BinOp::add, i32(r * round), bin(BinOp::mul, lanes[q], i32(V))));
+                for (int u = 0; u < V; ++u) {
+                    ExprRef idx = u == 0 ? start : bin(BinOp::add, start, i32(u));
+                    body.push_back(element(f, idx, accs[q], extent, !(single && u == 0)));
+                }
+            }
+        // The single-lane form starts at the lane's first chunk; the others at the round.
+        ExprRef begin = single ? bin(BinOp::mul, lanes[0], i32(V)) : i32(0);
         out.push_back(
-            make(stmt::For{base, bin(BinOp::mul, lane, i32(V)), extent,
-                           i32(static_cast<int64_t>(W) * V), make(stmt::Seq{std::move(body)})}));
+            make(stmt::For{base, begin, extent, i32(round * U), make(stmt::Seq{std::move(body)})}));
     }
 
     StmtRef lower(const stmt::Fold& f) {
@@ -101,18 +123,34 @@ struct Lowerer {
         ExprRef t =
             T == 1 ? i32(0) : (T == k.block_size ? tid : bin(BinOp::bit_and, tid, i32(T - 1)));
         const int acc = new_local(type, "acc");
-        if (L == 1) {
-            out.push_back(make(stmt::Let{acc, fold_identity(f.spec.op, type)}));
-            lane_loop(out, f, t, acc, extent);
+        auto lane_of = [&](int q) {  // lane j = t + q*T
+            return q == 0 ? t : bin(BinOp::add, t, i32(static_cast<int64_t>(q) * T));
+        };
+        if (L <= kMaxRegisterLanes) {
+            // Each lane in its own local, combined by the tree's thread-local levels.
+            std::vector<int> accs;
+            std::vector<ExprRef> lanes;
+            for (int q = 0; q < L; ++q) {
+                accs.push_back(q == 0 ? acc : new_local(type, "acc"));
+                lanes.push_back(lane_of(q));
+                out.push_back(make(stmt::Let{accs.back(), fold_identity(f.spec.op, type)}));
+            }
+            lane_loops(out, f, lanes, accs, extent);
+            for (int s = W / 2; s >= T; s /= 2)
+                for (int qq = 0; qq < s / T; ++qq)
+                    out.push_back(make(stmt::Assign{
+                        accs[static_cast<size_t>(qq)],
+                        fold_combine(f.spec.op, local(k, accs[static_cast<size_t>(qq)]),
+                                     local(k, accs[static_cast<size_t>(qq + s / T)]))}));
         } else {
+            // Many lanes per thread: a per-thread array, one lane at a time.
             k.arrays.push_back({"lanes", type, L, MemSpace::local});
             const MemRef lanes{MemSpace::local, static_cast<int>(k.arrays.size() - 1)};
             const int q = new_local(DType::i32, "q");
             std::vector<StmtRef> per_lane;
             per_lane.push_back(make(stmt::Let{acc, fold_identity(f.spec.op, type)}));
-            // Lane j = t + q*T.
             ExprRef lane = bin(BinOp::add, t, bin(BinOp::mul, local(k, q), i32(T)));
-            lane_loop(per_lane, f, lane, acc, extent);
+            lane_loops(per_lane, f, {lane}, {acc}, extent);
             per_lane.push_back(make(stmt::Store{lanes, local(k, q), local(k, acc)}));
             out.push_back(
                 make(stmt::For{q, i32(0), i32(L), i32(1), make(stmt::Seq{std::move(per_lane)})}));

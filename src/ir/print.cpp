@@ -107,10 +107,11 @@ struct Printer {
                 } else {
                     static_assert(std::is_same_v<N, stmt::Fold>);
                     line(depth,
-                         fmt::format("{} = fold {} lanes {} chunk {} threads {} over {} in "
-                                     "[0, {}) {{",
-                                     local(n.result), name(n.spec.op), n.spec.lanes, n.spec.chunk,
-                                     n.spec.threads, local(n.index), expr(n.extent)));
+                         fmt::format(
+                             "{} = fold {} lanes {} chunk {} threads {} unroll {} over {} in "
+                             "[0, {}) {{",
+                             local(n.result), name(n.spec.op), n.spec.lanes, n.spec.chunk,
+                             n.spec.threads, n.spec.unroll, local(n.index), expr(n.extent)));
                     stmt(n.body, depth + 1);
                     line(depth + 1, fmt::format("yield {}", expr(n.value)));
                     line(depth, "}");
