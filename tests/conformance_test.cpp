@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ops/test_kernels.hpp"
+#include "oracle/scalar.hpp"
 #include "oracle/test_kernels.hpp"
 #include "support/everywhere.hpp"
 
@@ -231,6 +232,27 @@ TEST(SharedMemory, BlockReverseThroughATile) {
         test::expect_everywhere(ops::block_reverse(t, 64), (n + 63) / 64, {x, test::poisoned(t, n)},
                                 1, want);
     }
+}
+
+TEST(PackedBytes, Dp4aAndHalfBitsMatchTheOracle) {
+    const size_t n = 777;
+    auto a = test::random_buffer(DType::i32, n, 21), b = test::random_buffer(DType::i32, n, 22),
+         c = test::random_buffer(DType::i32, n, 23);
+    HostBuffer want = test::poisoned(DType::i32, n);
+    for (size_t i = 0; i < n; ++i) {
+        const auto ai = oracle::load<int32_t>(a.bytes, i);
+        const float h = semantics::f16_to_f32(static_cast<uint16_t>(ai & 0xffff));
+        oracle::store<int32_t>(
+            want.bytes, i,
+            static_cast<int32_t>(
+                static_cast<uint32_t>(semantics::kiln_dp4a(ai, oracle::load<int32_t>(b.bytes, i),
+                                                           oracle::load<int32_t>(c.bytes, i))) +
+                static_cast<uint32_t>(semantics::kiln_f32_to_i32(h))));
+    }
+    EXPECT_EQ(semantics::kiln_dp4a(0x01ff7f80, 0x0102fe80, 5),
+              5 + 1 * 1 + (-1) * 2 + 127 * (-2) + (-128) * (-128));
+    test::expect_everywhere(ops::packed_bytes(64), (n + 63) / 64,
+                            {a, b, c, test::poisoned(DType::i32, n)}, 3, want);
 }
 
 TEST(Comptime, UnrolledPolynomialAtEveryRowsPerThread) {

@@ -27,6 +27,7 @@ std::vector<ir::Kernel> every_test_kernel() {
     ks.push_back(ops::row_fold(DType::u8, 100, Fold::min().lanes(4).chunk(4).threads(4), 16));
     ks.push_back(ops::tiled_matmul(17, 29, 8));
     ks.push_back(ops::comptime_poly(7, 64, 3));
+    ks.push_back(ops::packed_bytes(64));
     return ks;
 }
 

@@ -66,6 +66,10 @@ class Buffer {
     // Sets every element to `value`, converted to the buffer's dtype by kiln's cast rules.
     void fill(double value);
 
+    // The same memory seen as elements of another dtype (e.g. packed int8 blocks read as u32
+    // words). The byte size must be a multiple of the new element size.
+    Buffer view(DType dtype) const;
+
   private:
     Device* device_;
     DType dtype_;

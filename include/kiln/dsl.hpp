@@ -206,8 +206,12 @@ Expr min(const Expr& a, const Expr& b);
 Expr max(const Expr& a, const Expr& b);
 Expr select(const Expr& cond, const Expr& a, const Expr& b);
 Expr cast(DType type, const Expr& a);
-Expr bitcast(DType type, const Expr& a);  // same width; f16/bf16 <-> 16-bit patterns via i32
+// Same-width reinterpretation; also f16/bf16 from the low 16 bits of a u32/i32, and back
+// (zero-extended).
+Expr bitcast(DType type, const Expr& a);
 Expr fma(const Expr& a, const Expr& b, const Expr& c);  // a*b+c, one rounding
+// c + dot(the 4 signed bytes of a, those of b), wrapping; all i32 (__dp4a on CUDA).
+Expr dp4a(const Expr& a, const Expr& b, const Expr& c);
 Expr sqrt(const Expr& a);
 Expr abs(const Expr& a);
 Expr constant(DType type, double value);  // a typed constant (integers: value must be integral)

@@ -122,13 +122,17 @@ struct ShuffleXor {
     int mask;
     int width;
 };
+// c + the dot product of the four signed bytes packed in a with those in b, wrapping i32.
+struct Dp4a {
+    ExprRef a, b, c;
+};
 }  // namespace expr
 
 struct ExprNode {
     DType type;
     std::variant<expr::Const, expr::Local, expr::ScalarParam, expr::BufferLen, expr::Load,
                  expr::Unary, expr::Binary, expr::Select, expr::Cast, expr::Bitcast, expr::Fma,
-                 expr::Builtin, expr::ShuffleXor>
+                 expr::Builtin, expr::ShuffleXor, expr::Dp4a>
         node;
 };
 

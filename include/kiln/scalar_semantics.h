@@ -96,4 +96,13 @@ KILN_INT_MINMAX(uint32_t, u32)
 KILN_INT_MINMAX(int64_t, i64)
 #undef KILN_INT_MINMAX
 
+/* c + the dot product of the four signed bytes of a and b, wrapping (CUDA's __dp4a). */
+KILN_FN int32_t kiln_dp4a(int32_t a, int32_t b, int32_t c) {
+    uint32_t acc = (uint32_t)c;
+    for (int k = 0; k < 4; ++k)
+        acc += (uint32_t)((int32_t)(int8_t)(uint8_t)((uint32_t)a >> (8 * k)) *
+                          (int32_t)(int8_t)(uint8_t)((uint32_t)b >> (8 * k)));
+    return (int32_t)acc;
+}
+
 #endif /* KILN_SCALAR_SEMANTICS_H */

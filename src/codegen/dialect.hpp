@@ -19,6 +19,7 @@ struct Dialect {
     std::string barrier;            // statement
     std::string sqrt_f32;           // correctly rounded sqrt function
     std::string fma_f32;            // fused multiply-add function
+    std::string dp4a;               // packed int8 dot product with i32 accumulate
     bool threads_as_loops = false;  // CPU: run a block's threads as loops split at barriers
     bool has_shuffle = false;       // CUDA: __shfl_xor_sync
     int warp_size = 1;

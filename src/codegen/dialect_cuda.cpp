@@ -26,6 +26,7 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }
         .barrier = "__syncthreads();",
         .sqrt_f32 = "__fsqrt_rn",
         .fma_f32 = "__fmaf_rn",
+        .dp4a = "__dp4a",
         .threads_as_loops = false,
         .has_shuffle = true,
         .warp_size = 32,

@@ -292,6 +292,7 @@ struct KernelEmitter {
                     return cast(e->type, n.a->type, expr(n.a));
                 } else if constexpr (std::is_same_v<N, expr::Bitcast>) {
                     if (e->type == DType::f32) return "kiln_bits_f32((uint32_t)" + expr(n.a) + ")";
+                    if (is_half(e->type)) return "((uint16_t)" + expr(n.a) + ")";  // low 16 bits
                     if (n.a->type == DType::f32)
                         return fmt::format("(({})kiln_f32_bits({}))", c_type(e->type), expr(n.a));
                     return fmt::format("(({}){})", c_type(e->type), expr(n.a));
@@ -301,6 +302,8 @@ struct KernelEmitter {
                                                  widen(t, expr(n.b)), widen(t, expr(n.c))));
                 } else if constexpr (std::is_same_v<N, expr::Builtin>) {
                     return builtin(n.which);
+                } else if constexpr (std::is_same_v<N, expr::Dp4a>) {
+                    return fmt::format("{}({}, {}, {})", d.dp4a, expr(n.a), expr(n.b), expr(n.c));
                 } else {
                     return shuffle(e, n);
                 }

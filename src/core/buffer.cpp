@@ -47,6 +47,16 @@ void Buffer::upload_bytes(std::span<const uint8_t> data) {
     if (!data.empty()) device_->write(*memory_, 0, data.data(), data.size());
 }
 
+Buffer Buffer::view(DType dtype) const {
+    if (bytes() % size_of(dtype) != 0)
+        fail("view of a {}-byte {} buffer as {}: the size is not a multiple of {} bytes", bytes(),
+             name(dtype_), name(dtype), size_of(dtype));
+    Buffer v = *this;
+    v.dtype_ = dtype;
+    v.count_ = bytes() / size_of(dtype);
+    return v;
+}
+
 void Buffer::fill(double value) {
     uint64_t pattern = 0;
     const float f = static_cast<float>(value);

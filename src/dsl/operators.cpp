@@ -231,6 +231,9 @@ Expr cast(DType type, const Expr& a) {
 }
 
 Expr bitcast(DType type, const Expr& a) {
+    const auto word = [](DType t) { return t == DType::u32 || t == DType::i32; };
+    if ((is_half(type) && word(a.type()) && !a.weak()) || (is_half(a.type()) && word(type)))
+        return Expr(ir::make(type, ir::expr::Bitcast{a.node()}));
     if (is_half(type) || is_half(a.type()) || type == DType::boolean ||
         a.type() == DType::boolean || bits_of(type) != bits_of(a.type()))
         fail(
@@ -246,6 +249,15 @@ Expr fma(const Expr& x, const Expr& y, const Expr& z) {
     auto [a2, c2] = unify(a, c, "fma");
     if (!is_float(a2.type())) fail("fma needs float operands, got {}", name(a2.type()));
     return Expr(ir::make(a2.type(), ir::expr::Fma{a2.node(), b2.node(), c2.node()}));
+}
+
+Expr dp4a(const Expr& x, const Expr& y, const Expr& z) {
+    auto i32 = [](const Expr& e) { return e.weak() ? cast(DType::i32, e) : e; };
+    const Expr a = i32(x), b = i32(y), c = i32(z);
+    if (a.type() != DType::i32 || b.type() != DType::i32 || c.type() != DType::i32)
+        fail("dp4a needs i32 operands (four packed int8 each), got {}, {}, {}", name(a.type()),
+             name(b.type()), name(c.type()));
+    return Expr(ir::make(DType::i32, ir::expr::Dp4a{a.node(), b.node(), c.node()}));
 }
 
 Expr constant(DType type, double value) {

@@ -58,6 +58,8 @@ struct Printer {
                     return fmt::format("fma({}, {}, {}):{}", expr(n.a), expr(n.b), expr(n.c), t);
                 } else if constexpr (std::is_same_v<N, expr::Builtin>) {
                     return name(n.which);
+                } else if constexpr (std::is_same_v<N, expr::Dp4a>) {
+                    return fmt::format("dp4a({}, {}, {})", expr(n.a), expr(n.b), expr(n.c));
                 } else {
                     static_assert(std::is_same_v<N, expr::ShuffleXor>);
                     return fmt::format("shuffle_xor({}, {}, width {})", expr(n.value), n.mask,

@@ -79,8 +79,14 @@ struct Verifier {
                 } else if constexpr (std::is_same_v<N, expr::Select>) {
                     if (n.cond->type != DType::boolean || n.a->type != t || n.b->type != t)
                         error(fmt::format("select {} has mismatched types", text(e)));
+                } else if constexpr (std::is_same_v<N, expr::Dp4a>) {
+                    if (t != DType::i32 || n.a->type != t || n.b->type != t || n.c->type != t)
+                        error(fmt::format("dp4a {} needs i32 operands", text(e)));
                 } else if constexpr (std::is_same_v<N, expr::Bitcast>) {
-                    if (bits_of(n.a->type) != bits_of(t))
+                    const bool half_bits =
+                        (is_half(t) && (n.a->type == DType::u32 || n.a->type == DType::i32)) ||
+                        (is_half(n.a->type) && (t == DType::u32 || t == DType::i32));
+                    if (!half_bits && bits_of(n.a->type) != bits_of(t))
                         error(fmt::format("bitcast {} changes width", text(e)));
                 } else if constexpr (std::is_same_v<N, expr::Fma>) {
                     if (!is_float(t) || n.a->type != t || n.b->type != t || n.c->type != t)

@@ -26,6 +26,11 @@ void for_each_child(const ExprRef& e, const std::function<void(const ExprRef&)>&
                 f(n.c);
             } else if constexpr (std::is_same_v<N, expr::ShuffleXor>)
                 f(n.value);
+            else if constexpr (std::is_same_v<N, expr::Dp4a>) {
+                f(n.a);
+                f(n.b);
+                f(n.c);
+            }
         },
         e->node);
 }
@@ -62,6 +67,9 @@ ExprRef rewrite(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& 
             } else if constexpr (std::is_same_v<N, expr::Fma>) {
                 auto a = r(n.a), b = r(n.b), c = r(n.c);
                 return a == n.a && b == n.b && c == n.c ? e : make(e->type, expr::Fma{a, b, c});
+            } else if constexpr (std::is_same_v<N, expr::Dp4a>) {
+                auto a = r(n.a), b = r(n.b), c = r(n.c);
+                return a == n.a && b == n.b && c == n.c ? e : make(e->type, expr::Dp4a{a, b, c});
             } else if constexpr (std::is_same_v<N, expr::ShuffleXor>) {
                 auto v = r(n.value);
                 return v == n.value ? e : make(e->type, expr::ShuffleXor{v, n.mask, n.width});

@@ -131,6 +131,20 @@ int64_t comptime_poly_grid(int64_t n, int block, int rows_per_thread) {
     return (n + per_block - 1) / per_block;
 }
 
+ir::Kernel packed_bytes(int block) {
+    KernelBuilder k("packed_bytes", block);
+    auto a = k.input("a", DType::i32);
+    auto b = k.input("b", DType::i32);
+    auto c = k.input("c", DType::i32);
+    auto y = k.output("y", DType::i32);
+    Expr i = k.absolute_pos();
+    k.if_(i < y.len(), [&] {
+        Expr low_half = bitcast(DType::f16, bitcast(DType::u32, a[i]) & 0xffffu);
+        y[i] = dp4a(a[i], b[i], c[i]) + cast(DType::i32, cast(DType::f32, low_half));
+    });
+    return k.finish();
+}
+
 ir::Kernel block_reverse(DType type, int block) {
     KernelBuilder k(fmt::format("block_reverse_{}", name(type)), block);
     auto x = k.input("x", type);

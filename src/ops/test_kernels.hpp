@@ -36,6 +36,10 @@ ir::Kernel comptime_poly(int degree, int block, int rows_per_thread);
 int64_t comptime_poly_grid(int64_t n, int block, int rows_per_thread);
 double comptime_poly_coefficient(int i);
 
+// y = dp4a(a, b, c) + the f16 in the low half of a, widened to f32 and truncated back to i32:
+// packed int8 dot products and 16-bit reinterpretation.
+ir::Kernel packed_bytes(int block);
+
 // y = x reversed within each block of `block` elements, through a shared tile and a barrier.
 ir::Kernel block_reverse(DType type, int block);
 

@@ -1,0 +1,21 @@
+// Shared pieces of the kiln command-line tool: how a subcommand registers itself with CLI11 and
+// hands main() the function that runs it.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace kiln::cli {
+
+// A registered subcommand: its CLI11 app (parsed() says whether the user chose it) and the
+// function that runs it once parsing is done, returning the process exit code.
+struct Command {
+    CLI::App* app = nullptr;
+    std::function<int()> run;
+};
+
+Command add_info_command(CLI::App& parent);  // info.cpp
+Command add_demo_command(CLI::App& parent);  // demo.cpp
+
+}  // namespace kiln::cli
