@@ -33,12 +33,11 @@ struct Arg {
     static Arg scalar(DType dtype, uint64_t bits);
 };
 
-// Where a compiled kernel came from.
+// How a compiled kernel was built. A memory-cache hit returns the same CompiledKernel.
 struct CompileInfo {
     double codegen_ms = 0;  // IR to source
     double compile_ms = 0;  // source to binary (0 on a disk hit)
     double load_ms = 0;     // binary to loaded module
-    bool memory_hit = false;
     bool disk_hit = false;
     std::string cache_key;
 };
