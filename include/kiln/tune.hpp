@@ -1,0 +1,219 @@
+// Autotuning as three plain values (the paper "The Schedule Is a Value"):
+//
+//   auto y = kiln::Tuned("rms_norm", fmt::format("rows={},n={}", rows, n))
+//       .variant("b64_r1", [&](int iters) { return rms_norm_bench(dev, x, w, ..., iters); })
+//       .variant("b128_r1", ...)
+//       .run(tuner);  // .run() uses the process-default tuner
+//
+// Variant: a name and a closure iters -> {output, ms per dispatch}. The same closure benchmarks
+//   (iters = TUNE_ITERS: warm-up, then iters timed dispatches) and executes (iters = 1: exactly one
+//   launch, no warm-up, no re-upload), so timing and running cannot disagree.
+// Tuned: the fluent builder for one (op, key) on one device.
+// Tuner: (device, op, key) -> winner, in memory and in one append-only TSV per device,
+//   <root>/<device-id>.tsv, lines "op\tkey\twinner"; the last line for a key wins.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/buffer.hpp"
+#include "kiln/device.hpp"
+#include "kiln/error.hpp"
+
+namespace kiln {
+
+inline constexpr int TUNE_ITERS = 25;
+// A challenger replaces the first-declared variant only when it is faster by this fraction.
+inline constexpr double TUNE_MARGIN = 0.03;
+
+// What a variant's closure returns: its output and the milliseconds one dispatch took.
+template <typename Out>
+struct Timed {
+    Out output;
+    double ms = 0;
+};
+
+// The timing protocol variants share. iters == 1: `launch` runs once (`before_each` first, if
+// given), timed on the device, no warm-up — what a tuner hit costs. iters > 1: warm-up launches,
+// then `iters` launches each timed on the device with `before_each` (untimed) before it and, on
+// GPUs, the L2 cache flushed (untimed) before it; returns the median ms per dispatch.
+// `before_each` restores scratch inputs for variants that write their inputs.
+double time_dispatches(Device& device, int iters, const std::function<void()>& launch,
+                       const std::function<void()>& before_each = {});
+
+// Counters tests and tools read. `benched` counts variants timed; the rest count run() calls.
+struct TuneCounters {
+    uint64_t benched = 0;  // variants benched in total
+    uint64_t hits = 0;     // run()s answered from the cache (memory or disk)
+    uint64_t misses = 0;   // run()s that benched every variant (re-tunes included)
+    uint64_t retunes = 0;  // misses where a cached winner was no longer offered
+};
+
+// The outcome of one Tuned::run, for tables and --json.
+struct TuneReport {
+    std::string op;
+    std::string key;  // the full key, with the variant-set digest
+    std::string device_id;
+    std::string winner;
+    int benched = 0;  // variants benched by this run (0 on a hit)
+    bool hit = false;
+    bool retuned = false;
+    std::filesystem::path cache_file;
+    std::vector<std::pair<std::string, double>> variant_ms;  // on a miss, each variant's median
+};
+
+// A line of a device's TSV, as loaded.
+struct TuneEntry {
+    std::string op, key, winner;
+};
+
+class Tuner {
+  public:
+    // A tuner over an explicit root directory (created when first written).
+    explicit Tuner(std::filesystem::path root);
+    // The process default, rooted at $KILN_CACHE_DIR/autotune, else $XDG_CACHE_HOME/kiln/autotune,
+    // else ~/.cache/kiln/autotune.
+    static Tuner& process_default();
+
+    const std::filesystem::path& root() const { return root_; }
+    std::filesystem::path file_for(const std::string& device_id) const;  // <root>/<device-id>.tsv
+
+    // The cached winner of (device, op, key), loading the device's file on first use.
+    std::optional<std::string> winner(const std::string& device_id, const std::string& op,
+                                      const std::string& key);
+    // Records a winner in memory and appends its line to the device's file (one O_APPEND
+    // write). A tab or newline in op or key is a kiln::Error. An unwritable directory keeps the
+    // winner in memory only and warns once.
+    void record(const std::string& device_id, const std::string& op, const std::string& key,
+                const std::string& winner);
+
+    // The effective entries of a device's file (last line per (op, key)), in file order.
+    std::vector<TuneEntry> entries(const std::string& device_id);
+    // Lines of the device's file that were torn, blank or malformed when it was loaded.
+    uint64_t skipped_lines(const std::string& device_id);
+    // Removes the device's file (or every .tsv under the root when device_id is empty) and
+    // forgets what was loaded from it.
+    void clear(const std::string& device_id = "");
+
+    TuneCounters counters() const;
+    void count_run(int benched, bool hit, bool retuned);
+
+  private:
+    struct DeviceTable {
+        std::map<std::pair<std::string, std::string>, std::string> winners;
+        std::vector<TuneEntry> order;
+        uint64_t skipped = 0;
+        bool loaded = false;
+        bool torn_tail = false;  // the file ended inside a line: the next append starts one
+    };
+    DeviceTable& table(const std::string& device_id);
+
+    std::filesystem::path root_;
+    mutable std::mutex mutex_;
+    std::map<std::string, DeviceTable> tables_;
+    TuneCounters counters_;
+};
+
+// A short digest of a variant set: each variant's name and identity (e.g. the structural hashes
+// of the kernels it launches), so changed code is a different key and re-tunes.
+std::string variant_digest(const std::vector<std::pair<std::string, std::string>>& names_and_ids);
+
+template <typename Out = Buffer>
+class Tuned {
+  public:
+    using Closure = std::function<Timed<Out>(int)>;
+
+    Tuned(std::string op, std::string key, Device& device = best_device())
+        : op_(std::move(op)), key_(std::move(key)), device_(&device) {}
+
+    // Adds a variant. `identity` names what the variant runs (kernel hashes); it goes into the
+    // key's digest. Names must be unique and free of tabs and newlines.
+    Tuned& variant(std::string name, Closure run, std::string identity = "") {
+        if (name.empty() || name.find_first_of("\t\r\n") != std::string::npos)
+            fail("tuned op {}: variant name '{}' is empty or holds a tab or newline", op_, name);
+        for (const auto& v : variants_)
+            if (v.name == name) fail("tuned op {}: two variants named '{}'", op_, name);
+        variants_.push_back({std::move(name), std::move(identity), std::move(run)});
+        return *this;
+    }
+
+    // Miss: benches every variant (TUNE_ITERS dispatches each), keeps the fastest by median
+    // (the first-declared unless a challenger beats it by TUNE_MARGIN), records it, returns its
+    // output already computed. Hit: runs only the winner, once.
+    Out run(Tuner& tuner);
+    Out run() { return run(Tuner::process_default()); }
+
+    const TuneReport& report() const { return report_; }
+    // The key as stored: the caller's key and the variant-set digest, "rows=1,n=4096#1a2b3c4d".
+    std::string full_key() const;
+
+  private:
+    struct Entry {
+        std::string name, identity;
+        Closure run;
+    };
+    std::string op_, key_;
+    Device* device_;
+    std::vector<Entry> variants_;
+    TuneReport report_;
+};
+
+// Chooses the winner among measured medians: the fastest, unless the first-declared variant is
+// within `margin` of it. Exposed for tests.
+size_t choose_winner(const std::vector<double>& medians, double margin = TUNE_MARGIN);
+
+template <typename Out>
+std::string Tuned<Out>::full_key() const {
+    std::vector<std::pair<std::string, std::string>> ids;
+    for (const auto& v : variants_) ids.emplace_back(v.name, v.identity);
+    return key_ + "#" + variant_digest(ids);
+}
+
+template <typename Out>
+Out Tuned<Out>::run(Tuner& tuner) {
+    if (variants_.empty()) fail("tuned op {} ({}): no variants to choose from", op_, key_);
+    const std::string device_id = device_->info().id;
+    const std::string key = full_key();
+    report_ = TuneReport{op_, key, device_id, "", 0, false, false, tuner.file_for(device_id), {}};
+    if (auto cached = tuner.winner(device_id, op_, key)) {
+        for (auto& v : variants_)
+            if (v.name == *cached) {
+                report_.winner = v.name;
+                report_.hit = true;
+                tuner.count_run(0, true, false);
+                return v.run(1).output;
+            }
+        report_.retuned = true;  // the cached winner is no longer offered
+    }
+    // Keep only the outputs that can still win: the first-declared and the fastest so far.
+    std::optional<Out> first_output, fastest_output;
+    size_t fastest = 0;
+    std::vector<double> medians;
+    for (size_t i = 0; i < variants_.size(); ++i) {
+        Timed<Out> r = variants_[i].run(TUNE_ITERS);
+        medians.push_back(r.ms);
+        report_.variant_ms.emplace_back(variants_[i].name, r.ms);
+        if (i == 0) {
+            first_output.emplace(std::move(r.output));
+        } else if (fastest == 0 || r.ms < medians[fastest]) {
+            fastest = i;
+            fastest_output.emplace(std::move(r.output));
+        }
+    }
+    const size_t best = choose_winner(medians);
+    report_.winner = variants_[best].name;
+    report_.benched = static_cast<int>(variants_.size());
+    tuner.record(device_id, op_, key, report_.winner);
+    tuner.count_run(report_.benched, false, report_.retuned);
+    return best == 0 ? std::move(*first_output) : std::move(*fastest_output);
+}
+
+}  // namespace kiln

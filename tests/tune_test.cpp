@@ -1,0 +1,663 @@
+// The autotuner: select-and-cache with fake variants, the margin, the TSV file (concurrent
+// appends, garbage, unwritable directories), digests, time_dispatches, and real DSL kernels.
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <thread>
+
+#include "ir/hash.hpp"
+#include "kiln/compile.hpp"
+#include "kiln/dsl.hpp"
+#include "kiln/tune.hpp"
+
+extern char** environ;
+
+using namespace kiln;
+namespace fs = std::filesystem;
+
+namespace {
+
+// What a fake variant's closure saw: how often it ran and with which iters.
+struct Probe {
+    std::vector<int> iters;
+    size_t calls() const { return iters.size(); }
+};
+
+// A fake variant: returns `value` and `ms`, and records each call in `probe`.
+Tuned<int>::Closure fake(Probe& probe, int value, double ms) {
+    return [&probe, value, ms](int iters) {
+        probe.iters.push_back(iters);
+        return Timed<int>{value, ms};
+    };
+}
+
+std::string read_text(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+size_t count_of(const std::string& text, const std::string& needle) {
+    size_t n = 0;
+    for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+    return n;
+}
+
+class TuneTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        static std::atomic<int> counter{0};
+        root_ = fs::temp_directory_path() /
+                fmt::format("kiln-tune-test-{}-{}", getpid(), counter.fetch_add(1));
+        fs::remove_all(root_);
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(root_, ec);
+        fs::remove(root_.string() + "-file", ec);
+    }
+    // Four fake variants, "b" the fastest by far.
+    Tuned<int> four(const std::string& key) {
+        Tuned<int> t("fake_op", key, cpu_device());
+        t.variant("a", fake(probes_[0], 10, 1.0))
+            .variant("b", fake(probes_[1], 20, 0.5))
+            .variant("c", fake(probes_[2], 30, 0.8))
+            .variant("d", fake(probes_[3], 40, 0.9));
+        return t;
+    }
+    std::string device_id() const { return cpu_device().info().id; }
+
+    fs::path root_;
+    Probe probes_[4];
+};
+
+TEST_F(TuneTest, FirstRunBenchesEveryVariantThenTheWinnerRunsOnce) {
+    Tuner tuner(root_);
+    auto first = four("n=4096");
+    EXPECT_EQ(first.run(tuner), 20);
+    EXPECT_EQ(first.report().benched, 4);
+    EXPECT_FALSE(first.report().hit);
+    EXPECT_EQ(first.report().winner, "b");
+    EXPECT_EQ(first.report().variant_ms.size(), 4u);
+    for (const auto& p : probes_) EXPECT_EQ(p.iters, std::vector<int>{TUNE_ITERS});
+    EXPECT_EQ(first.report().cache_file, root_ / (device_id() + ".tsv"));
+    EXPECT_EQ(read_text(tuner.file_for(device_id())), "fake_op\t" + first.full_key() + "\tb\n");
+
+    auto second = four("n=4096");
+    EXPECT_EQ(second.run(tuner), 20);
+    EXPECT_EQ(second.report().benched, 0);
+    EXPECT_TRUE(second.report().hit);
+    EXPECT_EQ(probes_[1].iters, (std::vector<int>{TUNE_ITERS, 1}));
+    for (int i : {0, 2, 3}) EXPECT_EQ(probes_[i].calls(), 1u) << i;
+
+    auto c = tuner.counters();
+    EXPECT_EQ(c.benched, 4u);
+    EXPECT_EQ(c.hits, 1u);
+    EXPECT_EQ(c.misses, 1u);
+    EXPECT_EQ(c.retunes, 0u);
+
+    // A fresh tuner over the same root reloads the decision from disk.
+    Tuner reloaded(root_);
+    auto third = four("n=4096");
+    EXPECT_EQ(third.run(reloaded), 20);
+    EXPECT_EQ(third.report().benched, 0);
+    EXPECT_TRUE(third.report().hit);
+    EXPECT_EQ(reloaded.counters().hits, 1u);
+    EXPECT_EQ(reloaded.counters().benched, 0u);
+    for (int i : {0, 2, 3}) EXPECT_EQ(probes_[i].calls(), 1u) << i;
+}
+
+TEST_F(TuneTest, DistinctKeysAreIndependentDecisions) {
+    Tuner tuner(root_);
+    auto one = four("n=1");
+    one.run(tuner);
+    auto other = four("n=2");
+    EXPECT_EQ(other.run(tuner), 20);
+    EXPECT_EQ(other.report().benched, 4);
+    for (const auto& p : probes_) EXPECT_EQ(p.iters, (std::vector<int>{TUNE_ITERS, TUNE_ITERS}));
+    EXPECT_EQ(tuner.entries(device_id()).size(), 2u);
+    // The same key on another device is another decision too.
+    EXPECT_FALSE(tuner.winner("another-device", "fake_op", one.full_key()).has_value());
+}
+
+TEST_F(TuneTest, FullKeyCarriesTheVariantDigest) {
+    auto t = four("rows=1,n=4096");
+    const std::string k = t.full_key();
+    ASSERT_EQ(k.size(), std::string("rows=1,n=4096#").size() + 8) << k;
+    EXPECT_TRUE(k.starts_with("rows=1,n=4096#")) << k;
+    EXPECT_EQ(k.find_first_not_of("0123456789abcdef", k.size() - 8), std::string::npos) << k;
+    EXPECT_EQ(four("rows=1,n=4096").full_key(), k);
+    // Names and identities are separated: moving a character across the boundary changes it.
+    EXPECT_NE(variant_digest({{"ab", ""}}), variant_digest({{"a", "b"}}));
+    EXPECT_NE(variant_digest({{"a", "b"}, {"c", ""}}), variant_digest({{"a", ""}, {"bc", ""}}));
+    EXPECT_NE(variant_digest({{"a", "1"}, {"b", "2"}}), variant_digest({{"b", "2"}, {"a", "1"}}));
+    EXPECT_EQ(variant_digest({{"a", "1"}}), variant_digest({{"a", "1"}}));
+}
+
+TEST_F(TuneTest, ChangedVariantIdentityRetunes) {
+    Tuner tuner(root_);
+    Probe p1, p2, q1, q2;
+    Tuned<int> before("fake_op", "n=8", cpu_device());
+    before.variant("x", fake(p1, 1, 1.0), "kernel-hash-1").variant("y", fake(p2, 2, 2.0), "h2");
+    EXPECT_EQ(before.run(tuner), 1);
+    Tuned<int> after("fake_op", "n=8", cpu_device());
+    after.variant("x", fake(q1, 1, 1.0), "kernel-hash-1-changed")
+        .variant("y", fake(q2, 2, 2.0), "h2");
+    EXPECT_NE(after.full_key(), before.full_key());
+    EXPECT_EQ(after.run(tuner), 1);
+    EXPECT_FALSE(after.report().hit);
+    EXPECT_EQ(after.report().benched, 2);
+    EXPECT_EQ(q1.iters, std::vector<int>{TUNE_ITERS});
+    EXPECT_EQ(q2.iters, std::vector<int>{TUNE_ITERS});
+    EXPECT_EQ(tuner.counters().misses, 2u);
+}
+
+TEST_F(TuneTest, ShrunkVariantSetWithoutTheWinnerRetunes) {
+    Tuner tuner(root_);
+    auto full = four("n=64");
+    full.run(tuner);
+    ASSERT_EQ(full.report().winner, "b");
+
+    // Dropping the winner changes the digest: a different key, benched afresh.
+    Probe pa, pc, pd;
+    auto shrunk = [&] {
+        Tuned<int> t("fake_op", "n=64", cpu_device());
+        t.variant("a", fake(pa, 10, 1.0))
+            .variant("c", fake(pc, 30, 0.8))
+            .variant("d", fake(pd, 40, 0.9));
+        return t;
+    };
+    auto s1 = shrunk();
+    EXPECT_EQ(s1.run(tuner), 30);
+    EXPECT_EQ(s1.report().benched, 3);
+    EXPECT_FALSE(s1.report().retuned);
+
+    // A cached winner that is not offered under this very key: re-tuned, and counted so.
+    tuner.record(device_id(), "fake_op", s1.full_key(), "b");
+    auto s2 = shrunk();
+    EXPECT_EQ(s2.run(tuner), 30);
+    EXPECT_TRUE(s2.report().retuned);
+    EXPECT_FALSE(s2.report().hit);
+    EXPECT_EQ(s2.report().benched, 3);
+    EXPECT_EQ(pa.iters, (std::vector<int>{TUNE_ITERS, TUNE_ITERS}));
+    auto c = tuner.counters();
+    EXPECT_EQ(c.retunes, 1u);
+    EXPECT_EQ(c.misses, 3u);
+    EXPECT_EQ(c.benched, 4u + 3u + 3u);
+    EXPECT_EQ(tuner.winner(device_id(), "fake_op", s1.full_key()), "c");
+
+    // The re-tuned decision was saved: a fresh tuner hits it.
+    Tuner reloaded(root_);
+    auto s3 = shrunk();
+    EXPECT_EQ(s3.run(reloaded), 30);
+    EXPECT_TRUE(s3.report().hit);
+    EXPECT_EQ(pc.iters.back(), 1);
+}
+
+TEST(ChooseWinner, FastestUnlessTheFirstIsWithinTheMargin) {
+    EXPECT_EQ(choose_winner({1.0, 0.99}), 0u);  // 1% faster loses
+    EXPECT_EQ(choose_winner({1.0, 0.90}), 1u);  // 10% faster wins
+    EXPECT_EQ(choose_winner({1.0, 0.99, 0.90, 0.95}), 2u);
+    EXPECT_EQ(choose_winner({2.0, 1.0, 1.0}), 1u);  // ties: the lowest index
+    EXPECT_EQ(choose_winner({1.0, 1.0}), 0u);
+    EXPECT_EQ(choose_winner({0.5, 1.0, 2.0}), 0u);
+    EXPECT_EQ(choose_winner({1.0, 0.9}, 0.2), 0u);
+    EXPECT_EQ(choose_winner({1.0, 0.99}, 0.0), 1u);
+    EXPECT_EQ(choose_winner({7.0}), 0u);
+    EXPECT_EQ(choose_winner({std::numeric_limits<double>::infinity(), 1.0}), 1u);
+}
+
+TEST(ChooseWinner, RejectsTimingsThatAreNotReal) {
+    auto message = [](std::vector<double> m) {
+        try {
+            choose_winner(m);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(message({1.0, 2.0, std::nan("")}).find("variant 2"), std::string::npos)
+        << message({1.0, 2.0, std::nan("")});
+    EXPECT_NE(message({1.0, -0.5}).find("variant 1"), std::string::npos) << message({1.0, -0.5});
+    EXPECT_THROW(choose_winner({}), Error);
+}
+
+TEST_F(TuneTest, TheMarginKeepsTheFirstDeclaredUnlessClearlyBeaten) {
+    Tuner tuner(root_);
+    auto decide = [&](const std::string& key, double challenger_ms) {
+        Probe p0, p1;
+        Tuned<int> t("margin_op", key, cpu_device());
+        t.variant("first", fake(p0, 1, 1.0)).variant("challenger", fake(p1, 2, challenger_ms));
+        const int out = t.run(tuner);
+        EXPECT_EQ(out, t.report().winner == "first" ? 1 : 2);
+        return t.report().winner;
+    };
+    EXPECT_EQ(decide("close", 0.99), "first");
+    EXPECT_EQ(decide("clear", 0.90), "challenger");
+    // Stable on repeat: deciding again from nothing gives the same answers.
+    for (int round = 0; round < 3; ++round) {
+        tuner.clear();
+        EXPECT_EQ(decide("close", 0.99), "first");
+        EXPECT_EQ(decide("clear", 0.90), "challenger");
+    }
+    EXPECT_EQ(tuner.counters().hits, 0u);
+    EXPECT_EQ(decide("close", 0.5), "first");  // cached: the timing is not looked at again
+}
+
+// Run by ConcurrentProcessesLoseAndTearNoLine in child processes.
+TEST(TuneChild, AppendsKeys) {
+    const char* root = std::getenv("KILN_TUNE_CHILD_ROOT");
+    const char* index = std::getenv("KILN_TUNE_CHILD_INDEX");
+    if (!root || !index) GTEST_SKIP() << "runs only as a child of ConcurrentProcesses...";
+    const fs::path go = fs::path(root) / "go";
+    for (int i = 0; i < 30000 && !fs::exists(go); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    Tuner tuner(root);
+    for (int j = 0; j < 200; ++j)
+        tuner.record("race-device", "race_op", fmt::format("p{}-k{}", index, j),
+                     fmt::format("winner-{}-{}", index, j));
+}
+
+TEST_F(TuneTest, ConcurrentProcessesLoseAndTearNoLine) {
+    fs::create_directories(root_);
+    const std::string exe = fs::read_symlink("/proc/self/exe").string();
+    std::string filter = "--gtest_filter=TuneChild.AppendsKeys";
+    std::vector<pid_t> pids;
+    for (int p = 0; p < 8; ++p) {
+        std::vector<std::string> env;
+        for (char** e = environ; *e; ++e) env.emplace_back(*e);
+        env.push_back("KILN_TUNE_CHILD_ROOT=" + root_.string());
+        env.push_back(fmt::format("KILN_TUNE_CHILD_INDEX={}", p));
+        std::vector<char*> envp;
+        for (auto& s : env) envp.push_back(s.data());
+        envp.push_back(nullptr);
+        std::string arg0 = exe;
+        char* argv[] = {arg0.data(), filter.data(), nullptr};
+        pid_t pid = 0;
+        ASSERT_EQ(posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+        pids.push_back(pid);
+    }
+    std::ofstream(root_ / "go") << "go";
+    for (pid_t pid : pids) {
+        int status = 0;
+        waitpid(pid, &status, 0);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << pid;
+    }
+    Tuner reloaded(root_);
+    const auto entries = reloaded.entries("race-device");
+    EXPECT_EQ(entries.size(), 1600u);
+    EXPECT_EQ(reloaded.skipped_lines("race-device"), 0u);
+    for (int p = 0; p < 8; ++p)
+        for (int j = 0; j < 200; ++j)
+            ASSERT_EQ(reloaded.winner("race-device", "race_op", fmt::format("p{}-k{}", p, j)),
+                      fmt::format("winner-{}-{}", p, j));
+    EXPECT_EQ(count_of(read_text(reloaded.file_for("race-device")), "\n"), 1600u);
+}
+
+TEST_F(TuneTest, GarbageBlankMalformedAndTornLinesAreSkippedAndCounted) {
+    fs::create_directories(root_);
+    Tuner tuner(root_);
+    std::ofstream(tuner.file_for("dev"), std::ios::binary) << "op1\tk1\tw1\n"
+                                                           << "\x01\x02garbage \xff\n"
+                                                           << "\n"
+                                                           << "op2\tk2\n"
+                                                           << "op3\tk3\tw3\textra\n"
+                                                           << "op4\tk4\tw4\n"
+                                                           << "op6\t\tw6\n"
+                                                           << "op1\tk1\tw1b\n"
+                                                           << "op5\tk5\tw5";  // torn: no newline
+    const auto entries = tuner.entries("dev");
+    ASSERT_EQ(entries.size(), 2u);
+    EXPECT_EQ(entries[0].op, "op4");
+    EXPECT_EQ(entries[0].winner, "w4");
+    EXPECT_EQ(entries[1].op, "op1");
+    EXPECT_EQ(entries[1].winner, "w1b");  // the last line for a key wins
+    EXPECT_EQ(tuner.skipped_lines("dev"), 6u);
+    EXPECT_FALSE(tuner.winner("dev", "op2", "k2").has_value());
+    EXPECT_FALSE(tuner.winner("dev", "op3", "k3").has_value());
+    EXPECT_FALSE(tuner.winner("dev", "op5", "k5").has_value());
+    EXPECT_EQ(tuner.winner("dev", "op1", "k1"), "w1b");
+
+    // A line appended after the torn one stays whole.
+    tuner.record("dev", "op7", "k7", "w7");
+    Tuner reloaded(root_);
+    EXPECT_EQ(reloaded.winner("dev", "op7", "k7"), "w7");
+    EXPECT_EQ(reloaded.winner("dev", "op1", "k1"), "w1b");
+}
+
+TEST_F(TuneTest, UnwritableDirectoryKeepsWinnersInMemoryAndWarnsOnce) {
+    // A regular file where the directory should be: no one, not even root, can create it.
+    const fs::path blocker = root_.string() + "-file";
+    std::ofstream(blocker) << "x";
+    const fs::path root = blocker / "sub";
+    ::testing::internal::CaptureStderr();
+    Tuner tuner(root);
+    auto first = four("n=1");
+    EXPECT_EQ(first.run(tuner), 20);
+    EXPECT_EQ(first.report().benched, 4);
+    auto again = four("n=1");
+    EXPECT_EQ(again.run(tuner), 20);
+    EXPECT_TRUE(again.report().hit);  // kept in memory
+    Tuner fresh(root);
+    auto third = four("n=1");
+    EXPECT_EQ(third.run(fresh), 20);
+    EXPECT_EQ(third.report().benched, 4);  // nothing was saved
+    EXPECT_FALSE(third.report().hit);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(count_of(err, "not writable"), 1u) << err;
+    EXPECT_NE(err.find(root.string()), std::string::npos) << err;
+}
+
+TEST_F(TuneTest, TabsAndNewlinesInFieldsAreErrors) {
+    Tuner tuner(root_);
+    auto message = [](auto&& f) {
+        try {
+            f();
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(message([&] { tuner.record("dev", "o\tp", "k", "w"); }).find("op"),
+              std::string::npos);
+    EXPECT_NE(message([&] { tuner.record("dev", "op", "k\ney", "w"); }).find("key"),
+              std::string::npos);
+    EXPECT_NE(message([&] { tuner.record("dev", "op", "key", "w\tin"); }).find("winner"),
+              std::string::npos);
+    EXPECT_THROW(tuner.winner("dev", "op", "k\tey"), Error);
+    EXPECT_FALSE(fs::exists(tuner.file_for("dev")));  // nothing was written
+
+    // Through Tuned: the error comes before any variant runs.
+    Probe p;
+    Tuned<int> bad_op("rms\tnorm", "n=1", cpu_device());
+    bad_op.variant("a", fake(p, 1, 1.0));
+    EXPECT_THROW(bad_op.run(tuner), Error);
+    Tuned<int> bad_key("rms_norm", "n=1\n", cpu_device());
+    bad_key.variant("a", fake(p, 1, 1.0));
+    EXPECT_THROW(bad_key.run(tuner), Error);
+    EXPECT_EQ(p.calls(), 0u);
+    Tuned<int> bad_name("rms_norm", "n=1", cpu_device());
+    EXPECT_THROW(bad_name.variant("a\tb", fake(p, 1, 1.0)), Error);
+    EXPECT_THROW(bad_name.variant("a", fake(p, 1, 1.0)).variant("a", fake(p, 1, 1.0)), Error);
+    Tuned<int> empty("rms_norm", "n=1", cpu_device());
+    EXPECT_THROW(empty.run(tuner), Error);
+}
+
+TEST_F(TuneTest, ClearForgetsOneDeviceOrAll) {
+    Tuner tuner(root_);
+    tuner.record("dev1", "op", "k", "w1");
+    tuner.record("dev2", "op", "k", "w2");
+    std::ofstream(root_ / "keep.txt") << "not a table";
+    tuner.clear("dev1");
+    EXPECT_FALSE(fs::exists(tuner.file_for("dev1")));
+    EXPECT_TRUE(fs::exists(tuner.file_for("dev2")));
+    EXPECT_FALSE(tuner.winner("dev1", "op", "k").has_value());
+    EXPECT_EQ(tuner.winner("dev2", "op", "k"), "w2");
+    tuner.clear();
+    EXPECT_FALSE(fs::exists(tuner.file_for("dev2")));
+    EXPECT_FALSE(tuner.winner("dev2", "op", "k").has_value());
+    EXPECT_TRUE(fs::exists(root_ / "keep.txt"));
+}
+
+TEST_F(TuneTest, ProcessDefaultFollowsKilnCacheDir) {
+    const fs::path a = root_ / "a", b = root_ / "b";
+    setenv("KILN_CACHE_DIR", a.c_str(), 1);
+    Tuner& ta = Tuner::process_default();
+    EXPECT_EQ(ta.root(), a / "autotune");
+    setenv("KILN_CACHE_DIR", b.c_str(), 1);
+    Tuner& tb = Tuner::process_default();
+    EXPECT_EQ(tb.root(), b / "autotune");
+    EXPECT_NE(&ta, &tb);
+    auto t = four("n=2");
+    EXPECT_EQ(t.run(), 20);
+    EXPECT_TRUE(fs::exists(b / "autotune" / (device_id() + ".tsv")));
+    setenv("KILN_CACHE_DIR", a.c_str(), 1);
+    EXPECT_EQ(&Tuner::process_default(), &ta);
+    unsetenv("KILN_CACHE_DIR");
+}
+
+// A device that runs nothing: it counts what time_dispatches asks of it and answers time_ms
+// with a fixed sequence of times.
+class FakeDevice : public Device {
+  public:
+    struct Memory : DeviceMemory {
+        size_t size;
+        explicit Memory(size_t s) : size(s) {}
+        size_t bytes() const override { return size; }
+    };
+    FakeDevice(Backend backend, std::string arch) {
+        info_.backend = backend;
+        info_.arch = std::move(arch);
+        info_.id = "fake";
+    }
+    const DeviceInfo& info() const override { return info_; }
+    std::shared_ptr<DeviceMemory> allocate(size_t bytes) override {
+        allocations.push_back(bytes);
+        return std::make_shared<Memory>(bytes);
+    }
+    void write(DeviceMemory&, size_t, const void*, size_t) override {}
+    void read(const DeviceMemory&, size_t, void*, size_t) override {}
+    void fill(DeviceMemory& dst, const void*, size_t pattern_bytes) override {
+        events.push_back('F');
+        fill_sizes.push_back({dst.bytes(), pattern_bytes});
+    }
+    void copy(DeviceMemory&, const DeviceMemory&, size_t) override {}
+    std::string toolchain_id() const override { return "fake"; }
+    std::string_view source_suffix() const override { return ".fake"; }
+    std::vector<uint8_t> compile(const std::string&) override { return {}; }
+    std::unique_ptr<Module> load(std::span<const uint8_t>) override { return nullptr; }
+    void launch(Module&, const std::string&, int64_t, int, std::span<const KernelArg>) override {}
+    void synchronize() override {}
+    double time_ms(const std::function<void()>& work) override {
+        events.push_back('T');
+        work();
+        ++timed;
+        return static_cast<double>((timed * 7) % 25 + 1);  // 25 calls: a permutation of 1..25
+    }
+
+    DeviceInfo info_;
+    std::vector<size_t> allocations;
+    std::vector<std::pair<size_t, size_t>> fill_sizes;
+    std::string events;
+    int timed = 0;
+};
+
+TEST(TimeDispatches, OneIterationLaunchesOnceWithoutWarmUp) {
+    int launches = 0, befores = 0;
+    const double ms = time_dispatches(
+        cpu_device(), 1, [&] { ++launches; }, [&] { ++befores; });
+    EXPECT_EQ(launches, 1);
+    EXPECT_EQ(befores, 1);
+    EXPECT_GE(ms, 0);
+    FakeDevice gpu(Backend::cuda, "sm_90");
+    time_dispatches(gpu, 1, [&] { ++launches; });
+    EXPECT_EQ(launches, 2);
+    EXPECT_EQ(gpu.events, "T");  // no flush, no warm-up
+}
+
+TEST(TimeDispatches, ManyIterationsWarmUpAndRestoreBeforeEveryLaunch) {
+    std::string order;
+    const double ms = time_dispatches(
+        cpu_device(), 25, [&] { order += 'L'; }, [&] { order += 'B'; });
+    ASSERT_EQ(order.size(), 2u * 28u) << order;
+    for (size_t i = 0; i < order.size(); i += 2) EXPECT_EQ(order.substr(i, 2), "BL") << i;
+    EXPECT_GE(ms, 0);
+    int launches = 0;
+    time_dispatches(cpu_device(), 25, [&] { ++launches; });  // no before_each
+    EXPECT_EQ(launches, 28);
+}
+
+TEST(TimeDispatches, FewerThanOneIterationIsAnError) {
+    EXPECT_THROW(time_dispatches(cpu_device(), 0, [] {}), Error);
+    EXPECT_THROW(time_dispatches(cpu_device(), -3, [] {}), Error);
+}
+
+TEST(TimeDispatches, GpusFlushTheL2BeforeEachTimedLaunchAndReturnTheMedian) {
+    FakeDevice gpu(Backend::opencl, "GPU OpenCL 3.0 CUDA");
+    int launches = 0;
+    std::string order;
+    const double ms = time_dispatches(
+        gpu, 25,
+        [&] {
+            ++launches;
+            order += 'L';
+        },
+        [&] { order += 'B'; });
+    EXPECT_EQ(ms, 13.0);  // the median of 1..25
+    EXPECT_EQ(launches, 28);
+    EXPECT_EQ(gpu.timed, 25);
+    EXPECT_EQ(order.size(), 56u);
+    ASSERT_EQ(gpu.allocations, std::vector<size_t>{size_t{256} << 20});
+    ASSERT_EQ(gpu.fill_sizes.size(), 25u);
+    for (auto [bytes, pattern] : gpu.fill_sizes) {
+        EXPECT_EQ(bytes, size_t{256} << 20);
+        EXPECT_EQ(pattern, 4u);
+    }
+    EXPECT_EQ(count_of(gpu.events, "FT"), 25u) << gpu.events;  // each timed launch after a flush
+    // The flush buffer is allocated once per device and kept.
+    time_dispatches(gpu, 3, [] {});
+    EXPECT_EQ(gpu.allocations.size(), 1u);
+    EXPECT_EQ(gpu.fill_sizes.size(), 28u);
+
+    FakeDevice cuda(Backend::cuda, "sm_90");
+    time_dispatches(cuda, 5, [] {});
+    EXPECT_EQ(cuda.fill_sizes.size(), 5u);
+    FakeDevice pocl(Backend::opencl, "CPU OpenCL 3.0 PoCL"), host(Backend::cpu, "GPU");
+    for (FakeDevice* cpu_like : {&pocl, &host}) {
+        time_dispatches(*cpu_like, 5, [] {});
+        EXPECT_TRUE(cpu_like->allocations.empty()) << cpu_like->info().arch;
+        EXPECT_TRUE(cpu_like->fill_sizes.empty()) << cpu_like->info().arch;
+    }
+}
+
+// y = 3x + 1 with a given block size.
+ir::Kernel scale_kernel(int block) {
+    KernelBuilder k("tune_scale", block);
+    auto x = k.input("x", DType::f32);
+    auto y = k.output("y", DType::f32);
+    Expr i = k.absolute_pos();
+    k.if_(i < y.len(), [&] { y[i] = x[i] * 3.0f + 1.0f; });
+    return k.finish();
+}
+
+TEST_F(TuneTest, RealKernelVariantsOnTheCpu) {
+    Device& dev = cpu_device();
+    const size_t n = 1000;
+    std::vector<float> h(n);
+    for (size_t j = 0; j < n; ++j) h[j] = 0.25f * static_cast<float>(j);
+    Buffer x(dev, DType::f32, n);
+    x.upload(h);
+    Tuner tuner(root_);
+    int launches = 0;
+    auto tuned = [&] {
+        Tuned<Buffer> t("tune_scale", fmt::format("n={}", n), dev);
+        for (int block : {32, 128}) {
+            const ir::Kernel ir = scale_kernel(block);
+            auto kernel = compile(dev, ir);
+            t.variant(
+                fmt::format("b{}", block),
+                [&, kernel, block](int iters) {
+                    Buffer y(dev, DType::f32, n);
+                    const int64_t grid = static_cast<int64_t>((n + block - 1) / block);
+                    const double ms = time_dispatches(dev, iters, [&] {
+                        ++launches;
+                        kernel->launch(grid, {x, y});
+                    });
+                    return Timed<Buffer>{y, ms};
+                },
+                ir::hex(ir::structural_hash(ir)));
+        }
+        return t;
+    };
+    auto check = [&](const Buffer& y) {
+        const auto out = y.download<float>();
+        for (size_t j = 0; j < n; ++j) ASSERT_EQ(out[j], h[j] * 3.0f + 1.0f) << j;
+    };
+    auto miss = tuned();
+    check(miss.run(tuner));
+    EXPECT_EQ(miss.report().benched, 2);
+    EXPECT_EQ(launches, 2 * (TUNE_ITERS + 3));
+    auto hit = tuned();
+    check(hit.run(tuner));
+    EXPECT_TRUE(hit.report().hit);
+    EXPECT_EQ(hit.report().winner, miss.report().winner);
+    EXPECT_EQ(launches, 2 * (TUNE_ITERS + 3) + 1);
+}
+
+// x[i] = x[i] * 2 + 1, in place.
+ir::Kernel in_place_kernel(int block) {
+    KernelBuilder k("tune_in_place", block);
+    auto x = k.inout("x", DType::f32);
+    Expr i = k.absolute_pos();
+    k.if_(i < x.len(), [&] { x[i] = x[i] * 2.0f + 1.0f; });
+    return k.finish();
+}
+
+TEST_F(TuneTest, VariantsThatWriteTheirInputLeaveTheUsersBufferApplyingTheOpOnce) {
+    const size_t n = 777;
+    std::vector<float> h(n);
+    for (size_t j = 0; j < n; ++j) h[j] = 0.5f * static_cast<float>(j) - 100.0f;
+    auto once = [](float v) { return v * 2.0f + 1.0f; };
+    for (Device* d : devices()) {
+        Device& dev = *d;
+        SCOPED_TRACE(dev.info().id);
+        Buffer user(dev, DType::f32, n);
+        user.upload(h);
+        Tuner tuner(root_);
+        auto tuned = [&] {
+            Tuned<Buffer> t("tune_in_place", fmt::format("n={}", n), dev);
+            for (int block : {64, 128}) {
+                const ir::Kernel ir = in_place_kernel(block);
+                auto kernel = compile(dev, ir);
+                const int64_t grid = static_cast<int64_t>((n + block - 1) / block);
+                t.variant(
+                    fmt::format("b{}", block),
+                    [&, kernel, grid](int iters) {
+                        if (iters == 1) {
+                            const double ms =
+                                time_dispatches(dev, 1, [&] { kernel->launch(grid, {user}); });
+                            return Timed<Buffer>{user, ms};
+                        }
+                        Buffer pristine(dev, DType::f32, n), scratch(dev, DType::f32, n);
+                        dev.copy(pristine.memory(), user.memory(), user.bytes());
+                        const double ms = time_dispatches(
+                            dev, iters, [&] { kernel->launch(grid, {scratch}); },
+                            [&] { dev.copy(scratch.memory(), pristine.memory(), user.bytes()); });
+                        return Timed<Buffer>{scratch, ms};
+                    },
+                    ir::hex(ir::structural_hash(ir)));
+            }
+            return t;
+        };
+        auto apply = [&] {
+            auto t = tuned();
+            Buffer out = t.run(tuner);
+            if (&out.memory() != &user.memory())
+                dev.copy(user.memory(), out.memory(), user.bytes());
+            dev.synchronize();
+            return t.report();
+        };
+        const TuneReport miss = apply();
+        EXPECT_FALSE(miss.hit);
+        EXPECT_EQ(miss.benched, 2);
+        auto out = user.download<float>();
+        for (size_t j = 0; j < n; ++j) ASSERT_EQ(out[j], once(h[j])) << "after a miss, " << j;
+        const TuneReport hit = apply();
+        EXPECT_TRUE(hit.hit);
+        out = user.download<float>();
+        for (size_t j = 0; j < n; ++j) ASSERT_EQ(out[j], once(once(h[j]))) << "after a hit, " << j;
+    }
+}
+
+}  // namespace
