@@ -107,3 +107,19 @@ TEST(DslErrors, BuilderMisuse) {
 }
 
 }  // namespace
+
+namespace {
+TEST(DslLiterals, LiteralArithmeticFoldsAndStaysWeak) {
+    KernelBuilder k("literals");
+    auto x = k.input("x", DType::i64);
+    // Two literals combine into a literal, which then takes the other operand's type.
+    Expr c = Expr(3) * 32;
+    EXPECT_TRUE(c.weak());
+    Expr e = x[0] + c;
+    EXPECT_EQ(e.type(), DType::i64);
+    k.unroll(0, 2, [&](Expr u) {
+        Expr idx = x[0] + u * 32;
+        EXPECT_EQ(idx.type(), DType::i64);
+    });
+}
+}  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/simplify.hpp"
 #include "kiln/dsl.hpp"
 
 namespace kiln {
@@ -94,8 +95,11 @@ Expr binary(BinOp op, const Expr& x, const Expr& y) {
             break;  // comparisons: any matching types
     }
     const DType result = ir::is_comparison(op) ? DType::boolean : t;
-    return Expr(ir::make(result, ir::expr::Binary{op, a.node(), b.node()}),
-                weak && !ir::is_comparison(op));
+    ir::ExprRef node = ir::make(result, ir::expr::Binary{op, a.node(), b.node()});
+    // Two literals fold to a literal (exactly, by simplify's rules); anything else is typed.
+    if (weak) node = ir::simplify(node);
+    return Expr(node, weak && !ir::is_comparison(op) &&
+                          std::holds_alternative<ir::expr::Const>(node->node));
 }
 
 Expr unary(UnOp op, const Expr& a) {

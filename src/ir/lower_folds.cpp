@@ -80,34 +80,39 @@ struct Lowerer {
         return guard ? make(stmt::If{bin(BinOp::lt, idx, extent), seq, nullptr}) : seq;
     }
 
-    // Folds the chunks of the lanes `lanes[q]` into `accs[q]`, every lane in chunk order. One
-    // loop walks the rounds (W*V elements each); within a round the lanes and, with `unroll`,
-    // several rounds are written out, so their loads are independent and in flight together.
+    // Folds the chunks of the lanes `lanes[q]` into `accs[q]`, every lane in chunk order. A
+    // round is W*V consecutive elements, one chunk per lane. The main loop takes `unroll` whole
+    // rounds a step with no bounds checks, so all their loads are independent and in flight
+    // together; a checked tail loop takes what is left, one round a step.
     void lane_loops(std::vector<StmtRef>& out, const stmt::Fold& f,
                     const std::vector<ExprRef>& lanes, const std::vector<int>& accs,
                     const ExprRef& extent) {
         const int V = f.spec.chunk, W = f.spec.lanes, U = std::max(1, f.spec.unroll);
         const int64_t round = static_cast<int64_t>(W) * V;
-        const bool single = lanes.size() == 1 && U == 1;
+        // One lane: `base` is the lane's own chunk; several: `base` is the round's first element.
+        const bool single = lanes.size() == 1;
         const int base = new_local(DType::i32, "chunk");
-        std::vector<StmtRef> body;
-        for (int r = 0; r < U; ++r)
-            for (size_t q = 0; q < lanes.size(); ++q) {
-                // Lane q's chunk in round r of this step starts at base + r*W*V + lane*V.
-                ExprRef start =
-                    single
-                        ? local(k, base)
-                        : bin(BinOp::add, local(k, base),
-                              bin(BinOp::add, i32(r * round), bin(BinOp::mul, lanes[q], i32(V))));
-                for (int u = 0; u < V; ++u) {
-                    ExprRef idx = u == 0 ? start : bin(BinOp::add, start, i32(u));
-                    body.push_back(element(f, idx, accs[q], extent, !(single && u == 0)));
+        auto step = [&](int rounds, bool checked) {
+            std::vector<StmtRef> body;
+            for (int r = 0; r < rounds; ++r)
+                for (size_t q = 0; q < lanes.size(); ++q) {
+                    ExprRef start = local(k, base);
+                    if (!single) start = bin(BinOp::add, start, bin(BinOp::mul, lanes[q], i32(V)));
+                    if (r) start = bin(BinOp::add, start, i32(r * round));
+                    for (int u = 0; u < V; ++u) {
+                        ExprRef idx = u == 0 ? start : bin(BinOp::add, start, i32(u));
+                        body.push_back(element(f, idx, accs[q], extent, checked));
+                    }
                 }
-            }
-        // The single-lane form starts at the lane's first chunk; the others at the round.
+            return make(stmt::Seq{std::move(body)});
+        };
+        // Whole steps: every index of the step is below n. The last index a step touches is
+        // base + (U-1)*W*V + V-1 for one lane, base + U*W*V - 1 for a round of lanes.
+        const int64_t span = single ? (U - 1) * round + V : U * round;
+        ExprRef main_end = bin(BinOp::sub, extent, i32(span - 1));
         ExprRef begin = single ? bin(BinOp::mul, lanes[0], i32(V)) : i32(0);
-        out.push_back(
-            make(stmt::For{base, begin, extent, i32(round * U), make(stmt::Seq{std::move(body)})}));
+        out.push_back(make(stmt::For{base, begin, main_end, i32(round * U), step(U, false)}));
+        out.push_back(make(stmt::For{base, local(k, base), extent, i32(round), step(1, true)}));
     }
 
     StmtRef lower(const stmt::Fold& f) {

@@ -1,0 +1,236 @@
+// matvec_q8_dp4a: the kernel in the DSL, its variant table, the bench and the tuned entry point.
+#include "ops/matvec_q8.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <bit>
+#include <limits>
+
+#include "ir/hash.hpp"
+#include "kiln/compile.hpp"
+
+namespace kiln::ops {
+
+namespace {
+
+constexpr std::array<MatvecVariant, 8> kVariants{{
+    {"b64_v1", {64, 32, 1, false}},
+    {"b64_v4", {64, 32, 4, false}},
+    {"b128_v2", {128, 32, 2, false}},
+    {"b256_v8", {256, 32, 8, false}},
+    {"b128_t8_v2", {128, 8, 2, false}},
+    {"s64_v2", {64, 32, 2, true}},
+    {"s128_v2", {128, 32, 2, true}},
+    {"s256_v1", {256, 32, 1, true}},
+}};
+
+// Shared memory a staged block may use (the portable static limit).
+constexpr int64_t kMaxSharedBytes = 48 * 1024;
+
+void check_schedule(const MatvecSchedule& s) {
+    const auto pow2 = [](int v) { return v >= 1 && std::has_single_bit(static_cast<unsigned>(v)); };
+    if (!pow2(s.threads) || s.threads > kMatvecQ8Lanes || s.block % s.threads != 0)
+        fail(
+            "matvec_q8_dp4a: schedule threads per row {}; expected a power of two up to {} that "
+            "divides the block size {}",
+            s.threads, kMatvecQ8Lanes, s.block);
+    if (s.unroll < 1 || s.unroll > 16)
+        fail("matvec_q8_dp4a: schedule unroll {}; expected 1 to 16", s.unroll);
+    if (s.staged) {
+        const int64_t bytes =
+            (s.block / s.threads + 1) * int64_t{kMatvecQ8Lanes} * s.unroll * kQ8PairWords * 4;
+        if (s.threads != kMatvecQ8Lanes || bytes > kMaxSharedBytes)
+            fail(
+                "matvec_q8_dp4a: staged schedule block {} threads {} unroll {}; expected {} "
+                "threads per row and tiles of at most {} bytes (these need {})",
+                s.block, s.threads, s.unroll, kMatvecQ8Lanes, kMaxSharedBytes, bytes);
+    }
+}
+
+// The dot product of one Q8_0 block pair of W with the matching pair of x: 17 words each, read
+// once. Word 0 = d0 | q0[0..1] << 16; q0 runs unaligned by 2 bytes through word 8, whose high
+// half is d1; q1 is words 9..16.
+Expr pair_value(KernelBuilder& k, const Memory& w, const Expr& w_base, const Memory& x,
+                const Expr& x_base) {
+    std::array<Expr, kQ8PairWords> ww{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    std::array<Expr, kQ8PairWords> xx = ww;
+    for (int i = 0; i < kQ8PairWords; ++i) {
+        ww[static_cast<size_t>(i)] = k.let(w[w_base + i], fmt::format("w{}", i));
+        xx[static_cast<size_t>(i)] = k.let(x[x_base + i], fmt::format("x{}", i));
+    }
+    auto word = [](const std::array<Expr, kQ8PairWords>& v, int i) {
+        return v[static_cast<size_t>(i)];
+    };
+    // Block 0: quants straddle words i and i+1.
+    Expr isum0 = Expr(0);
+    for (int i = 0; i < 8; ++i) {
+        Expr a = (word(ww, i) >> 16u) | (word(ww, i + 1) << 16u);
+        Expr b = (word(xx, i) >> 16u) | (word(xx, i + 1) << 16u);
+        isum0 = dp4a(bitcast(DType::i32, a), bitcast(DType::i32, b), isum0);
+    }
+    // Block 1: aligned words 9..16.
+    Expr isum1 = Expr(0);
+    for (int i = 9; i < kQ8PairWords; ++i)
+        isum1 = dp4a(bitcast(DType::i32, word(ww, i)), bitcast(DType::i32, word(xx, i)), isum1);
+    auto scale = [](const Expr& half_bits) {
+        return cast(DType::f32, bitcast(DType::f16, half_bits));
+    };
+    Expr d0 = scale(word(ww, 0) & 0xffffu) * scale(word(xx, 0) & 0xffffu);
+    Expr d1 = scale(word(ww, 8) >> 16u) * scale(word(xx, 8) >> 16u);
+    Var p0 = k.let(d0 * cast(DType::f32, isum0), "p0");
+    Var p1 = k.let(d1 * cast(DType::f32, isum1), "p1");
+    return p0 + p1;
+}
+
+// The staged form: rounds of 32*unroll pairs; the block copies its rows' words and x's words of
+// the round into shared tiles (consecutive threads, consecutive words), then lane t (thread t of
+// its row's warp) adds pairs t, t+32, ... of the round to its partial in order. The partials are
+// exactly the canonical fold's lanes; a 32-lane fold whose element t is thread t's partial
+// (0 + partial == partial: a lane's sum from +0 is never -0) then applies the halving tree.
+ir::Kernel staged_kernel(const MatvecSchedule& s) {
+    const int rows_per_block = s.block / kMatvecQ8Lanes;
+    const int round = kMatvecQ8Lanes * s.unroll;  // pairs per round
+    const int words = round * kQ8PairWords;       // words per row per round
+    KernelBuilder k(fmt::format("matvec_q8_s{}_v{}", s.block, s.unroll), s.block);
+    auto w = k.input("w", DType::u32);
+    auto x = k.input("x", DType::u32);
+    auto y = k.output("y", DType::f32);
+    k.require(x.len() % kQ8PairWords == 0 && w.len() == y.len() * x.len(),
+              "w holds rows of x's Q8_0 block pairs (17 words each), one row per y element");
+    auto w_tile = k.shared(DType::u32, int64_t{rows_per_block} * words, "w_tile");
+    auto x_tile = k.shared(DType::u32, words, "x_tile");
+    Var pairs = k.let(x.len() / kQ8PairWords, "pairs");
+    Var last = k.let(max(x.len() - 1, 0), "last");
+    Var lane = k.let(k.thread_index() % kMatvecQ8Lanes, "lane");
+    Var slot = k.let(k.thread_index() / kMatvecQ8Lanes, "slot");
+    Var group = k.let(k.block_index() * rows_per_block + slot, "group");
+    // Clamp instead of branching: every thread of the block reaches the barriers.
+    Var row = k.let(min(group.expr(), max(y.len() - 1, 0)), "row");
+    Var w_row = k.let(row * x.len(), "w_row");
+    Var tile_row = k.let(slot * words, "tile_row");
+    Var partial = k.let(Expr(0.0f), "partial");
+    k.for_(
+        0, pairs,
+        [&](Expr base) {
+            Var offset = k.let(base * kQ8PairWords, "offset");
+            // Lane t copies words t, t+32, ... (17*unroll of them, comptime-unrolled so every
+            // load is in flight at once). Words past the end are clamped copies no lane reads.
+            for (int c = 0; c < words / kMatvecQ8Lanes; ++c) {
+                Var i = k.let(lane + c * kMatvecQ8Lanes, "i");
+                w_tile[tile_row + i] = w[w_row + min(offset + i, last.expr())];
+            }
+            const int x_steps = (words + s.block - 1) / s.block;
+            for (int c = 0; c < x_steps; ++c) {
+                Var i = k.let(k.thread_index() + c * s.block, "i");
+                auto copy = [&] { x_tile[i] = x[min(offset + i, last.expr())]; };
+                if ((words % s.block) == 0)
+                    copy();
+                else
+                    k.if_(i < words, copy);
+            }
+            k.barrier();
+            for (int r = 0; r < s.unroll; ++r) {
+                Var local = k.let(lane + r * kMatvecQ8Lanes, "local");
+                k.if_(base + local < pairs, [&] {
+                    Var at = k.let(local * kQ8PairWords, "at");
+                    partial = partial + pair_value(k, w_tile, tile_row + at, x_tile, at);
+                });
+            }
+            k.barrier();
+        },
+        round);
+    Fold tree = Fold::sum().lanes(kMatvecQ8Lanes).chunk(1).threads(kMatvecQ8Lanes);
+    Var acc = k.fold(DType::f32, kMatvecQ8Lanes, tree, [&](Expr) -> Expr { return partial; });
+    k.if_(group < y.len() && lane == 0, [&] { y[row] = acc; });
+    return k.finish();
+}
+
+}  // namespace
+
+std::span<const MatvecVariant> matvec_q8_variants() {
+    return kVariants;
+}
+
+ir::Kernel matvec_q8_kernel(const MatvecSchedule& s) {
+    check_schedule(s);
+    if (s.staged) return staged_kernel(s);
+    KernelBuilder k(fmt::format("matvec_q8_b{}_t{}_v{}", s.block, s.threads, s.unroll), s.block);
+    auto w = k.input("w", DType::u32);
+    auto x = k.input("x", DType::u32);
+    auto y = k.output("y", DType::f32);
+    k.require(x.len() % kQ8PairWords == 0 && w.len() == y.len() * x.len(),
+              "w holds rows of x's Q8_0 block pairs (17 words each), one row per y element");
+    Var pairs = k.let(x.len() / kQ8PairWords, "pairs");
+    Var group = k.let(k.absolute_pos() / s.threads, "group");
+    // Clamp instead of branching: every thread of the block must reach the fold's barriers.
+    Var row = k.let(min(group.expr(), max(y.len() - 1, 0)), "row");
+    Var w_row = k.let(row * x.len(), "w_row");
+    Fold fold = Fold::sum().lanes(kMatvecQ8Lanes).chunk(kMatvecQ8Chunk).threads(s.threads);
+    fold.spec.unroll = s.unroll;
+    Var acc = k.fold(DType::f32, pairs, fold, [&](Expr j) -> Expr {
+        Var x_base = k.let(j * kQ8PairWords, "x_base");
+        return pair_value(k, w, w_row + x_base, x, x_base);
+    });
+    k.if_(group < y.len() && (k.thread_index() % s.threads) == 0, [&] { y[row] = acc; });
+    return k.finish();
+}
+
+int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& s) {
+    const int64_t rows_per_block = s.block / s.threads;
+    return (rows + rows_per_block - 1) / rows_per_block;
+}
+
+void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
+                          int64_t k) {
+    if (rows < 1) fail("matvec_q8_dp4a: rows = {}; expected at least 1", rows);
+    if (k < 64 || k % 64 != 0)
+        fail("matvec_q8_dp4a: k = {}; expected a positive multiple of 64 (whole Q8_0 block pairs)",
+             k);
+    for (const Buffer* b : {&w_q8, &x_q8})
+        if (b->dtype() != DType::u8)
+            fail("matvec_q8_dp4a: {} buffer has dtype {}; expected u8 (raw Q8_0 blocks)",
+                 b == &w_q8 ? "w" : "x", name(b->dtype()));
+    const int64_t row_bytes = k / kQ8BlockValues * kQ8BlockBytes;
+    if (rows > std::numeric_limits<int32_t>::max() / row_bytes)
+        fail(
+            "matvec_q8_dp4a: rows = {} x k = {} is {} bytes of Q8_0; the kernel indexes at most {}",
+            rows, k, rows * row_bytes, std::numeric_limits<int32_t>::max());
+    if (static_cast<int64_t>(w_q8.bytes()) != rows * row_bytes)
+        fail("matvec_q8_dp4a: w has {} bytes; expected rows*k/32*34 = {}*{}/32*34 = {}",
+             w_q8.bytes(), rows, k, rows * row_bytes);
+    if (static_cast<int64_t>(x_q8.bytes()) != row_bytes)
+        fail("matvec_q8_dp4a: x has {} bytes; expected k/32*34 = {}/32*34 = {}", x_q8.bytes(), k,
+             row_bytes);
+    if (&w_q8.device() != &device || &x_q8.device() != &device)
+        fail("matvec_q8_dp4a: w and x must live on device {}", device.info().id);
+}
+
+Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
+                              int64_t k, const MatvecSchedule& schedule, int iters) {
+    check_matvec_q8_args(device, w_q8, x_q8, rows, k);
+    auto kernel = compile(device, matvec_q8_kernel(schedule));
+    Buffer y(device, DType::f32, static_cast<size_t>(rows));
+    const Buffer w = w_q8.view(DType::u32), x = x_q8.view(DType::u32);
+    const int64_t grid = matvec_q8_grid(rows, schedule);
+    const double ms = time_dispatches(device, iters, [&] { kernel->launch(grid, {w, x, y}); });
+    return {std::move(y), ms};
+}
+
+Buffer matvec_q8(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows, int64_t k,
+                 Tuner& tuner) {
+    check_matvec_q8_args(device, w_q8, x_q8, rows, k);
+    Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
+    for (const MatvecVariant& v : kVariants) {
+        const MatvecSchedule s = v.schedule;
+        tuned.variant(
+            v.name,
+            [&device, &w_q8, &x_q8, rows, k, s](int iters) {
+                return matvec_q8_bench(device, w_q8, x_q8, rows, k, s, iters);
+            },
+            ir::hex(ir::structural_hash(matvec_q8_kernel(s))));
+    }
+    return tuned.run(tuner);
+}
+
+}  // namespace kiln::ops

@@ -1,0 +1,70 @@
+// matvec_q8_dp4a: y = W·x with W [rows x k] and x [k] in Q8_0 blocks (GGUF block_q8_0: an f16
+// scale d, then 32 int8 quants; 34 bytes a block), y in f32. Written once in the DSL.
+//
+// Numerics, fixed by the op (the oracle is oracle/matvec_q8.hpp):
+//   block b:  isum_b = sum of the 32 products qw*qx in int32 (dp4a over 8 packed words; exact)
+//             p_b    = (f32(dw_b) * f32(dx_b)) * f32(isum_b)            (two rounded multiplies)
+//   pair j:   v_j    = p_{2j} + p_{2j+1}                                 (one rounded add)
+//   y_r      = the canonical fold sum of v_0 .. v_{k/64-1} with kMatvecQ8Lanes lanes and chunk
+//              kMatvecQ8Chunk (DESIGN.md), whatever the schedule.
+// The fold's element is a pair of blocks (68 bytes = 17 u32 words), so every pair is 4-byte
+// aligned and k must be a multiple of 64. The schedule (block size, threads per row, pairs in
+// flight per lane) changes only the mapping onto threads, never a bit of y.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kiln/buffer.hpp"
+#include "kiln/device.hpp"
+#include "kiln/dsl.hpp"
+#include "kiln/ir.hpp"
+#include "kiln/tune.hpp"
+
+namespace kiln::ops {
+
+inline constexpr int kQ8BlockValues = 32;  // values per Q8_0 block
+inline constexpr int kQ8BlockBytes = 34;   // f16 scale + 32 int8 quants
+inline constexpr int kQ8PairWords = 17;    // two blocks as u32 words
+inline constexpr int kMatvecQ8Lanes = 32;  // the canonical fold's lanes (fixed by the op)
+inline constexpr int kMatvecQ8Chunk = 1;   // pairs per chunk (fixed by the op)
+
+// The schedule: how the one kernel maps onto threads. Never changes the result.
+struct MatvecSchedule {
+    int block = 64;    // threads per block
+    int threads = 32;  // threads per row (the fold's threads): a power of two dividing 32 and block
+    int unroll = 1;    // rounds of pairs per lane per loop step (loads in flight), 1 to 16
+    // Staged: each round's W rows and x are first copied into shared tiles by consecutive threads
+    // (coalesced 4-byte loads, 128 bytes a warp), then each lane reads its pair from the tile
+    // (stride 17 words: no bank conflicts). Needs threads == kMatvecQ8Lanes (a lane per thread).
+    bool staged = false;
+};
+
+struct MatvecVariant {
+    const char* name;
+    MatvecSchedule schedule;
+};
+
+// The variant table the tuner races: "b<block>_v<unroll>" with a warp (32 threads) per row,
+// "b<block>_t<threads>_v<unroll>" for fewer threads per row, "s<block>_v<unroll>" staged.
+std::span<const MatvecVariant> matvec_q8_variants();
+
+// The kernel: parameters w (u32 view of W's Q8_0 bytes), x (u32 view of x's), y (f32, rows).
+// k is read from x's length at run time, so one kernel serves every shape.
+ir::Kernel matvec_q8_kernel(const MatvecSchedule& schedule);
+int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& schedule);
+
+// Checks shapes and buffers: u8 buffers of rows*k/32*34 and k/32*34 bytes, k a positive
+// multiple of 64, rows >= 1, everything on `device`. kiln::Error naming the op and the values.
+void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
+                          int64_t k);
+
+// One variant: iters == 1 runs once; iters > 1 benchmarks (kiln::time_dispatches).
+Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
+                              int64_t k, const MatvecSchedule& schedule, int iters);
+
+// The tuned entry point: races the variant table once per (device, rows, k), then runs the winner.
+Buffer matvec_q8(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows, int64_t k,
+                 Tuner& tuner = Tuner::process_default());
+
+}  // namespace kiln::ops
