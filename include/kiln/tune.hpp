@@ -112,7 +112,6 @@ class Tuner {
         std::vector<TuneEntry> order;
         uint64_t skipped = 0;
         bool loaded = false;
-        bool torn_tail = false;  // the file ended inside a line: the next append starts one
     };
     DeviceTable& table(const std::string& device_id);
 
@@ -151,6 +150,12 @@ class Tuned {
     Out run(Tuner& tuner);
     Out run() { return run(Tuner::process_default()); }
 
+    // Called after each variant is benched on a miss, with its name and median ms (progress).
+    Tuned& on_benched(std::function<void(const std::string&, double)> callback) {
+        on_benched_ = std::move(callback);
+        return *this;
+    }
+
     const TuneReport& report() const { return report_; }
     // The key as stored: the caller's key and the variant-set digest, "rows=1,n=4096#1a2b3c4d".
     std::string full_key() const;
@@ -164,6 +169,7 @@ class Tuned {
     Device* device_;
     std::vector<Entry> variants_;
     TuneReport report_;
+    std::function<void(const std::string&, double)> on_benched_;
 };
 
 // Chooses the winner among measured medians: the fastest, unless the first-declared variant is
@@ -201,6 +207,7 @@ Out Tuned<Out>::run(Tuner& tuner) {
         Timed<Out> r = variants_[i].run(TUNE_ITERS);
         medians.push_back(r.ms);
         report_.variant_ms.emplace_back(variants_[i].name, r.ms);
+        if (on_benched_) on_benched_(variants_[i].name, r.ms);
         if (i == 0) {
             first_output.emplace(std::move(r.output));
         } else if (fastest == 0 || r.ms < medians[fastest]) {

@@ -217,20 +217,33 @@ Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& 
     return {std::move(y), ms};
 }
 
-Buffer matvec_q8(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows, int64_t k,
-                 Tuner& tuner) {
+Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
+                              int64_t k) {
     check_matvec_q8_args(device, w_q8, x_q8, rows, k);
+    // Each variant's identity is its kernel's structural hash: computed once per process, since
+    // a tuner hit must cost microseconds.
+    static const std::vector<std::string> identities = [] {
+        std::vector<std::string> ids;
+        for (const MatvecVariant& v : kVariants)
+            ids.push_back(ir::hex(ir::structural_hash(matvec_q8_kernel(v.schedule))));
+        return ids;
+    }();
     Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
-    for (const MatvecVariant& v : kVariants) {
-        const MatvecSchedule s = v.schedule;
+    for (size_t i = 0; i < std::size(kVariants); ++i) {
+        const MatvecSchedule s = kVariants[i].schedule;
         tuned.variant(
-            v.name,
+            kVariants[i].name,
             [&device, &w_q8, &x_q8, rows, k, s](int iters) {
                 return matvec_q8_bench(device, w_q8, x_q8, rows, k, s, iters);
             },
-            ir::hex(ir::structural_hash(matvec_q8_kernel(s))));
+            identities[i]);
     }
-    return tuned.run(tuner);
+    return tuned;
+}
+
+Buffer matvec_q8(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows, int64_t k,
+                 Tuner& tuner) {
+    return matvec_q8_tuned(device, w_q8, x_q8, rows, k).run(tuner);
 }
 
 }  // namespace kiln::ops

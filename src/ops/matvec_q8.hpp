@@ -63,6 +63,10 @@ void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8
 Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
                               int64_t k, const MatvecSchedule& schedule, int iters);
 
+// The tuned op with every variant, keyed "rows=R,k=K"; each variant's identity is its kernel's
+// structural hash. The buffers must outlive it. Arguments are checked.
+Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
+                              int64_t k);
 // The tuned entry point: races the variant table once per (device, rows, k), then runs the winner.
 Buffer matvec_q8(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows, int64_t k,
                  Tuner& tuner = Tuner::process_default());

@@ -1,5 +1,7 @@
 // Tuner: cached winners per device, in memory and in one append-only TSV file per device.
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,19 +18,29 @@ namespace kiln {
 namespace {
 
 // Appends `line` to `path` with one write() on an O_APPEND descriptor, so lines racing from
-// other processes never interleave. Returns an error text, or "" on success.
+// other processes never interleave. Writers hold an flock() while they look at the last byte and
+// write, so a line left torn by a writer that died mid-line is ended with a newline first —
+// decided under the lock, never from a racing reader's view. Returns an error text or "".
 std::string append_line(const std::filesystem::path& path, const std::string& line) {
     std::error_code ec;
     std::filesystem::create_directories(path.parent_path(), ec);
     if (ec) return fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message());
-    const int fd = ::open(path.c_str(), O_APPEND | O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    const int fd = ::open(path.c_str(), O_APPEND | O_CREAT | O_RDWR | O_CLOEXEC, 0644);
     if (fd < 0) return fmt::format("cannot open {}: {}", path.string(), std::strerror(errno));
-    const ssize_t n = ::write(fd, line.data(), line.size());
+    ::flock(fd, LOCK_EX);  // advisory; if it fails the single O_APPEND write still holds
+    std::string text = line;
+    struct stat st {};
+    char last = '\n';
+    if (::fstat(fd, &st) == 0 && st.st_size > 0 && ::pread(fd, &last, 1, st.st_size - 1) == 1 &&
+        last != '\n')
+        text.insert(text.begin(), '\n');
+    const ssize_t n = ::write(fd, text.data(), text.size());
     const int saved = errno;
+    ::flock(fd, LOCK_UN);
     ::close(fd);
     if (n < 0) return fmt::format("cannot write {}: {}", path.string(), std::strerror(saved));
-    if (static_cast<size_t>(n) != line.size())
-        return fmt::format("short write to {} ({} of {} bytes)", path.string(), n, line.size());
+    if (static_cast<size_t>(n) != text.size())
+        return fmt::format("short write to {} ({} of {} bytes)", path.string(), n, text.size());
     return "";
 }
 
@@ -61,7 +73,6 @@ Tuner::DeviceTable& Tuner::table(const std::string& device_id) {
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     tune::ParsedTsv parsed = tune::parse_tsv(text);
     t.skipped = parsed.skipped;
-    t.torn_tail = !text.empty() && text.back() != '\n';
     for (auto& e : parsed.lines) {
         t.winners[{e.op, e.key}] = e.winner;
         t.order.push_back(std::move(e));
@@ -86,11 +97,8 @@ void Tuner::record(const std::string& device_id, const std::string& op, const st
     DeviceTable& t = table(device_id);
     t.winners[{op, key}] = winner;
     t.order.push_back({op, key, winner});
-    // After a torn last line (a writer died mid-line), start a new line so ours stays whole.
-    const std::string err = append_line(file_for(device_id), t.torn_tail ? '\n' + line : line);
-    if (err.empty())
-        t.torn_tail = false;
-    else
+    const std::string err = append_line(file_for(device_id), line);
+    if (!err.empty())
         warn_once("autotune-unwritable:" + root_.string(),
                   fmt::format("autotune cache under {} is not writable ({}); tuned winners are "
                               "kept in memory only",

@@ -1,0 +1,179 @@
+// The autotuned ops on a device: every variant's median time (kiln::time_dispatches, L2 flushed
+// on GPUs), the tuner's choice, a device copy of the same bytes for scale, and the host cost of
+// a tuner hit. Figures for issue notes; peers (torch) are timed by shared/peers/torch_peers.py
+// in the same run.
+//   bench_tuned_ops [--device D] [--ops rms_norm,matvec_q8] [--small 1] [--json FILE]
+#include <chrono>
+#include <filesystem>
+#include <random>
+
+#include "bench_common.hpp"
+#include "kiln/semantics.hpp"
+#include "kiln/tune.hpp"
+#include "ops/matvec_q8.hpp"
+#include "ops/rms_norm.hpp"
+#include "oracle/matvec_q8.hpp"
+
+using namespace kiln;
+
+namespace {
+
+struct Row {
+    std::string op, shape, device, variant;
+    double ms = 0, gbps = 0;
+    bool winner = false;
+};
+
+std::vector<Row> rows_out;
+std::vector<std::string> extra_json;
+
+double copy_ms(Device& d, const Buffer& src) {
+    Buffer dst(d, src.dtype(), src.count());
+    return time_dispatches(d, TUNE_ITERS, [&] { d.copy(dst.memory(), src.memory(), src.bytes()); });
+}
+
+void record_variants(const std::string& op, const std::string& shape, Device& d, double bytes,
+                     const TuneReport& report) {
+    for (const auto& [name, ms] : report.variant_ms)
+        rows_out.push_back(
+            {op, shape, d.info().id, name, ms, bytes / (ms * 1e-3) / 1e9, name == report.winner});
+}
+
+// Host cost of a hit: Tuned::run with a closure that does no work, so only the lookup, the key's
+// digest and the dispatch are timed.
+double tuner_hit_us(Device& d, size_t variants) {
+    const auto root =
+        std::filesystem::temp_directory_path() / fmt::format("kiln-bench-hit-{}", getpid());
+    Tuner tuner(root);
+    auto make = [&] {
+        Tuned<int> t("bench_hit", "shape=1", d);
+        for (size_t i = 0; i < variants; ++i)
+            t.variant(
+                fmt::format("v{}", i),
+                [](int) {
+                    return Timed<int>{1, 1.0};
+                },
+                "id");
+        return t;
+    };
+    make().run(tuner);  // the miss
+    const int n = 2000;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) make().run(tuner);
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        n;
+    std::filesystem::remove_all(root);
+    return us;
+}
+
+void bench_matvec(Device& d, int64_t rows, int64_t k, Tuner& tuner) {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> dist;
+    std::vector<float> w(static_cast<size_t>(rows * k)), x(static_cast<size_t>(k));
+    for (auto& v : w) v = dist(rng);
+    for (auto& v : x) v = dist(rng);
+    const auto wq = oracle::quantize_q8_0(w), xq = oracle::quantize_q8_0(x);
+    Buffer bw(d, DType::u8, wq.size()), bx(d, DType::u8, xq.size());
+    bw.upload(wq);
+    bx.upload(xq);
+    const std::string shape = fmt::format("{}x{}", rows, k);
+    const double bytes = static_cast<double>(wq.size() + xq.size() + 4 * rows);
+    Tuned<Buffer> t("matvec_q8_dp4a", "bench " + shape, d);
+    for (const auto& v : ops::matvec_q8_variants())
+        t.variant(v.name, [&, s = v.schedule](int iters) {
+            return ops::matvec_q8_bench(d, bw, bx, rows, k, s, iters);
+        });
+    t.run(tuner);
+    record_variants("matvec_q8", shape, d, bytes, t.report());
+    const double c = copy_ms(d, bw);
+    rows_out.push_back({"matvec_q8", shape, d.info().id, "device copy of the Q8_0 bytes", c,
+                        2.0 * static_cast<double>(bw.bytes()) / (c * 1e-3) / 1e9, false});
+}
+
+void bench_rms_norm(Device& d, int64_t rows, int64_t n, Tuner& tuner) {
+    std::mt19937 rng(2);
+    std::normal_distribution<float> dist;
+    std::vector<float> x(static_cast<size_t>(rows * n)), w(static_cast<size_t>(n));
+    for (auto& v : x) v = dist(rng);
+    for (auto& v : w) v = dist(rng);
+    Buffer bx(d, DType::f32, x.size()), bw(d, DType::f32, w.size());
+    bx.upload(x);
+    bw.upload(w);
+    const std::string shape = fmt::format("{}x{}", rows, n);
+    const double bytes = 8.0 * static_cast<double>(rows * n);
+    Tuned<Buffer> t = ops::rms_norm_tuned(d, bx, bw, n, 1e-6f);
+    t.run(tuner);
+    record_variants("rms_norm", shape, d, bytes, t.report());
+    const double c = copy_ms(d, bx);
+    rows_out.push_back({"rms_norm", shape, d.info().id, "device copy of x", c,
+                        2.0 * static_cast<double>(bx.bytes()) / (c * 1e-3) / 1e9, false});
+}
+
+int run(int argc, char** argv) {
+    bench::Flags flags(
+        argc, argv, {"--device", "--ops", "--small", "--json"},
+        "bench_tuned_ops [--device D] [--ops rms_norm,matvec_q8] [--small 1] [--json FILE]");
+    const std::string ops = flags.text("--ops", "rms_norm,matvec_q8");
+    const bool small = flags.integer("--small", 0, 0, 1) != 0;
+    // A private tuner: every run benches every variant.
+    const auto root =
+        std::filesystem::temp_directory_path() / fmt::format("kiln-bench-tuned-{}", getpid());
+    Tuner tuner(root);
+    for (Device* d : bench::selected_devices(flags)) {
+        if (!flags.has("--device") && !bench::is_gpu(d->info()) && !small) continue;
+        if (ops.find("rms_norm") != std::string::npos) {
+            const std::vector<std::pair<int64_t, int64_t>> shapes =
+                small ? std::vector<std::pair<int64_t, int64_t>>{{1, 4096}, {32, 4096}}
+                      : std::vector<std::pair<int64_t, int64_t>>{
+                            {1, 4096}, {32, 4096}, {4096, 4096}, {16384, 8192}};
+            for (auto [r, n] : shapes) bench_rms_norm(*d, r, n, tuner);
+        }
+        if (ops.find("matvec_q8") != std::string::npos) {
+            const std::vector<std::pair<int64_t, int64_t>> shapes =
+                small ? std::vector<std::pair<int64_t, int64_t>>{{256, 4096}}
+                      : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {14336, 4096}};
+            for (auto [r, k] : shapes) bench_matvec(*d, r, k, tuner);
+        }
+        const double hit = tuner_hit_us(*d, 8);
+        extra_json.push_back(fmt::format("{{\"device\": {}, \"tuner_hit_host_us\": {:.3f}}}",
+                                         bench::json_quote(d->info().id), hit));
+        fmt::print("{}: host cost of a tuner hit (8 variants, no launch): {:.2f} us\n",
+                   d->info().id, hit);
+    }
+    std::filesystem::remove_all(root);
+    std::vector<std::vector<std::string>> table;
+    for (const auto& r : rows_out)
+        table.push_back({r.op, r.shape, r.variant + (r.winner ? " *" : ""),
+                         fmt::format("{:.2f}", r.ms * 1e3), fmt::format("{:.0f}", r.gbps),
+                         r.device});
+    bench::print_table({"op", "shape", "variant (* = tuner's choice)", "us", "GB/s", "device"},
+                       table);
+    if (flags.has("--json")) {
+        std::string json = "{\"rows\": [";
+        for (size_t i = 0; i < rows_out.size(); ++i) {
+            const Row& r = rows_out[i];
+            json += fmt::format(
+                "{}\n {{\"op\": {}, \"shape\": {}, \"device\": {}, \"variant\": {}, \"us\": "
+                "{:.3f}, "
+                "\"GB/s\": {:.1f}, \"winner\": {}}}",
+                i ? "," : "", bench::json_quote(r.op), bench::json_quote(r.shape),
+                bench::json_quote(r.device), bench::json_quote(r.variant), r.ms * 1e3, r.gbps,
+                r.winner ? "true" : "false");
+        }
+        json += "],\n \"tuner\": [" + fmt::format("{}", fmt::join(extra_json, ", ")) + "]}\n";
+        bench::write_file(flags.text("--json"), json);
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "bench_tuned_ops: error: %s\n", e.what());
+        return 2;
+    }
+}

@@ -1,0 +1,214 @@
+// rms_norm in the DSL: one kernel source, monomorphized per dtype, n and schedule.
+#include "ops/rms_norm.hpp"
+
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "ir/hash.hpp"
+#include "kiln/compile.hpp"
+
+namespace kiln::ops {
+namespace {
+
+constexpr int kLanes = 256;
+constexpr int kChunk = 1;
+
+bool is_storage_float(DType t) {
+    return t == DType::f32 || t == DType::f16 || t == DType::bf16;
+}
+
+Expr to_f32(const Expr& e) {
+    return e.type() == DType::f32 ? e : cast(DType::f32, e);
+}
+
+void check_schedule(const RmsNormSchedule& s) {
+    auto pow2 = [](int v) { return v >= 1 && std::has_single_bit(static_cast<unsigned>(v)); };
+    if (!pow2(s.block) || s.block > 1024)
+        fail("rms_norm schedule {}: block {}; expected a power of two up to 1024", s.name, s.block);
+    if (!pow2(s.threads) || s.threads > s.block || s.threads > kLanes)
+        fail(
+            "rms_norm schedule {}: {} threads per row; expected a power of two up to the block "
+            "({}) and the fold's {} lanes",
+            s.name, s.threads, s.block, kLanes);
+    if (s.rows_per_thread < 1 || s.rows_per_thread > 16)
+        fail("rms_norm schedule {}: {} rows per thread; expected 1 to 16", s.name,
+             s.rows_per_thread);
+    if (s.unroll < 1 || s.unroll > 16)
+        fail("rms_norm schedule {}: fold unroll {}; expected 1 to 16", s.name, s.unroll);
+}
+
+// Allocates the output, compiles `kernel` (memory-cached) and times its dispatches.
+Timed<Buffer> launch_timed(Device& device, const Buffer& x, const Buffer& w, int64_t rows,
+                           int64_t n, float eps, const ir::Kernel& kernel, int64_t grid,
+                           int iters) {
+    Buffer out(device, x.dtype(), static_cast<size_t>(rows * n));
+    if (rows == 0) return {std::move(out), 0.0};
+    auto compiled = compile(device, kernel);
+    const double ms = time_dispatches(device, iters, [&] {
+        compiled->launch(grid, {x, w, out, eps});
+    });
+    return {std::move(out), ms};
+}
+
+std::vector<ir::Kernel> variant_kernels(DType type, int64_t n) {
+    std::vector<ir::Kernel> kernels;
+    for (const auto& s : rms_norm_variants()) kernels.push_back(rms_norm_kernel(type, n, s));
+    return kernels;
+}
+
+Tuned<Buffer> make_tuned(Device& device, const Buffer& x, const Buffer& w, int64_t n, float eps,
+                         const std::vector<ir::Kernel>& kernels) {
+    const int64_t rows = static_cast<int64_t>(x.count()) / n;
+    Tuned<Buffer> tuned("rms_norm", fmt::format("rows={},n={},dtype={}", rows, n, name(x.dtype())),
+                        device);
+    const auto& variants = rms_norm_variants();
+    for (size_t v = 0; v < variants.size(); ++v) {
+        auto kernel = std::make_shared<const ir::Kernel>(kernels[v]);
+        const int64_t grid = rms_norm_grid(rows, variants[v]);
+        tuned.variant(
+            variants[v].name,
+            [&device, &x, &w, rows, n, eps, kernel, grid](int iters) {
+                return launch_timed(device, x, w, rows, n, eps, *kernel, grid, iters);
+            },
+            ir::hex(ir::structural_hash(*kernel)));
+    }
+    return tuned;
+}
+
+}  // namespace
+
+Fold rms_norm_fold(int64_t /*n*/) {
+    return Fold::sum().lanes(kLanes).chunk(kChunk);
+}
+
+const std::vector<RmsNormSchedule>& rms_norm_variants() {
+    static const std::vector<RmsNormSchedule> variants = {
+        {"b64_r1", 64, 1, 1, 1},           {"b128_r1", 128, 1, 1, 1},
+        {"b256_r1", 256, 1, 1, 1},         {"b64_r2", 64, 1, 2, 1},
+        {"warp_b128", 128, 32, 1, 1},      {"warp_b256", 256, 32, 1, 1},
+        {"warp_b128_u2", 128, 32, 1, 2},   {"warp_b256_u2", 256, 32, 1, 2},
+        {"block_b256", 256, 256, 1, 1},    {"block_b256_u2", 256, 256, 1, 2},
+        {"block_b256_u4", 256, 256, 1, 4},
+    };
+    return variants;
+}
+
+const RmsNormSchedule& rms_norm_variant(const std::string& name) {
+    for (const auto& s : rms_norm_variants())
+        if (s.name == name) return s;
+    std::vector<std::string> names;
+    for (const auto& s : rms_norm_variants()) names.push_back(s.name);
+    fail("rms_norm: no variant named '{}'; the variants are {}", name, fmt::join(names, ", "));
+}
+
+ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
+    if (!is_storage_float(type)) fail("rms_norm: dtype {}; expected f32, f16 or bf16", name(type));
+    if (n < 1 || n > INT32_MAX) fail("rms_norm: n = {}; expected 1 to {}", n, INT32_MAX);
+    check_schedule(s);
+    const int N = static_cast<int>(n), T = s.threads, R = s.rows_per_thread;
+    KernelBuilder k(fmt::format("rms_norm_{}", name(type)), s.block);
+    auto x = k.input("x", type);
+    auto w = k.input("w", type);
+    auto out = k.output("out", type);
+    Expr eps = k.scalar("eps", DType::f32);
+    k.require(w.len() == N, fmt::format("w holds n = {} elements", N));
+    k.require(x.len() == out.len(), "out is as long as x");
+    k.require(x.len() >= N && x.len() % N == 0, fmt::format("x holds one or more rows of {}", N));
+    k.require(eps >= 0.0f && eps <= 3.4028234663852886e38, "eps is finite and >= 0");
+
+    Fold fold = rms_norm_fold(n).threads(T);
+    fold.spec.unroll = s.unroll;
+    const Expr n_f32 = constant(DType::f32, static_cast<double>(static_cast<float>(n)));
+    Var rows = k.let(out.len() / N, "rows");
+    // Thread group `group` (T consecutive threads) takes rows group*R ... group*R + R-1; t is
+    // this thread's index within its group.
+    // T is a power of two and positions are >= 0: shift and mask.
+    const int log2_t = std::countr_zero(static_cast<unsigned>(T));
+    Var group = k.let(k.absolute_pos() >> log2_t, "group");
+    const Expr t = T == 1 ? Expr(0) : k.let(k.thread_index() & (T - 1), "t").expr();
+    k.unroll(0, R, [&](Expr r) {
+        Var row = k.let(group * R + r, "row");
+        // Clamp instead of branching: every thread of the block reaches the fold's barriers.
+        Var base = k.let(min(row.expr(), rows - 1) * N, "base");
+        Var ss = k.fold(DType::f32, N, fold, [&](Expr i) -> Expr {
+            Var v = k.let(to_f32(x[base + i]), "v");
+            return v * v;
+        });
+        Var inv = k.let(1.0f / sqrt(ss / n_f32 + eps), "inv");
+        // The normalize pass, spread over the group: thread t takes i = t, t+T, ... (coalesced);
+        // x is read again (it is in cache).
+        k.if_(row < rows, [&] {
+            k.for_(
+                t, N,
+                [&](Expr i) {
+                    Expr y = to_f32(x[base + i]) * inv * to_f32(w[i]);
+                    out[base + i] = type == DType::f32 ? y : cast(type, y);
+                },
+                T);
+        });
+    });
+    return k.finish();
+}
+
+int64_t rms_norm_grid(int64_t rows, const RmsNormSchedule& s) {
+    const int64_t groups = (rows + s.rows_per_thread - 1) / s.rows_per_thread;
+    const int64_t groups_per_block = s.block / s.threads;
+    return (groups + groups_per_block - 1) / groups_per_block;
+}
+
+void rms_norm_check(const Buffer& x, const Buffer& w, int64_t n, float eps) {
+    if (n < 1 || n > INT32_MAX) fail("rms_norm: n = {}; expected 1 to {}", n, INT32_MAX);
+    if (!is_storage_float(x.dtype()))
+        fail("rms_norm: x is {}; expected f32, f16 or bf16", name(x.dtype()));
+    if (w.dtype() != x.dtype())
+        fail("rms_norm: w is {} but x is {}; expected the same dtype", name(w.dtype()),
+             name(x.dtype()));
+    if (x.count() > static_cast<size_t>(INT32_MAX))
+        fail("rms_norm: x has {} elements; expected at most {}", x.count(), INT32_MAX);
+    if (x.count() % static_cast<size_t>(n) != 0)
+        fail("rms_norm: x has {} elements, not a whole number of rows of n = {}", x.count(), n);
+    if (w.count() != static_cast<size_t>(n))
+        fail("rms_norm: w has {} elements; expected n = {}", w.count(), n);
+    if (!std::isfinite(eps) || eps < 0.0f)
+        fail("rms_norm: eps = {}; expected a finite value >= 0", eps);
+    if (&w.device() != &x.device())
+        fail("rms_norm: x lives on {} but w on {}; expected one device", x.device().info().id,
+             w.device().info().id);
+}
+
+Timed<Buffer> rms_norm_bench(Device& device, const Buffer& x, const Buffer& w, int64_t rows,
+                             int64_t n, float eps, const RmsNormSchedule& schedule, int iters) {
+    rms_norm_check(x, w, n, eps);
+    if (rows < 0 || static_cast<size_t>(rows) * static_cast<size_t>(n) != x.count())
+        fail("rms_norm: {} rows of n = {} but x has {} elements", rows, n, x.count());
+    return launch_timed(device, x, w, rows, n, eps, rms_norm_kernel(x.dtype(), n, schedule),
+                        rms_norm_grid(rows, schedule), iters);
+}
+
+Tuned<Buffer> rms_norm_tuned(Device& device, const Buffer& x, const Buffer& w, int64_t n,
+                             float eps) {
+    rms_norm_check(x, w, n, eps);
+    return make_tuned(device, x, w, n, eps, variant_kernels(x.dtype(), n));
+}
+
+Buffer rms_norm(Device& device, const Buffer& x, const Buffer& w, int64_t n, float eps,
+                Tuner& tuner) {
+    rms_norm_check(x, w, n, eps);
+    if (&x.device() != &device)
+        fail("rms_norm: x lives on {}; expected {}", x.device().info().id, device.info().id);
+    if (x.count() == 0) return Buffer(device, x.dtype(), 0);
+    const auto kernels = variant_kernels(x.dtype(), n);
+    Tuned<Buffer> tuned = make_tuned(device, x, w, n, eps, kernels);
+    // A miss benches every variant: build them all in one compiler run first.
+    const auto winner = tuner.winner(device.info().id, "rms_norm", tuned.full_key());
+    bool offered = false;
+    for (const auto& s : rms_norm_variants()) offered = offered || (winner && *winner == s.name);
+    if (!offered) compile_all(device, kernels);
+    return tuned.run(tuner);
+}
+
+}  // namespace kiln::ops

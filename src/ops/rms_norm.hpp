@@ -1,0 +1,72 @@
+// rms_norm, written once in the DSL: its numerical definition, its variant table (schedules that
+// never change the bits), a bench closure for the tuner and the tuned entry point.
+//
+// The op, for rows r of length n (storage dtype F = f32, f16 or bf16; all arithmetic in f32,
+// each operation rounded to nearest even; no contraction):
+//   v_i  = (float)x[r, i]                          exact widening of the storage value
+//   ss   = canonical fold sum over i in [0, n) of v_i * v_i, in f32, with lanes W = 256 and
+//          chunk V = 1 (rms_norm_fold(n)): lane j takes i = j, j+256, j+512, ... left to right
+//          from +0, then the halving tree lane[j] += lane[j+s], s = 128 ... 1
+//   mean = ss / (float)n
+//   inv  = 1.0f / sqrtf(mean + eps)               correctly rounded sqrt and division
+//   out[r, i] = (F)((v_i * inv) * (float)w[i])    two products, then one rounding to F
+// eps is an f32 scalar, finite and >= 0. W and V depend on nothing (not even n), so every
+// schedule, device and backend computes the same bits; oracle/rms_norm.hpp is the reference.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/buffer.hpp"
+#include "kiln/device.hpp"
+#include "kiln/dsl.hpp"
+#include "kiln/ir.hpp"
+#include "kiln/tune.hpp"
+
+namespace kiln::ops {
+
+// The canonical fold of the sum of squares (lanes 256, chunk 1; threads and unroll left at 1).
+// Chunk 1 makes the lanes of a warp or block read consecutive elements: coalesced loads.
+Fold rms_norm_fold(int64_t n);
+
+// A schedule: how rows map onto threads. Never changes the result.
+struct RmsNormSchedule {
+    std::string name;
+    int block = 64;           // threads per block
+    int threads = 1;          // threads per row (the fold's threads): 1, a warp (32) or the block
+    int rows_per_thread = 1;  // rows per thread group, unrolled at comptime
+    int unroll = 1;           // the fold's unroll: rounds of loads in flight per loop step
+};
+
+// Every variant, in declaration order (the first is the tuner's default):
+//   b64_r1 b128_r1 b256_r1 b64_r2     one thread per row (CPU-friendly)
+//   warp_b128 warp_b256 warp_b128_u2 warp_b256_u2   a warp per row
+//   block_b256 block_b256_u2 block_b256_u4           the whole block per row
+const std::vector<RmsNormSchedule>& rms_norm_variants();
+const RmsNormSchedule& rms_norm_variant(const std::string& name);  // kiln::Error if unknown
+
+// The kernel: parameters x (F, rows*n), w (F, n), out (F, rows*n), eps (f32 scalar).
+ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& schedule);
+int64_t rms_norm_grid(int64_t rows, const RmsNormSchedule& schedule);
+
+// Checks rms_norm's arguments; kiln::Error naming the op and the offending values.
+void rms_norm_check(const Buffer& x, const Buffer& w, int64_t n, float eps);
+
+// One variant as a tuner closure: allocates the output, compiles (memory-cached), launches
+// through kiln::time_dispatches (iters == 1: exactly one launch) and returns the output.
+Timed<Buffer> rms_norm_bench(Device& device, const Buffer& x, const Buffer& w, int64_t rows,
+                             int64_t n, float eps, const RmsNormSchedule& schedule, int iters);
+
+// The tuned op with every variant, keyed "rows=R,n=N,dtype=F"; each variant's identity is the
+// structural hash of its kernel. x and w must outlive it. Arguments are checked.
+Tuned<Buffer> rms_norm_tuned(Device& device, const Buffer& x, const Buffer& w, int64_t n,
+                             float eps);
+
+// out = rms_norm(x, w) on `device`, with the tuner's winner (tuning on a miss, all variants
+// compiled in one compiler run). rows == 0 returns an empty buffer.
+Buffer rms_norm(Device& device, const Buffer& x, const Buffer& w, int64_t n, float eps,
+                Tuner& tuner = Tuner::process_default());
+
+}  // namespace kiln::ops
