@@ -29,7 +29,8 @@ TEST(Print, ShowsParametersStatementsAndFolds) {
 
 TEST(Hash, EqualForEqualIrAndDifferentForAnyComptimeChange) {
     auto make = [](int threads, int block, int64_t n) {
-        return ir::structural_hash(ops::row_fold(DType::f32, n, Fold::sum().lanes(32).threads(threads), block));
+        return ir::structural_hash(
+            ops::row_fold(DType::f32, n, Fold::sum().lanes(32).threads(threads), block));
     };
     EXPECT_EQ(make(4, 64, 100), make(4, 64, 100));
     EXPECT_NE(make(4, 64, 100), make(8, 64, 100));
@@ -39,12 +40,18 @@ TEST(Hash, EqualForEqualIrAndDifferentForAnyComptimeChange) {
               ir::structural_hash(ops::elementwise_mix(DType::f16, 64, 1)));
 }
 
-ir::ExprRef f32c(double v) { return ir::float_const(DType::f32, v); }
-ir::ExprRef i32c(int64_t v) { return ir::int_const(DType::i32, v); }
+ir::ExprRef f32c(double v) {
+    return ir::float_const(DType::f32, v);
+}
+ir::ExprRef i32c(int64_t v) {
+    return ir::int_const(DType::i32, v);
+}
 ir::ExprRef bin(ir::BinOp op, ir::ExprRef a, ir::ExprRef b) {
     return ir::make(ir::is_comparison(op) ? DType::boolean : a->type, ir::expr::Binary{op, a, b});
 }
-const ir::expr::Const* const_value(const ir::ExprRef& e) { return std::get_if<ir::expr::Const>(&e->node); }
+const ir::expr::Const* const_value(const ir::ExprRef& e) {
+    return std::get_if<ir::expr::Const>(&e->node);
+}
 
 TEST(Simplify, FoldsIntegersWithKilnSemantics) {
     using ir::BinOp;
@@ -77,10 +84,14 @@ TEST(Simplify, FoldsF32InSinglePrecisionAndKeepsInexactIdentities) {
 TEST(LowerFolds, LeavesNoFoldAndUsesBarriersOnlyWithoutShuffles) {
     const auto k = ops::row_fold(DType::f32, 100, Fold::sum().lanes(32).chunk(4).threads(32), 64);
     auto has_fold = [](const ir::StmtRef& s) {
-        return ir::contains(s, [](const ir::StmtNode& n) { return std::holds_alternative<ir::stmt::Fold>(n.node); });
+        return ir::contains(s, [](const ir::StmtNode& n) {
+            return std::holds_alternative<ir::stmt::Fold>(n.node);
+        });
     };
     auto has_barrier = [](const ir::StmtRef& s) {
-        return ir::contains(s, [](const ir::StmtNode& n) { return std::holds_alternative<ir::stmt::Barrier>(n.node); });
+        return ir::contains(s, [](const ir::StmtNode& n) {
+            return std::holds_alternative<ir::stmt::Barrier>(n.node);
+        });
     };
     EXPECT_TRUE(has_fold(k.body));
     const auto shuffled = ir::lower_folds(k, 32);
@@ -110,7 +121,8 @@ TEST(Verify, RejectsMalformedIrBuiltByHand) {
         EXPECT_THAT(e.what(), HasSubstr("read only"));
     }
     // Mixed operand types.
-    k.body = ir::make(ir::stmt::Let{0, ir::make(DType::f32, ir::expr::Binary{ir::BinOp::add, f32c(1), i32c(1)})});
+    k.body = ir::make(
+        ir::stmt::Let{0, ir::make(DType::f32, ir::expr::Binary{ir::BinOp::add, f32c(1), i32c(1)})});
     EXPECT_THROW(ir::verify(k), Error);
 }
 
