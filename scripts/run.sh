@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up and builds kiln, then shows every device and runs the demo kernel on each of them.
+# Sets up and builds kiln, shows every device, runs the demo kernel on each of them, then tunes
+# the shipped ops (rms_norm, matvec_q8_dp4a) on the best device and prints their tables.
 # Exits non-zero if any step fails or any device is not bit-identical to the oracle.
 set -euo pipefail
 
@@ -8,3 +9,7 @@ bash scripts/setup.sh default
 build/kiln info
 echo
 build/kiln demo
+echo
+build/kiln tune rms_norm --rows 4096 --n 4096
+echo
+build/kiln tune matvec_q8 --rows 4096 --k 4096
