@@ -3,21 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "kiln/dsl.hpp"
+#include "support/errors.hpp"
 
 using namespace kiln;
+using kiln::test::error_of;
 using ::testing::HasSubstr;
 
 namespace {
-
-template <typename F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 TEST(DslErrors, TypeMismatchNamesBothTypes) {
     KernelBuilder k("mismatch");

@@ -9,22 +9,14 @@
 
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "support/errors.hpp"
 #include "runtime/cpu/cpu_device.hpp"
 
 using namespace kiln;
+using kiln::test::error_of;
 using ::testing::HasSubstr;
 
 namespace {
-
-template <typename F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 ir::Kernel axpy() {
     KernelBuilder k("axpy", 64);

@@ -19,9 +19,11 @@
 #include "oracle/rms_norm.hpp"
 #include "oracle/scalar.hpp"
 #include "runtime/cuda/nvrtc.hpp"
+#include "support/errors.hpp"
 #include "support/everywhere.hpp"
 
 using namespace kiln;
+using kiln::test::error_of;
 using kiln::test::HostBuffer;
 using ::testing::HasSubstr;
 
@@ -263,15 +265,6 @@ TEST_F(RmsNormTuned, EveryVariantHasItsOwnIdentity) {
     for (const auto& s : ops::rms_norm_variants())
         hashes.insert(ir::structural_hash(ops::rms_norm_kernel(DType::f32, 32, s)));
     EXPECT_EQ(hashes.size(), ops::rms_norm_variants().size());
-}
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no kiln::Error)";
 }
 
 TEST(RmsNormErrors, BadArgumentsNameTheOpAndTheValues) {
