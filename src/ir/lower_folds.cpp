@@ -169,25 +169,45 @@ struct Lowerer {
             }
             out.push_back(make(stmt::Assign{acc, make(type, expr::Load{lanes, i32(0)})}));
         }
-        if (T > 1 && warp_size >= T) {
-            // Butterfly: after each level every thread holds its tree node, operands in tree order.
-            for (int s = T / 2; s >= 1; s /= 2) {
-                auto other = make(type, expr::ShuffleXor{local(k, acc), s, T});
-                auto upper = bin(BinOp::ne, bin(BinOp::bit_and, t, i32(s)), i32(0));
+        // Butterfly levels s = from/2 ... 1 over groups of `width` threads (warp shuffles): after
+        // each level every thread holds its tree node, operands in tree order.
+        auto butterfly = [&](std::vector<StmtRef>& into, int from, int width, const ExprRef& lane) {
+            for (int s = from / 2; s >= 1; s /= 2) {
+                auto other = make(type, expr::ShuffleXor{local(k, acc), s, width});
+                auto upper = bin(BinOp::ne, bin(BinOp::bit_and, lane, i32(s)), i32(0));
                 auto value =
                     make(type, expr::Select{upper, fold_combine(f.spec.op, other, local(k, acc)),
                                             fold_combine(f.spec.op, local(k, acc), other)});
-                out.push_back(make(stmt::Assign{acc, value}));
+                into.push_back(make(stmt::Assign{acc, value}));
             }
+        };
+        if (T > 1 && warp_size >= T) {
+            butterfly(out, T, T, t);
         } else if (T > 1) {
+            // Through a shared tile: the levels down to the warp (or all of them without
+            // shuffles), each followed by a barrier; then, with shuffles, the first warp of the
+            // group does the last levels and leaves the root in the group's first slot.
+            const bool warp_tail = warp_size > 1 && T > warp_size;
+            const int last_shared = warp_tail ? warp_size : 1;
             const MemRef tile{MemSpace::shared, tile_for(type)};
             out.push_back(make(stmt::Store{tile, tid, local(k, acc)}));
             out.push_back(make(stmt::Barrier{}));
-            for (int s = T / 2; s >= 1; s /= 2) {
+            for (int s = T / 2; s >= last_shared; s /= 2) {
                 auto a = make(type, expr::Load{tile, tid});
                 auto b = make(type, expr::Load{tile, bin(BinOp::add, tid, i32(s))});
                 auto store = make(stmt::Store{tile, tid, fold_combine(f.spec.op, a, b)});
                 out.push_back(make(stmt::If{bin(BinOp::lt, t, i32(s)), store, nullptr}));
+                out.push_back(make(stmt::Barrier{}));
+            }
+            if (warp_tail) {
+                std::vector<StmtRef> first_warp;
+                first_warp.push_back(make(stmt::Assign{acc, make(type, expr::Load{tile, tid})}));
+                butterfly(first_warp, warp_size, warp_size, t);
+                first_warp.push_back(
+                    make(stmt::If{bin(BinOp::eq, t, i32(0)),
+                                  make(stmt::Store{tile, tid, local(k, acc)}), nullptr}));
+                out.push_back(make(stmt::If{bin(BinOp::lt, t, i32(warp_size)),
+                                            make(stmt::Seq{std::move(first_warp)}), nullptr}));
                 out.push_back(make(stmt::Barrier{}));
             }
             out.push_back(

@@ -1,6 +1,8 @@
 // rms_norm in the DSL: one kernel source, monomorphized per dtype, n and schedule.
 #include "ops/rms_norm.hpp"
 
+#include "ops/kernel_memo.hpp"
+
 #include <bit>
 #include <climits>
 #include <cmath>
@@ -16,6 +18,9 @@ namespace {
 
 constexpr int kLanes = 256;
 constexpr int kChunk = 1;
+
+// Elements per thread up to which the normalize pass is unrolled at comptime.
+constexpr int kNormalizeUnroll = 32;
 
 bool is_storage_float(DType t) {
     return t == DType::f32 || t == DType::f16 || t == DType::bf16;
@@ -41,41 +46,40 @@ void check_schedule(const RmsNormSchedule& s) {
         fail("rms_norm schedule {}: fold unroll {}; expected 1 to 16", s.name, s.unroll);
 }
 
-// Allocates the output, compiles `kernel` (memory-cached) and times its dispatches.
+// The memo key of a variant's kernel: every comptime value it is built from.
+std::string variant_key(DType type, int64_t n, const RmsNormSchedule& s) {
+    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}", name(type), n, s.name, s.block,
+                       s.threads, s.rows_per_thread, s.unroll);
+}
+
+std::function<ir::Kernel()> builder(DType type, int64_t n, const RmsNormSchedule& s) {
+    return [type, n, s] { return rms_norm_kernel(type, n, s); };
+}
+
+// Allocates the output and times the dispatches of a variant's kernel (compiled once).
 Timed<Buffer> launch_timed(Device& device, const Buffer& x, const Buffer& w, int64_t rows,
-                           int64_t n, float eps, const ir::Kernel& kernel, int64_t grid,
-                           int iters) {
+                           int64_t n, float eps, const RmsNormSchedule& s, int iters) {
     Buffer out(device, x.dtype(), static_cast<size_t>(rows * n));
     if (rows == 0) return {std::move(out), 0.0};
-    auto compiled = compile(device, kernel);
+    auto compiled = memo_compiled(device, variant_key(x.dtype(), n, s), builder(x.dtype(), n, s));
+    const int64_t grid = rms_norm_grid(rows, s);
     const double ms = time_dispatches(device, iters, [&] {
         compiled->launch(grid, {x, w, out, eps});
     });
     return {std::move(out), ms};
 }
 
-std::vector<ir::Kernel> variant_kernels(DType type, int64_t n) {
-    std::vector<ir::Kernel> kernels;
-    for (const auto& s : rms_norm_variants()) kernels.push_back(rms_norm_kernel(type, n, s));
-    return kernels;
-}
-
-Tuned<Buffer> make_tuned(Device& device, const Buffer& x, const Buffer& w, int64_t n, float eps,
-                         const std::vector<ir::Kernel>& kernels) {
+Tuned<Buffer> make_tuned(Device& device, const Buffer& x, const Buffer& w, int64_t n, float eps) {
     const int64_t rows = static_cast<int64_t>(x.count()) / n;
     Tuned<Buffer> tuned("rms_norm", fmt::format("rows={},n={},dtype={}", rows, n, name(x.dtype())),
                         device);
-    const auto& variants = rms_norm_variants();
-    for (size_t v = 0; v < variants.size(); ++v) {
-        auto kernel = std::make_shared<const ir::Kernel>(kernels[v]);
-        const int64_t grid = rms_norm_grid(rows, variants[v]);
+    for (const auto& s : rms_norm_variants())
         tuned.variant(
-            variants[v].name,
-            [&device, &x, &w, rows, n, eps, kernel, grid](int iters) {
-                return launch_timed(device, x, w, rows, n, eps, *kernel, grid, iters);
+            s.name,
+            [&device, &x, &w, rows, n, eps, s](int iters) {
+                return launch_timed(device, x, w, rows, n, eps, s, iters);
             },
-            ir::hex(ir::structural_hash(*kernel)));
-    }
+            memo_identity(variant_key(x.dtype(), n, s), builder(x.dtype(), n, s)));
     return tuned;
 }
 
@@ -92,7 +96,8 @@ const std::vector<RmsNormSchedule>& rms_norm_variants() {
         {"warp_b128", 128, 32, 1, 1},      {"warp_b256", 256, 32, 1, 1},
         {"warp_b128_u2", 128, 32, 1, 2},   {"warp_b256_u2", 256, 32, 1, 2},
         {"block_b256", 256, 256, 1, 1},    {"block_b256_u2", 256, 256, 1, 2},
-        {"block_b256_u4", 256, 256, 1, 4},
+        {"block_b256_u4", 256, 256, 1, 4}, {"block_b256_u8", 256, 256, 1, 8},
+        {"block_b128_u4", 128, 128, 1, 4}, {"block_b128_u8", 128, 128, 1, 8},
     };
     return variants;
 }
@@ -142,13 +147,31 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
         // The normalize pass, spread over the group: thread t takes i = t, t+T, ... (coalesced);
         // x is read again (it is in cache).
         k.if_(row < rows, [&] {
-            k.for_(
-                t, N,
-                [&](Expr i) {
-                    Expr y = to_f32(x[base + i]) * inv * to_f32(w[i]);
-                    out[base + i] = type == DType::f32 ? y : cast(type, y);
-                },
-                T);
+            auto normalize = [&](const Expr& i) {
+                Expr y = to_f32(x[base + i]) * inv * to_f32(w[i]);
+                out[base + i] = type == DType::f32 ? y : cast(type, y);
+            };
+            const int per_thread = (N + T - 1) / T;
+            if (per_thread <= kNormalizeUnroll) {
+                // Comptime-unrolled: every load of the pass is independent and in flight at once.
+                for (int j = 0; j < per_thread; ++j) {
+                    Expr i = t + j * T;
+                    if ((j + 1) * static_cast<int64_t>(T) <= N)
+                        normalize(i);
+                    else
+                        k.if_(i < N, [&] { normalize(i); });
+                }
+            } else {
+                k.for_(
+                    t, N,
+                    [&](Expr i0) {
+                        for (int j = 0; j < 4; ++j) {
+                            Expr i = i0 + j * T;
+                            k.if_(i < N, [&] { normalize(i); });
+                        }
+                    },
+                    4 * T);
+            }
         });
     });
     return k.finish();
@@ -185,14 +208,14 @@ Timed<Buffer> rms_norm_bench(Device& device, const Buffer& x, const Buffer& w, i
     rms_norm_check(x, w, n, eps);
     if (rows < 0 || static_cast<size_t>(rows) * static_cast<size_t>(n) != x.count())
         fail("rms_norm: {} rows of n = {} but x has {} elements", rows, n, x.count());
-    return launch_timed(device, x, w, rows, n, eps, rms_norm_kernel(x.dtype(), n, schedule),
-                        rms_norm_grid(rows, schedule), iters);
+    check_schedule(schedule);
+    return launch_timed(device, x, w, rows, n, eps, schedule, iters);
 }
 
 Tuned<Buffer> rms_norm_tuned(Device& device, const Buffer& x, const Buffer& w, int64_t n,
                              float eps) {
     rms_norm_check(x, w, n, eps);
-    return make_tuned(device, x, w, n, eps, variant_kernels(x.dtype(), n));
+    return make_tuned(device, x, w, n, eps);
 }
 
 Buffer rms_norm(Device& device, const Buffer& x, const Buffer& w, int64_t n, float eps,
@@ -201,13 +224,17 @@ Buffer rms_norm(Device& device, const Buffer& x, const Buffer& w, int64_t n, flo
     if (&x.device() != &device)
         fail("rms_norm: x lives on {}; expected {}", x.device().info().id, device.info().id);
     if (x.count() == 0) return Buffer(device, x.dtype(), 0);
-    const auto kernels = variant_kernels(x.dtype(), n);
-    Tuned<Buffer> tuned = make_tuned(device, x, w, n, eps, kernels);
-    // A miss benches every variant: build them all in one compiler run first.
+    Tuned<Buffer> tuned = make_tuned(device, x, w, n, eps);
+    // A miss benches every variant: build those not compiled yet in one compiler run first.
     const auto winner = tuner.winner(device.info().id, "rms_norm", tuned.full_key());
     bool offered = false;
     for (const auto& s : rms_norm_variants()) offered = offered || (winner && *winner == s.name);
-    if (!offered) compile_all(device, kernels);
+    if (!offered) {
+        std::vector<ir::Kernel> kernels;
+        for (const auto& s : rms_norm_variants())
+            kernels.push_back(memo_kernel(variant_key(x.dtype(), n, s), builder(x.dtype(), n, s)));
+        compile_all(device, kernels);  // the memo's compile() calls below then hit memory
+    }
     return tuned.run(tuner);
 }
 

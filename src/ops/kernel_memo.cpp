@@ -1,0 +1,58 @@
+// kernel_memo: maps from an op's variant key to its IR, identity and compiled kernels.
+#include "ops/kernel_memo.hpp"
+
+#include <map>
+#include <mutex>
+
+#include "ir/hash.hpp"
+
+namespace kiln::ops {
+namespace {
+
+struct Entry {
+    ir::Kernel kernel;
+    std::string identity;
+    std::map<const Device*, std::shared_ptr<CompiledKernel>> compiled;
+};
+
+std::mutex memo_mutex;
+std::map<std::string, std::unique_ptr<Entry>> memo;
+
+Entry& entry(const std::string& key, const std::function<ir::Kernel()>& build) {
+    // Called with memo_mutex held.
+    auto& e = memo[key];
+    if (!e) {
+        ir::Kernel k = build();
+        std::string id = ir::hex(ir::structural_hash(k));
+        e = std::make_unique<Entry>(Entry{std::move(k), std::move(id), {}});
+    }
+    return *e;
+}
+
+}  // namespace
+
+const ir::Kernel& memo_kernel(const std::string& key, const std::function<ir::Kernel()>& build) {
+    std::lock_guard lock(memo_mutex);
+    return entry(key, build).kernel;
+}
+
+const std::string& memo_identity(const std::string& key, const std::function<ir::Kernel()>& build) {
+    std::lock_guard lock(memo_mutex);
+    return entry(key, build).identity;
+}
+
+std::shared_ptr<CompiledKernel> memo_compiled(Device& device, const std::string& key,
+                                              const std::function<ir::Kernel()>& build) {
+    const ir::Kernel* kernel;
+    {
+        std::lock_guard lock(memo_mutex);
+        Entry& e = entry(key, build);
+        if (auto it = e.compiled.find(&device); it != e.compiled.end()) return it->second;
+        kernel = &e.kernel;  // entries are never removed: the pointer stays valid
+    }
+    auto compiled = compile(device, *kernel);  // outside the lock: compiling takes a while
+    std::lock_guard lock(memo_mutex);
+    return memo[key]->compiled.emplace(&device, compiled).first->second;
+}
+
+}  // namespace kiln::ops

@@ -1,0 +1,23 @@
+// Per-process memo of the kernels an op's variants launch, keyed by a text that names every
+// comptime value ("rms_norm/f32/n=4096/warp_b256"), so a tuner hit neither rebuilds IR nor
+// rehashes it: it looks up a compiled kernel and launches it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "kiln/compile.hpp"
+#include "kiln/ir.hpp"
+
+namespace kiln::ops {
+
+// The kernel built by `build` for `key` (built once per process).
+const ir::Kernel& memo_kernel(const std::string& key, const std::function<ir::Kernel()>& build);
+// Its structural hash as hex (the variant's identity in the tuner's digest).
+const std::string& memo_identity(const std::string& key, const std::function<ir::Kernel()>& build);
+// It compiled for `device` (compiled once per device; compile() caches on disk too).
+std::shared_ptr<CompiledKernel> memo_compiled(Device& device, const std::string& key,
+                                              const std::function<ir::Kernel()>& build);
+
+}  // namespace kiln::ops
