@@ -7,7 +7,6 @@
 #include <climits>
 #include <cmath>
 #include <memory>
-#include <optional>
 
 #include <fmt/format.h>
 
@@ -31,12 +30,6 @@ Expr to_f32(const Expr& e) {
     return e.type() == DType::f32 ? e : cast(DType::f32, e);
 }
 
-// Whether a variant keeps its row in shared memory for this shape (see RmsNormSchedule).
-bool caches_row(DType type, int64_t n, const RmsNormSchedule& s) {
-    return s.cache_row && s.threads == s.block && s.rows_per_thread == 1 &&
-           n * static_cast<int64_t>(size_of(type)) <= kRowCacheBytes;
-}
-
 void check_schedule(const RmsNormSchedule& s) {
     auto pow2 = [](int v) { return v >= 1 && std::has_single_bit(static_cast<unsigned>(v)); };
     if (!pow2(s.block) || s.block > 1024)
@@ -49,17 +42,14 @@ void check_schedule(const RmsNormSchedule& s) {
     if (s.rows_per_thread < 1 || s.rows_per_thread > 16)
         fail("rms_norm schedule {}: {} rows per thread; expected 1 to 16", s.name,
              s.rows_per_thread);
-    if (s.cache_row && (s.threads != s.block || s.rows_per_thread != 1))
-        fail("rms_norm schedule {}: caching the row needs a block per row and one row per thread",
-             s.name);
     if (s.unroll < 1 || s.unroll > 16)
         fail("rms_norm schedule {}: fold unroll {}; expected 1 to 16", s.name, s.unroll);
 }
 
 // The memo key of a variant's kernel: every comptime value it is built from.
 std::string variant_key(DType type, int64_t n, const RmsNormSchedule& s) {
-    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}", name(type), n, s.name, s.block,
-                       s.threads, s.rows_per_thread, s.unroll, s.cache_row);
+    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}", name(type), n, s.name, s.block,
+                       s.threads, s.rows_per_thread, s.unroll);
 }
 
 std::function<ir::Kernel()> builder(DType type, int64_t n, const RmsNormSchedule& s) {
@@ -149,14 +139,8 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
         Var row = k.let(group * R + r, "row");
         // Clamp instead of branching: every thread of the block reaches the fold's barriers.
         Var base = k.let(min(row.expr(), rows - 1) * N, "base");
-        std::optional<Memory> row_cache;
-        if (caches_row(type, n, s)) row_cache = k.shared(type, N, "row");
         Var ss = k.fold(DType::f32, N, fold, [&](Expr i) -> Expr {
-            Var raw = k.let(x[base + i], "raw");
-            // Each element is folded by exactly one thread; the fold's barriers publish the
-            // cached row before the normalize pass reads it.
-            if (row_cache) (*row_cache)[i] = raw;
-            Var v = k.let(to_f32(raw), "v");
+            Var v = k.let(to_f32(x[base + i]), "v");
             return v * v;
         });
         Var inv = k.let(1.0f / sqrt(ss / n_f32 + eps), "inv");
@@ -164,8 +148,7 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
         // x is read again (it is in cache).
         k.if_(row < rows, [&] {
             auto normalize = [&](const Expr& i) {
-                Expr y = to_f32(row_cache ? (*row_cache)[i].expr() : x[base + i].expr()) * inv *
-                         to_f32(w[i]);
+                Expr y = to_f32(x[base + i]) * inv * to_f32(w[i]);
                 out[base + i] = type == DType::f32 ? y : cast(type, y);
             };
             const int per_thread = (N + T - 1) / T;
