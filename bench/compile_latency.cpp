@@ -95,8 +95,7 @@ Row measure(Device& d, const std::string& name, const std::function<ir::Kernel(f
     // Memory cache: the same kernel again, nothing cleared (a hit returns the loaded kernel).
     for (int r = 0; r < repeats; ++r) {
         Timed t = timed_compile(d, make(1.0f));
-        if (t.kernel != loaded)
-            fail("{} {}: expected a memory-cache hit", row.device, name);
+        if (t.kernel != loaded) fail("{} {}: expected a memory-cache hit", row.device, name);
         row.memory.push_back(t.wall_ms);
     }
     return row;

@@ -9,8 +9,8 @@
 
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
-#include "support/errors.hpp"
 #include "runtime/cpu/cpu_device.hpp"
+#include "support/errors.hpp"
 
 using namespace kiln;
 using kiln::test::error_of;

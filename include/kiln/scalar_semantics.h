@@ -43,7 +43,9 @@ KILN_FN uint16_t kiln_f32_to_f16(float f) {
     return (uint16_t)(sign | h);
 }
 
-KILN_FN float kiln_bf16_to_f32(uint16_t h) { return kiln_bits_f32((uint32_t)h << 16); }
+KILN_FN float kiln_bf16_to_f32(uint16_t h) {
+    return kiln_bits_f32((uint32_t)h << 16);
+}
 
 KILN_FN uint16_t kiln_f32_to_bf16(float f) {
     uint32_t x = kiln_f32_bits(f);
@@ -51,16 +53,20 @@ KILN_FN uint16_t kiln_f32_to_bf16(float f) {
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
-#define KILN_SIGNED_DIV(T, U, S)                                                       \
-    KILN_FN T kiln_div_##S(T a, T b) {                                                 \
-        return b == (T)0 ? (T)0 : (b == (T)-1 ? (T)((U)0 - (U)a) : (T)(a / b));        \
-    }                                                                                  \
-    KILN_FN T kiln_rem_##S(T a, T b) {                                                 \
-        return b == (T)0 ? a : (b == (T)-1 ? (T)0 : (T)(a % b));                       \
+#define KILN_SIGNED_DIV(T, U, S)                                                \
+    KILN_FN T kiln_div_##S(T a, T b) {                                          \
+        return b == (T)0 ? (T)0 : (b == (T)-1 ? (T)((U)0 - (U)a) : (T)(a / b)); \
+    }                                                                           \
+    KILN_FN T kiln_rem_##S(T a, T b) {                                          \
+        return b == (T)0 ? a : (b == (T)-1 ? (T)0 : (T)(a % b));                \
     }
-#define KILN_UNSIGNED_DIV(T, S)                                                         \
-    KILN_FN T kiln_div_##S(T a, T b) { return b == (T)0 ? (T)0 : (T)(a / b); }          \
-    KILN_FN T kiln_rem_##S(T a, T b) { return b == (T)0 ? a : (T)(a % b); }
+#define KILN_UNSIGNED_DIV(T, S)               \
+    KILN_FN T kiln_div_##S(T a, T b) {        \
+        return b == (T)0 ? (T)0 : (T)(a / b); \
+    }                                         \
+    KILN_FN T kiln_rem_##S(T a, T b) {        \
+        return b == (T)0 ? a : (T)(a % b);    \
+    }
 KILN_SIGNED_DIV(int8_t, uint8_t, i8)
 KILN_SIGNED_DIV(int32_t, uint32_t, i32)
 KILN_SIGNED_DIV(int64_t, uint64_t, i64)
@@ -72,10 +78,9 @@ KILN_UNSIGNED_DIV(uint64_t, u64)
 
 /* float -> integer: truncate toward zero, saturate, NaN -> 0. lo and hi_excl are the type's
  * minimum and 2^bits (or 2^(bits-1)), both exact in f32. */
-#define KILN_F2I(T, S, LO, HI_EXCL, MAXV)                                         \
-    KILN_FN T kiln_f32_to_##S(float x) {                                          \
-        return x != x ? (T)0                                                      \
-                      : (x <= (LO) ? (T)(LO) : (x >= (HI_EXCL) ? (T)(MAXV) : (T)x)); \
+#define KILN_F2I(T, S, LO, HI_EXCL, MAXV)                                                   \
+    KILN_FN T kiln_f32_to_##S(float x) {                                                    \
+        return x != x ? (T)0 : (x <= (LO) ? (T)(LO) : (x >= (HI_EXCL) ? (T)(MAXV) : (T)x)); \
     }
 KILN_F2I(int8_t, i8, -128.0f, 128.0f, 127)
 KILN_F2I(uint8_t, u8, 0.0f, 256.0f, 255u)
@@ -84,11 +89,19 @@ KILN_F2I(uint32_t, u32, 0.0f, 4294967296.0f, 4294967295u)
 KILN_F2I(int64_t, i64, -9223372036854775808.0f, 9223372036854775808.0f, 9223372036854775807)
 #undef KILN_F2I
 
-KILN_FN float kiln_min_f32(float a, float b) { return (a < b || a != a) ? a : b; }
-KILN_FN float kiln_max_f32(float a, float b) { return (a > b || a != a) ? a : b; }
-#define KILN_INT_MINMAX(T, S)                                           \
-    KILN_FN T kiln_min_##S(T a, T b) { return a < b ? a : b; }          \
-    KILN_FN T kiln_max_##S(T a, T b) { return a > b ? a : b; }
+KILN_FN float kiln_min_f32(float a, float b) {
+    return (a < b || a != a) ? a : b;
+}
+KILN_FN float kiln_max_f32(float a, float b) {
+    return (a > b || a != a) ? a : b;
+}
+#define KILN_INT_MINMAX(T, S)          \
+    KILN_FN T kiln_min_##S(T a, T b) { \
+        return a < b ? a : b;          \
+    }                                  \
+    KILN_FN T kiln_max_##S(T a, T b) { \
+        return a > b ? a : b;          \
+    }
 KILN_INT_MINMAX(int8_t, i8)
 KILN_INT_MINMAX(uint8_t, u8)
 KILN_INT_MINMAX(int32_t, i32)

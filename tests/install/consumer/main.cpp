@@ -11,7 +11,8 @@ int main() {
     kiln::Expr i = k.absolute_pos();
     k.if_(i < y.len(), [&] { y[i] = x[i] * 2.0f; });
     auto kernel = kiln::compile(kiln::cpu_device(), k.finish());
-    kiln::Buffer bx(kiln::cpu_device(), kiln::DType::f32, 40), by(kiln::cpu_device(), kiln::DType::f32, 40);
+    kiln::Buffer bx(kiln::cpu_device(), kiln::DType::f32, 40),
+        by(kiln::cpu_device(), kiln::DType::f32, 40);
     bx.fill(1.5);
     kernel->launch(2, {bx, by});
     const float last = by.download<float>()[39];
