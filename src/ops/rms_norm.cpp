@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -30,6 +31,12 @@ Expr to_f32(const Expr& e) {
     return e.type() == DType::f32 ? e : cast(DType::f32, e);
 }
 
+// Whether a variant keeps its row in shared memory for this shape (see RmsNormSchedule).
+bool caches_row(DType type, int64_t n, const RmsNormSchedule& s) {
+    return s.cache_row && s.threads == s.block && s.rows_per_thread == 1 &&
+           n * static_cast<int64_t>(size_of(type)) <= kRowCacheBytes;
+}
+
 void check_schedule(const RmsNormSchedule& s) {
     auto pow2 = [](int v) { return v >= 1 && std::has_single_bit(static_cast<unsigned>(v)); };
     if (!pow2(s.block) || s.block > 1024)
@@ -42,14 +49,17 @@ void check_schedule(const RmsNormSchedule& s) {
     if (s.rows_per_thread < 1 || s.rows_per_thread > 16)
         fail("rms_norm schedule {}: {} rows per thread; expected 1 to 16", s.name,
              s.rows_per_thread);
+    if (s.cache_row && (s.threads != s.block || s.rows_per_thread != 1))
+        fail("rms_norm schedule {}: caching the row needs a block per row and one row per thread",
+             s.name);
     if (s.unroll < 1 || s.unroll > 16)
         fail("rms_norm schedule {}: fold unroll {}; expected 1 to 16", s.name, s.unroll);
 }
 
 // The memo key of a variant's kernel: every comptime value it is built from.
 std::string variant_key(DType type, int64_t n, const RmsNormSchedule& s) {
-    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}", name(type), n, s.name, s.block,
-                       s.threads, s.rows_per_thread, s.unroll);
+    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}", name(type), n, s.name, s.block,
+                       s.threads, s.rows_per_thread, s.unroll, s.cache_row);
 }
 
 std::function<ir::Kernel()> builder(DType type, int64_t n, const RmsNormSchedule& s) {
@@ -91,13 +101,22 @@ Fold rms_norm_fold(int64_t /*n*/) {
 
 const std::vector<RmsNormSchedule>& rms_norm_variants() {
     static const std::vector<RmsNormSchedule> variants = {
-        {"b64_r1", 64, 1, 1, 1},           {"b128_r1", 128, 1, 1, 1},
-        {"b256_r1", 256, 1, 1, 1},         {"b64_r2", 64, 1, 2, 1},
-        {"warp_b128", 128, 32, 1, 1},      {"warp_b256", 256, 32, 1, 1},
-        {"warp_b128_u2", 128, 32, 1, 2},   {"warp_b256_u2", 256, 32, 1, 2},
-        {"block_b256", 256, 256, 1, 1},    {"block_b256_u2", 256, 256, 1, 2},
-        {"block_b256_u4", 256, 256, 1, 4}, {"block_b256_u8", 256, 256, 1, 8},
-        {"block_b128_u4", 128, 128, 1, 4}, {"block_b128_u8", 128, 128, 1, 8},
+        {"b64_r1", 64, 1, 1, 1},
+        {"b128_r1", 128, 1, 1, 1},
+        {"b256_r1", 256, 1, 1, 1},
+        {"b64_r2", 64, 1, 2, 1},
+        {"warp_b128", 128, 32, 1, 1},
+        {"warp_b256", 256, 32, 1, 1},
+        {"warp_b128_u2", 128, 32, 1, 2},
+        {"warp_b256_u2", 256, 32, 1, 2},
+        {"block_b256", 256, 256, 1, 1},
+        {"block_b256_u2", 256, 256, 1, 2},
+        {"block_b256_u4", 256, 256, 1, 4},
+        {"block_b256_u8", 256, 256, 1, 8},
+        {"block_b128_u4", 128, 128, 1, 4},
+        {"block_b128_u8", 128, 128, 1, 8},
+        {"block_b256_c", 256, 256, 1, 1, true},
+        {"block_b256_u4_c", 256, 256, 1, 4, true},
     };
     return variants;
 }
@@ -139,8 +158,14 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
         Var row = k.let(group * R + r, "row");
         // Clamp instead of branching: every thread of the block reaches the fold's barriers.
         Var base = k.let(min(row.expr(), rows - 1) * N, "base");
+        std::optional<Memory> row_cache;
+        if (caches_row(type, n, s)) row_cache = k.shared(type, N, "row");
         Var ss = k.fold(DType::f32, N, fold, [&](Expr i) -> Expr {
-            Var v = k.let(to_f32(x[base + i]), "v");
+            Var raw = k.let(x[base + i], "raw");
+            // Each element is folded by exactly one thread; the fold's barriers publish the
+            // cached row before the normalize pass reads it.
+            if (row_cache) (*row_cache)[i] = raw;
+            Var v = k.let(to_f32(raw), "v");
             return v * v;
         });
         Var inv = k.let(1.0f / sqrt(ss / n_f32 + eps), "inv");
@@ -148,7 +173,8 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
         // x is read again (it is in cache).
         k.if_(row < rows, [&] {
             auto normalize = [&](const Expr& i) {
-                Expr y = to_f32(x[base + i]) * inv * to_f32(w[i]);
+                Expr y = to_f32(row_cache ? (*row_cache)[i].expr() : x[base + i].expr()) * inv *
+                         to_f32(w[i]);
                 out[base + i] = type == DType::f32 ? y : cast(type, y);
             };
             const int per_thread = (N + T - 1) / T;

@@ -38,12 +38,20 @@ struct RmsNormSchedule {
     int threads = 1;          // threads per row (the fold's threads): 1, a warp (32) or the block
     int rows_per_thread = 1;  // rows per thread group, unrolled at comptime
     int unroll = 1;           // the fold's unroll: rounds of loads in flight per loop step
+    // Block per row only: keep the row in shared memory as the fold reads it, so the normalize
+    // pass reads it from there instead of from cache. Used when the row fits (at most
+    // kRowCacheBytes); otherwise the variant runs exactly as without it.
+    bool cache_row = false;
 };
+
+inline constexpr int64_t kRowCacheBytes = 32 * 1024;
 
 // Every variant, in declaration order (the first is the tuner's default):
 //   b64_r1 b128_r1 b256_r1 b64_r2     one thread per row (CPU-friendly)
 //   warp_b128 warp_b256 warp_b128_u2 warp_b256_u2   a warp per row
 //   block_b256 block_b256_u2 block_b256_u4 block_b256_u8 block_b128_u4 block_b128_u8
+//   block_b256_c block_b256_u4_c                 ... keeping the row in shared memory
+//   block_b256_u2_c block_b256_u4_c block_b128_u4_c   ... keeping the row in shared memory
 //                                                    the whole block per row
 const std::vector<RmsNormSchedule>& rms_norm_variants();
 const RmsNormSchedule& rms_norm_variant(const std::string& name);  // kiln::Error if unknown
