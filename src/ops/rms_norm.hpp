@@ -50,9 +50,8 @@ inline constexpr int64_t kRowCacheBytes = 32 * 1024;
 //   b64_r1 b128_r1 b256_r1 b64_r2     one thread per row (CPU-friendly)
 //   warp_b128 warp_b256 warp_b128_u2 warp_b256_u2   a warp per row
 //   block_b256 block_b256_u2 block_b256_u4 block_b256_u8 block_b128_u4 block_b128_u8
-//   block_b256_c block_b256_u4_c                 ... keeping the row in shared memory
-//   block_b256_u2_c block_b256_u4_c block_b128_u4_c   ... keeping the row in shared memory
-//                                                    the whole block per row
+//                                     the whole block per row
+//   block_b256_c block_b256_u4_c      ... keeping the row in shared memory
 const std::vector<RmsNormSchedule>& rms_norm_variants();
 const RmsNormSchedule& rms_norm_variant(const std::string& name);  // kiln::Error if unknown
 
