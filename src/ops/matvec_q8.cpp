@@ -1,5 +1,6 @@
 // matvec_q8_dp4a: the kernel in the DSL, its variant table, the bench and the tuned entry point.
 #include "ops/matvec_q8.hpp"
+#include "ops/ceil_div.hpp"
 
 #include <fmt/format.h>
 
@@ -120,7 +121,7 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
                 Var i = k.let(lane + c * kMatvecQ8Lanes, "i");
                 w_tile[tile_row + i] = w[w_row + min(offset + i, last.expr())];
             }
-            const int x_steps = (words + s.block - 1) / s.block;
+            const int x_steps = static_cast<int>(ceil_div(words, s.block));
             for (int c = 0; c < x_steps; ++c) {
                 Var i = k.let(k.thread_index() + c * s.block, "i");
                 auto copy = [&] { x_tile[i] = x[min(offset + i, last.expr())]; };
@@ -178,7 +179,7 @@ ir::Kernel matvec_q8_kernel(const MatvecSchedule& s) {
 
 int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& s) {
     const int64_t rows_per_block = s.block / s.threads;
-    return (rows + rows_per_block - 1) / rows_per_block;
+    return ceil_div(rows, rows_per_block);
 }
 
 void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,

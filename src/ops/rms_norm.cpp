@@ -1,6 +1,7 @@
 // rms_norm in the DSL: one kernel source, monomorphized per dtype, n and schedule.
 #include "ops/rms_norm.hpp"
 
+#include "ops/ceil_div.hpp"
 #include "ops/kernel_memo.hpp"
 
 #include <bit>
@@ -177,7 +178,7 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
                          to_f32(w[i]);
                 out[base + i] = type == DType::f32 ? y : cast(type, y);
             };
-            const int per_thread = (N + T - 1) / T;
+            const int per_thread = static_cast<int>(ceil_div(N, T));
             if (per_thread <= kNormalizeUnroll) {
                 // Comptime-unrolled: every load of the pass is independent and in flight at once.
                 for (int j = 0; j < per_thread; ++j) {
@@ -204,9 +205,9 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
 }
 
 int64_t rms_norm_grid(int64_t rows, const RmsNormSchedule& s) {
-    const int64_t groups = (rows + s.rows_per_thread - 1) / s.rows_per_thread;
+    const int64_t groups = ceil_div(rows, s.rows_per_thread);
     const int64_t groups_per_block = s.block / s.threads;
-    return (groups + groups_per_block - 1) / groups_per_block;
+    return ceil_div(groups, groups_per_block);
 }
 
 void rms_norm_check(const Buffer& x, const Buffer& w, int64_t n, float eps) {

@@ -1,5 +1,6 @@
 // The conformance suite's kernels, in the DSL.
 #include "ops/test_kernels.hpp"
+#include "ops/ceil_div.hpp"
 
 #include <fmt/format.h>
 
@@ -29,8 +30,7 @@ ir::Kernel elementwise_mix(DType type, int block, int per_thread) {
 }
 
 int64_t elementwise_grid(int64_t n, int block, int per_thread) {
-    const int64_t per_block = static_cast<int64_t>(block) * per_thread;
-    return (n + per_block - 1) / per_block;
+    return ceil_div(n, static_cast<int64_t>(block) * per_thread);
 }
 
 ir::Kernel cast_kernel(DType from, DType to, int block) {
@@ -60,8 +60,7 @@ ir::Kernel row_fold(DType type, int64_t n, const Fold& fold, int block) {
 }
 
 int64_t row_fold_grid(int64_t rows, const Fold& fold, int block) {
-    const int64_t rows_per_block = block / fold.spec.threads;
-    return (rows + rows_per_block - 1) / rows_per_block;
+    return ceil_div(rows, block / fold.spec.threads);
 }
 
 ir::Kernel tiled_matmul(int64_t n, int64_t kdim, int tile) {
@@ -74,14 +73,14 @@ ir::Kernel tiled_matmul(int64_t n, int64_t kdim, int tile) {
               fmt::format("a is M x {}, b is {} x {}, c is M x {}", K, K, N, N));
     auto as = k.shared(DType::f32, tile * tile, "a_tile");
     auto bs = k.shared(DType::f32, tile * tile, "b_tile");
-    const int tiles_n = (N + tile - 1) / tile;
+    const int tiles_n = static_cast<int>(ceil_div(N, tile));
     Var m_rows = k.let(c.len() / N, "m");
     Var tx = k.let(k.thread_index() % tile, "tx");
     Var ty = k.let(k.thread_index() / tile, "ty");
     Var row = k.let((k.block_index() / tiles_n) * tile + ty, "row");
     Var col = k.let((k.block_index() % tiles_n) * tile + tx, "col");
     Var acc = k.let(Expr(0.0f), "acc");
-    k.for_(0, (K + tile - 1) / tile, [&](Expr kt) {
+    k.for_(0, static_cast<int>(ceil_div(K, tile)), [&](Expr kt) {
         Var ka = k.let(kt * tile + tx, "ka");
         Var kb = k.let(kt * tile + ty, "kb");
         as[ty * tile + tx] =
@@ -101,7 +100,7 @@ ir::Kernel tiled_matmul(int64_t n, int64_t kdim, int tile) {
 }
 
 int64_t tiled_matmul_grid(int64_t m, int64_t n, int tile) {
-    return ((m + tile - 1) / tile) * ((n + tile - 1) / tile);
+    return ceil_div(m, tile) * ceil_div(n, tile);
 }
 
 double comptime_poly_coefficient(int i) {
@@ -127,8 +126,7 @@ ir::Kernel comptime_poly(int degree, int block, int rows_per_thread) {
 }
 
 int64_t comptime_poly_grid(int64_t n, int block, int rows_per_thread) {
-    const int64_t per_block = static_cast<int64_t>(block) * rows_per_thread;
-    return (n + per_block - 1) / per_block;
+    return ceil_div(n, static_cast<int64_t>(block) * rows_per_thread);
 }
 
 ir::Kernel packed_bytes(int block) {
