@@ -1,7 +1,9 @@
 // CUDA without a GPU: every conformance kernel's CUDA C, compiled by NVRTC for sm_90.
 #include <gtest/gtest.h>
 
+#include "ir/print.hpp"
 #include "kiln/compile.hpp"
+#include "kiln/dsl.hpp"
 #include "ops/test_kernels.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 
@@ -53,9 +55,32 @@ TEST(CudaCodegen, WarpFoldsUseShufflesAndBlockFoldsUseSharedMemory) {
     EXPECT_NE(w.find("__shfl_xor_sync"), std::string::npos);
     EXPECT_EQ(w.find("__syncthreads"), std::string::npos);
     EXPECT_NE(b.find("__syncthreads"), std::string::npos);
+    // A block fold: one barrier to publish the lanes, one after the first warp has combined the
+    // levels down to the warp and shuffled, one before the exchange tile is reused.
+    size_t barriers = 0;
+    for (size_t at = b.find("__syncthreads();"); at != std::string::npos;
+         at = b.find("__syncthreads();", at + 1))
+        ++barriers;
+    EXPECT_EQ(barriers, 3u);
     // OpenCL has no shuffles: the same warp fold goes through local memory and barriers.
     const std::string o = generate_source(Backend::opencl, std::vector{warp});
     EXPECT_NE(o.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
+}
+
+TEST(CudaCodegen, WarpBarriersSyncTheWarpOnCudaAndTheBlockElsewhere) {
+    KernelBuilder k("warp_sync", 64);
+    auto y = k.output("y", DType::i32);
+    auto tile = k.shared(DType::i32, 64);
+    tile[k.thread_index()] = k.thread_index();
+    k.warp_barrier();
+    y[k.absolute_pos()] = tile[k.thread_index() ^ 1];
+    const auto kernel = k.finish();
+    EXPECT_NE(ir::print(kernel).find("barrier warp"), std::string::npos);
+    const std::string cuda = generate_source(Backend::cuda, std::vector{kernel});
+    EXPECT_NE(cuda.find("__syncwarp();"), std::string::npos);
+    EXPECT_EQ(cuda.find("__syncthreads"), std::string::npos);
+    const std::string opencl = generate_source(Backend::opencl, std::vector{kernel});
+    EXPECT_NE(opencl.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
 }
 
 }  // namespace

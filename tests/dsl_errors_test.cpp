@@ -67,6 +67,20 @@ TEST(DslErrors, CooperativeFoldInDivergentCode) {
     EXPECT_THAT(msg, HasSubstr("divergent"));
 }
 
+TEST(DslErrors, WarpBarrierNeedsWholeWarpsAndUniformFlow) {
+    KernelBuilder odd("warp_odd", 48);
+    odd.warp_barrier();
+    const auto msg = error_of([&] { odd.finish(); });
+    EXPECT_THAT(msg, HasSubstr("multiple of 32"));
+    EXPECT_THAT(msg, HasSubstr("48 threads"));
+    KernelBuilder divergent("warp_divergent", 64);
+    divergent.if_(divergent.thread_index() < 32, [&] { divergent.warp_barrier(); });
+    EXPECT_THAT(error_of([&] { divergent.finish(); }), HasSubstr("warp barrier in divergent code"));
+    KernelBuilder fine("warp_fine", 64);
+    fine.warp_barrier();
+    EXPECT_NO_THROW(fine.finish());
+}
+
 TEST(DslErrors, UniformBarrierIsAccepted) {
     KernelBuilder k("uniform", 64);
     auto y = k.output("y", DType::f32);

@@ -153,6 +153,10 @@ class KernelBuilder {
     Memory shared(DType type, int64_t size, const std::string& name = "tile");
     Memory local_array(DType type, int64_t size, const std::string& name = "arr");
     void barrier();
+    // A barrier among each group of 32 consecutive threads (a CUDA warp): use it where threads
+    // exchange shared data only within their group. Reached by the whole block like barrier();
+    // needs a block size that is a multiple of 32.
+    void warp_barrier();
 
     // The canonical fold over [0, extent): returns the folded value, the same in every thread
     // of the fold's thread group. `body(i)` may emit statements and returns element i's value.

@@ -173,8 +173,14 @@ struct For {
 struct If {
     ExprRef cond;
     StmtRef then_body, else_body;
-};                  // else_body may be null
-struct Barrier {};  // every thread of the block waits here; shared memory is then consistent
+};  // else_body may be null
+// Every thread of the block waits here; shared memory is then consistent. A warp barrier
+// promises that threads exchange data only within their group of 32 consecutive threads: CUDA
+// syncs just the warp, other backends sync the block (stronger, so equally correct).
+struct Barrier {
+    bool warp = false;
+};
+inline constexpr int kWarpBarrierGroup = 32;  // threads a warp barrier syncs
 struct Fold {
     int result;
     FoldSpec spec;

@@ -17,6 +17,7 @@ struct Dialect {
     std::string block_index;
     std::string grid_size;
     std::string barrier;            // statement
+    std::string warp_barrier;       // statement syncing 32 threads; empty: use `barrier`
     std::string sqrt_f32;           // correctly rounded sqrt function
     std::string fma_f32;            // fused multiply-add function
     std::string dp4a;               // packed int8 dot product with i32 accumulate

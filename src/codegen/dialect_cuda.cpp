@@ -24,6 +24,7 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }
         .block_index = "((int32_t)blockIdx.x)",
         .grid_size = "((int32_t)gridDim.x)",
         .barrier = "__syncthreads();",
+        .warp_barrier = "__syncwarp();",
         .sqrt_f32 = "__fsqrt_rn",
         .fma_f32 = "__fmaf_rn",
         .dp4a = "__dp4a",

@@ -265,6 +265,19 @@ struct KernelEmitter {
                            v, n.mask, n.width);
     }
 
+    // An if's condition without the parentheses that enclose all of it: `if ((a == b))` draws
+    // -Wparentheses-equality from clang-based OpenCL compilers.
+    std::string condition(const ExprRef& e) {
+        std::string text = expr(e);
+        if (text.size() < 2 || text.front() != '(') return text;
+        int depth = 0;
+        for (size_t i = 0; i < text.size(); ++i) {
+            depth += text[i] == '(' ? 1 : text[i] == ')' ? -1 : 0;
+            if (depth == 0) return i + 1 == text.size() ? text.substr(1, text.size() - 2) : text;
+        }
+        return text;
+    }
+
     std::string expr(const ExprRef& e) {
         if (auto it = named.find(e.get()); it != named.end()) return it->second;
         return std::visit(
@@ -359,7 +372,7 @@ struct KernelEmitter {
                     line("}");
                 } else if constexpr (std::is_same_v<N, stmt::If>) {
                     name_shared({n.cond});
-                    line(fmt::format("if ({}) {{", expr(n.cond)));
+                    line(fmt::format("if ({}) {{", condition(n.cond)));
                     named.clear();
                     ++depth;
                     stmt(n.then_body);
@@ -372,7 +385,7 @@ struct KernelEmitter {
                     }
                     line("}");
                 } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
-                    line(d.barrier);
+                    line(n.warp && !d.warp_barrier.empty() ? d.warp_barrier : d.barrier);
                 } else {
                     fail("kernel {}: fold reached the emitter unlowered", k.name);
                 }
@@ -415,7 +428,7 @@ struct KernelEmitter {
                         line("}");
                     } else if constexpr (std::is_same_v<N, stmt::If>) {
                         uniform_context = true;
-                        line(fmt::format("if ({}) {{", expr(n.cond)));
+                        line(fmt::format("if ({}) {{", condition(n.cond)));
                         uniform_context = false;
                         ++depth;
                         region(n.then_body);

@@ -211,6 +211,10 @@ void KernelBuilder::barrier() {
     emit(ir::make(ir::stmt::Barrier{}));
 }
 
+void KernelBuilder::warp_barrier() {
+    emit(ir::make(ir::stmt::Barrier{.warp = true}));
+}
+
 Var KernelBuilder::fold(DType type, const Expr& extent, const Fold& fold,
                         const std::function<Expr(Expr)>& body) {
     const ir::FoldSpec& spec = fold.spec;

@@ -184,24 +184,29 @@ struct Lowerer {
         if (T > 1 && warp_size >= T) {
             butterfly(out, T, T, t);
         } else if (T > 1) {
-            // Through a shared tile: the levels down to the warp (or all of them without
-            // shuffles), each followed by a barrier; then, with shuffles, the first warp of the
-            // group does the last levels and leaves the root in the group's first slot.
-            const bool warp_tail = warp_size > 1 && T > warp_size;
-            const int last_shared = warp_tail ? warp_size : 1;
             const MemRef tile{MemSpace::shared, tile_for(type)};
             out.push_back(make(stmt::Store{tile, tid, local(k, acc)}));
             out.push_back(make(stmt::Barrier{}));
-            for (int s = T / 2; s >= last_shared; s /= 2) {
-                auto a = make(type, expr::Load{tile, tid});
-                auto b = make(type, expr::Load{tile, bin(BinOp::add, tid, i32(s))});
-                auto store = make(stmt::Store{tile, tid, fold_combine(f.spec.op, a, b)});
-                out.push_back(make(stmt::If{bin(BinOp::lt, t, i32(s)), store, nullptr}));
-                out.push_back(make(stmt::Barrier{}));
-            }
-            if (warp_tail) {
+            if (warp_size > 1 && T > warp_size) {
+                // The levels down to the warp, then the warp's: thread t < warp of the first
+                // warp reads the T/warp nodes t, t+warp, ... and combines them with the tree's
+                // levels in registers (the order of every operation is the tree's), then the
+                // shuffles; it leaves the root in the group's first slot. One barrier each way.
+                const int nodes = T / warp_size;
                 std::vector<StmtRef> first_warp;
-                first_warp.push_back(make(stmt::Assign{acc, make(type, expr::Load{tile, tid})}));
+                std::vector<int> node(static_cast<size_t>(nodes));
+                for (int q = 0; q < nodes; ++q) {
+                    node[static_cast<size_t>(q)] = q == 0 ? acc : new_local(type, "node");
+                    auto at = bin(BinOp::add, tid, i32(static_cast<int64_t>(q) * warp_size));
+                    first_warp.push_back(make(
+                        stmt::Let{node[static_cast<size_t>(q)], make(type, expr::Load{tile, at})}));
+                }
+                for (int half = nodes / 2; half >= 1; half /= 2)
+                    for (int q = 0; q < half; ++q)
+                        first_warp.push_back(make(stmt::Assign{
+                            node[static_cast<size_t>(q)],
+                            fold_combine(f.spec.op, local(k, node[static_cast<size_t>(q)]),
+                                         local(k, node[static_cast<size_t>(q + half)]))}));
                 butterfly(first_warp, warp_size, warp_size, t);
                 first_warp.push_back(
                     make(stmt::If{bin(BinOp::eq, t, i32(0)),
@@ -209,6 +214,15 @@ struct Lowerer {
                 out.push_back(make(stmt::If{bin(BinOp::lt, t, i32(warp_size)),
                                             make(stmt::Seq{std::move(first_warp)}), nullptr}));
                 out.push_back(make(stmt::Barrier{}));
+            } else {
+                // Without shuffles: every level through the tile, each followed by a barrier.
+                for (int s = T / 2; s >= 1; s /= 2) {
+                    auto a = make(type, expr::Load{tile, tid});
+                    auto b = make(type, expr::Load{tile, bin(BinOp::add, tid, i32(s))});
+                    auto store = make(stmt::Store{tile, tid, fold_combine(f.spec.op, a, b)});
+                    out.push_back(make(stmt::If{bin(BinOp::lt, t, i32(s)), store, nullptr}));
+                    out.push_back(make(stmt::Barrier{}));
+                }
             }
             out.push_back(
                 make(stmt::Assign{acc, make(type, expr::Load{tile, bin(BinOp::sub, tid, t)})}));

@@ -105,7 +105,7 @@ struct Printer {
                     }
                     line(depth, "}");
                 } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
-                    line(depth, "barrier");
+                    line(depth, n.warp ? "barrier warp" : "barrier");
                 } else {
                     static_assert(std::is_same_v<N, stmt::Fold>);
                     line(depth,

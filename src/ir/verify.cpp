@@ -173,7 +173,12 @@ struct Verifier {
                     stmt(n.else_body);
                     if (v) divergence.pop_back();
                 } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
-                    barrier_point("barrier");
+                    barrier_point(n.warp ? "warp barrier" : "barrier");
+                    if (n.warp && k.block_size % stmt::kWarpBarrierGroup != 0)
+                        error(
+                            fmt::format("a warp barrier needs a block size that is a multiple "
+                                        "of {}; the block has {} threads",
+                                        stmt::kWarpBarrierGroup, k.block_size));
                 } else {
                     const FoldSpec& f = n.spec;
                     expr(n.extent);
