@@ -6,6 +6,7 @@
 
 #include <array>
 #include <bit>
+#include <functional>
 #include <limits>
 
 #include "ir/hash.hpp"
@@ -15,19 +16,53 @@ namespace kiln::ops {
 
 namespace {
 
-constexpr std::array<MatvecVariant, 8> kVariants{{
-    {"b64_v1", {64, 32, 1, false}},
-    {"b64_v4", {64, 32, 4, false}},
-    {"b128_v2", {128, 32, 2, false}},
-    {"b256_v8", {256, 32, 8, false}},
-    {"b128_t8_v2", {128, 8, 2, false}},
-    {"s64_v2", {64, 32, 2, true}},
-    {"s128_v2", {128, 32, 2, true}},
-    {"s256_v1", {256, 32, 1, true}},
+using enum MatvecForm;
+
+constexpr std::array<MatvecVariant, 10> kVariants{{
+    {"b64_v1", {64, 32, 1, pair_per_lane}},
+    {"b64_v4", {64, 32, 4, pair_per_lane}},
+    {"b128_v2", {128, 32, 2, pair_per_lane}},
+    {"b256_v8", {256, 32, 8, pair_per_lane}},
+    {"b128_t8_v2", {128, 8, 2, pair_per_lane}},
+    {"s128_v2", {128, 32, 2, staged}},
+    {"w128_v1", {128, 32, 1, warp_words}},
+    {"w128_v2", {128, 32, 2, warp_words}},
+    {"w256_v1", {256, 32, 1, warp_words}},
+    {"w256_v2", {256, 32, 2, warp_words}},
 }};
 
 // Shared memory a staged block may use (the portable static limit).
 constexpr int64_t kMaxSharedBytes = 48 * 1024;
+
+const char* form_name(MatvecForm f) {
+    switch (f) {
+        case pair_per_lane:
+            return "pair_per_lane";
+        case staged:
+            return "staged";
+        case warp_words:
+            return "warp_words";
+    }
+    return "?";
+}
+
+// Words of each row that one round covers: kMatvecQ8Lanes * unroll pairs.
+constexpr int round_words(const MatvecSchedule& s) {
+    return kMatvecQ8Lanes * s.unroll * kQ8PairWords;
+}
+
+int64_t shared_bytes(const MatvecSchedule& s) {
+    const int64_t rows_per_block = s.block / s.threads;
+    switch (s.form) {
+        case pair_per_lane:
+            return 0;
+        case staged:
+            return (rows_per_block + 1) * round_words(s) * 4;
+        case warp_words:  // a word product per word, two scales per pair
+            return rows_per_block * (round_words(s) + 2 * kMatvecQ8Lanes * s.unroll) * 4;
+    }
+    return 0;
+}
 
 void check_schedule(const MatvecSchedule& s) {
     const auto pow2 = [](int v) { return v >= 1 && std::has_single_bit(static_cast<unsigned>(v)); };
@@ -38,15 +73,20 @@ void check_schedule(const MatvecSchedule& s) {
             s.threads, kMatvecQ8Lanes, s.block);
     if (s.unroll < 1 || s.unroll > 16)
         fail("matvec_q8_dp4a: schedule unroll {}; expected 1 to 16", s.unroll);
-    if (s.staged) {
-        const int64_t bytes =
-            (s.block / s.threads + 1) * int64_t{kMatvecQ8Lanes} * s.unroll * kQ8PairWords * 4;
-        if (s.threads != kMatvecQ8Lanes || bytes > kMaxSharedBytes)
-            fail(
-                "matvec_q8_dp4a: staged schedule block {} threads {} unroll {}; expected {} "
-                "threads per row and tiles of at most {} bytes (these need {})",
-                s.block, s.threads, s.unroll, kMatvecQ8Lanes, kMaxSharedBytes, bytes);
-    }
+    if (s.form != pair_per_lane && s.threads != kMatvecQ8Lanes)
+        fail("matvec_q8_dp4a: schedule form {} with {} threads per row; expected {}",
+             form_name(s.form), s.threads, kMatvecQ8Lanes);
+    const int64_t bytes = shared_bytes(s);
+    if (bytes > kMaxSharedBytes)
+        fail(
+            "matvec_q8_dp4a: {} schedule block {} unroll {} needs {} bytes of shared memory; "
+            "expected at most {}",
+            form_name(s.form), s.block, s.unroll, bytes, kMaxSharedBytes);
+}
+
+// An f16 scale, held in the low 16 bits of a u32, as f32 (exact).
+Expr half_scale(const Expr& half_bits) {
+    return cast(DType::f32, bitcast(DType::f16, half_bits));
 }
 
 // The dot product of one Q8_0 block pair of W with the matching pair of x: 17 words each, read
@@ -74,76 +114,161 @@ Expr pair_value(KernelBuilder& k, const Memory& w, const Expr& w_base, const Mem
     Expr isum1 = Expr(0);
     for (int i = 9; i < kQ8PairWords; ++i)
         isum1 = dp4a(bitcast(DType::i32, word(ww, i)), bitcast(DType::i32, word(xx, i)), isum1);
-    auto scale = [](const Expr& half_bits) {
-        return cast(DType::f32, bitcast(DType::f16, half_bits));
-    };
-    Expr d0 = scale(word(ww, 0) & 0xffffu) * scale(word(xx, 0) & 0xffffu);
-    Expr d1 = scale(word(ww, 8) >> 16u) * scale(word(xx, 8) >> 16u);
+    Expr d0 = half_scale(word(ww, 0) & 0xffffu) * half_scale(word(xx, 0) & 0xffffu);
+    Expr d1 = half_scale(word(ww, 8) >> 16u) * half_scale(word(xx, 8) >> 16u);
     Var p0 = k.let(d0 * cast(DType::f32, isum0), "p0");
     Var p1 = k.let(d1 * cast(DType::f32, isum1), "p1");
     return p0 + p1;
 }
 
-// The staged form: rounds of 32*unroll pairs; the block copies its rows' words and x's words of
-// the round into shared tiles (consecutive threads, consecutive words), then lane t (thread t of
-// its row's warp) adds pairs t, t+32, ... of the round to its partial in order. The partials are
-// exactly the canonical fold's lanes; a 32-lane fold whose element t is thread t's partial
-// (0 + partial == partial: a lane's sum from +0 is never -0) then applies the halving tree.
-ir::Kernel staged_kernel(const MatvecSchedule& s) {
-    const int rows_per_block = s.block / kMatvecQ8Lanes;
-    const int round = kMatvecQ8Lanes * s.unroll;  // pairs per round
-    const int words = round * kQ8PairWords;       // words per row per round
-    KernelBuilder k(fmt::format("matvec_q8_s{}_v{}", s.block, s.unroll), s.block);
+// What the staged and warp_words forms share: the parameters, and a warp per row (slot `slot`
+// of the block's rows_per_block), the row clamped so every thread reaches the barriers.
+struct WarpRow {
+    Memory w, x, y;
+    Expr pairs, last, lane, slot, group, row, w_row;  // named once each (k.let)
+};
+
+WarpRow warp_row(KernelBuilder& k, int rows_per_block) {
     auto w = k.input("w", DType::u32);
     auto x = k.input("x", DType::u32);
     auto y = k.output("y", DType::f32);
     k.require(x.len() % kQ8PairWords == 0 && w.len() == y.len() * x.len(),
               "w holds rows of x's Q8_0 block pairs (17 words each), one row per y element");
-    auto w_tile = k.shared(DType::u32, int64_t{rows_per_block} * words, "w_tile");
-    auto x_tile = k.shared(DType::u32, words, "x_tile");
     Var pairs = k.let(x.len() / kQ8PairWords, "pairs");
     Var last = k.let(max(x.len() - 1, 0), "last");
-    Var lane = k.let(k.thread_index() % kMatvecQ8Lanes, "lane");
-    Var slot = k.let(k.thread_index() / kMatvecQ8Lanes, "slot");
+    Var lane = k.let(k.thread_index() & (kMatvecQ8Lanes - 1), "lane");
+    Var slot = k.let(k.thread_index() >> std::countr_zero(unsigned{kMatvecQ8Lanes}), "slot");
     Var group = k.let(k.block_index() * rows_per_block + slot, "group");
-    // Clamp instead of branching: every thread of the block reaches the barriers.
     Var row = k.let(min(group.expr(), max(y.len() - 1, 0)), "row");
     Var w_row = k.let(row * x.len(), "w_row");
-    Var tile_row = k.let(slot * words, "tile_row");
-    Var partial = k.let(Expr(0.0f), "partial");
-    k.for_(
-        0, pairs,
-        [&](Expr base) {
-            Var offset = k.let(base * kQ8PairWords, "offset");
-            // Lane t copies words t, t+32, ... (17*unroll of them, comptime-unrolled so every
-            // load is in flight at once). Words past the end are clamped copies no lane reads.
-            for (int c = 0; c < words / kMatvecQ8Lanes; ++c) {
-                Var i = k.let(lane + c * kMatvecQ8Lanes, "i");
-                w_tile[tile_row + i] = w[w_row + min(offset + i, last.expr())];
-            }
-            const int x_steps = static_cast<int>(ceil_div(words, s.block));
-            for (int c = 0; c < x_steps; ++c) {
-                Var i = k.let(k.thread_index() + c * s.block, "i");
-                auto copy = [&] { x_tile[i] = x[min(offset + i, last.expr())]; };
-                if ((words % s.block) == 0)
-                    copy();
-                else
-                    k.if_(i < words, copy);
-            }
-            k.barrier();
-            for (int r = 0; r < s.unroll; ++r) {
-                Var local = k.let(lane + r * kMatvecQ8Lanes, "local");
-                k.if_(base + local < pairs, [&] {
-                    Var at = k.let(local * kQ8PairWords, "at");
-                    partial = partial + pair_value(k, w_tile, tile_row + at, x_tile, at);
-                });
-            }
-            k.barrier();
-        },
-        round);
+    return {w, x, y, pairs, last, lane, slot, group, row, w_row.expr()};
+}
+
+// Folds the 32 lane partials of a row (thread t of the row's warp holds lane t's sum of its
+// pairs, in order, from +0) with the canonical fold's tree and stores y[row]. A 32-lane fold
+// whose element t is thread t's partial: 0 + partial == partial, since a lane's sum from +0 is
+// never -0.
+void store_lane_partials(KernelBuilder& k, const Var& partial, const WarpRow& r) {
     Fold tree = Fold::sum().lanes(kMatvecQ8Lanes).chunk(1).threads(kMatvecQ8Lanes);
     Var acc = k.fold(DType::f32, kMatvecQ8Lanes, tree, [&](Expr) -> Expr { return partial; });
-    k.if_(group < y.len() && lane == 0, [&] { y[row] = acc; });
+    k.if_(r.group < r.y.len() && r.lane == 0, [&] { r.y[r.row] = acc; });
+}
+
+// The round loop of both forms: each round covers 32*unroll pairs of the row; `stage(offset)`
+// fills the shared arrays from the round's words (offset = the round's first word in the row),
+// `sync` separates the phases, then lane t adds the round's pairs t, t+32, ... that exist to its
+// partial, in order: `pair(local)` is the value of the round's pair `local`.
+void for_each_round(KernelBuilder& k, const MatvecSchedule& s, const WarpRow& r, Var& partial,
+                    const std::function<void(const Expr&)>& stage,
+                    const std::function<void()>& sync,
+                    const std::function<Expr(const Expr&)>& pair) {
+    const int round = kMatvecQ8Lanes * s.unroll;
+    k.for_(
+        0, r.pairs,
+        [&](Expr base) {
+            stage(k.let(base * kQ8PairWords, "offset"));
+            sync();
+            for (int u = 0; u < s.unroll; ++u) {
+                Var local = k.let(r.lane + u * kMatvecQ8Lanes, "local");
+                k.if_(base + local < r.pairs, [&] { partial = partial + pair(local); });
+            }
+            sync();  // the round's arrays are read before the next round writes them
+        },
+        round);
+}
+
+// The staged form: rounds of 32*unroll pairs; the block copies its rows' words and x's words of
+// the round into shared tiles (consecutive threads, consecutive words), then lane t (thread t of
+// its row's warp) adds pairs t, t+32, ... of the round to its partial in order. The partials are
+// exactly the canonical fold's lanes (store_lane_partials).
+ir::Kernel staged_kernel(const MatvecSchedule& s) {
+    const int rows_per_block = s.block / kMatvecQ8Lanes;
+    const int round = kMatvecQ8Lanes * s.unroll;  // pairs per round
+    const int words = round * kQ8PairWords;       // words per row per round
+    KernelBuilder k(fmt::format("matvec_q8_s{}_v{}", s.block, s.unroll), s.block);
+    const WarpRow r = warp_row(k, rows_per_block);
+    auto w_tile = k.shared(DType::u32, int64_t{rows_per_block} * words, "w_tile");
+    auto x_tile = k.shared(DType::u32, words, "x_tile");
+    Var tile_row = k.let(r.slot * words, "tile_row");
+    Var partial = k.let(Expr(0.0f), "partial");
+    auto stage = [&](const Expr& offset) {
+        // Lane t copies words t, t+32, ... (17*unroll of them, comptime-unrolled so every
+        // load is in flight at once). Words past the end are clamped copies no lane reads.
+        for (int c = 0; c < words / kMatvecQ8Lanes; ++c) {
+            Var i = k.let(r.lane + c * kMatvecQ8Lanes, "i");
+            w_tile[tile_row + i] = r.w[r.w_row + min(offset + i, r.last)];
+        }
+        const int x_steps = static_cast<int>(ceil_div(words, s.block));
+        for (int c = 0; c < x_steps; ++c) {
+            Var i = k.let(k.thread_index() + c * s.block, "i");
+            auto copy = [&] { x_tile[i] = r.x[min(offset + i, r.last)]; };
+            if ((words % s.block) == 0)
+                copy();
+            else
+                k.if_(i < words, copy);
+        }
+    };
+    for_each_round(
+        k, s, r, partial, stage, [&] { k.barrier(); },
+        [&](const Expr& local) -> Expr {
+            Var at = k.let(local * kQ8PairWords, "at");
+            return pair_value(k, w_tile, tile_row + at, x_tile, at);
+        });
+    store_lane_partials(k, partial, r);
+    return k.finish();
+}
+
+// A warp per row (see MatvecForm::warp_words). Round r covers pairs [r*R, r*R + R) of the row,
+// R = 32*unroll, i.e. R*17 consecutive words: lane t loads words t, t+32, ... of W and of x, so
+// each warp load is 128 contiguous bytes. A word's product is dp4a(w & mask, x): the mask drops
+// the scale half of words 0 and 8 of a pair, so the products of words 0..8 sum to block 0's
+// isum and those of words 9..16 to block 1's, exactly (int32, no overflow). Then lane t folds
+// pairs t, t+32, ... of the round in order, as the canonical fold's lane t.
+ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
+    const int warps = s.block / kMatvecQ8Lanes;
+    const int round = kMatvecQ8Lanes * s.unroll;  // pairs per round
+    const int words = round_words(s);             // words per row per round
+    KernelBuilder k(fmt::format("matvec_q8_w{}_v{}", s.block, s.unroll), s.block);
+    const WarpRow r = warp_row(k, warps);
+    auto products = k.shared(DType::i32, int64_t{warps} * words, "products");
+    auto scale0 = k.shared(DType::f32, int64_t{warps} * round, "scale0");
+    auto scale1 = k.shared(DType::f32, int64_t{warps} * round, "scale1");
+    Var products_row = k.let(r.slot * words, "products_row");
+    Var scales_row = k.let(r.slot * round, "scales_row");
+    Var partial = k.let(Expr(0.0f), "partial");
+    auto stage = [&](const Expr& offset) {
+        // Comptime-unrolled so that every load of the round is in flight at once. Words past
+        // the row's end are clamped copies whose products no lane reads.
+        for (int c = 0; c < words / kMatvecQ8Lanes; ++c) {
+            Var j = k.let(r.lane + c * kMatvecQ8Lanes, "j");  // word within the round
+            Var at = k.let(min(offset + j, r.last), "at");
+            Var wv = k.let(r.w[r.w_row + at], "wv");
+            Var xv = k.let(r.x[at], "xv");
+            Var m = k.let(j % kQ8PairWords, "m");  // word within its pair
+            Var q = k.let(j / kQ8PairWords, "q");  // pair within the round
+            Expr mask = select(m == 0, Expr(0xffff0000u),
+                               select(m == 8, Expr(0x0000ffffu), Expr(0xffffffffu)));
+            products[products_row + j] =
+                dp4a(bitcast(DType::i32, wv & mask), bitcast(DType::i32, xv), 0);
+            k.if_(m == 0, [&] {
+                scale0[scales_row + q] = half_scale(wv & 0xffffu) * half_scale(xv & 0xffffu);
+            });
+            k.if_(m == 8,
+                  [&] { scale1[scales_row + q] = half_scale(wv >> 16u) * half_scale(xv >> 16u); });
+        }
+    };
+    auto pair = [&](const Expr& local) -> Expr {
+        Var first = k.let(products_row + local * kQ8PairWords, "first");
+        Expr isum0 = Expr(0), isum1 = Expr(0);
+        for (int i = 0; i < 9; ++i) isum0 = isum0 + products[first + i];
+        for (int i = 9; i < kQ8PairWords; ++i) isum1 = isum1 + products[first + i];
+        Var p0 = k.let(scale0[scales_row + local] * cast(DType::f32, isum0), "p0");
+        Var p1 = k.let(scale1[scales_row + local] * cast(DType::f32, isum1), "p1");
+        return p0 + p1;
+    };
+    for_each_round(
+        k, s, r, partial, stage, [&] { k.warp_barrier(); }, pair);
+    store_lane_partials(k, partial, r);
     return k.finish();
 }
 
@@ -155,7 +280,8 @@ std::span<const MatvecVariant> matvec_q8_variants() {
 
 ir::Kernel matvec_q8_kernel(const MatvecSchedule& s) {
     check_schedule(s);
-    if (s.staged) return staged_kernel(s);
+    if (s.form == staged) return staged_kernel(s);
+    if (s.form == warp_words) return warp_words_kernel(s);
     KernelBuilder k(fmt::format("matvec_q8_b{}_t{}_v{}", s.block, s.threads, s.unroll), s.block);
     auto w = k.input("w", DType::u32);
     auto x = k.input("x", DType::u32);

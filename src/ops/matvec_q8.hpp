@@ -29,15 +29,27 @@ inline constexpr int kQ8PairWords = 17;    // two blocks as u32 words
 inline constexpr int kMatvecQ8Lanes = 32;  // the canonical fold's lanes (fixed by the op)
 inline constexpr int kMatvecQ8Chunk = 1;   // pairs per chunk (fixed by the op)
 
+// How a row's pairs reach the lanes that fold them.
+enum class MatvecForm {
+    // Each lane reads its own pairs straight from memory (68-byte stride across a warp).
+    pair_per_lane,
+    // Each round's W rows and x are first copied into shared tiles by consecutive threads
+    // (coalesced 4-byte loads, 128 bytes a warp), then each lane reads its pair from the tile
+    // (stride 17 words: no bank conflicts). Block barriers between rounds.
+    staged,
+    // A warp per row reads each round's words coalesced and takes every word's masked dp4a at
+    // once (the integer sums are exact, so any grouping gives the same isum); lane t then sums
+    // the 9 + 8 word products of each of its pairs from a per-warp shared array. Warp barriers
+    // only. Needs threads == kMatvecQ8Lanes.
+    warp_words,
+};
+
 // The schedule: how the one kernel maps onto threads. Never changes the result.
 struct MatvecSchedule {
     int block = 64;    // threads per block
     int threads = 32;  // threads per row (the fold's threads): a power of two dividing 32 and block
     int unroll = 1;    // rounds of pairs per lane per loop step (loads in flight), 1 to 16
-    // Staged: each round's W rows and x are first copied into shared tiles by consecutive threads
-    // (coalesced 4-byte loads, 128 bytes a warp), then each lane reads its pair from the tile
-    // (stride 17 words: no bank conflicts). Needs threads == kMatvecQ8Lanes (a lane per thread).
-    bool staged = false;
+    MatvecForm form = MatvecForm::pair_per_lane;
 };
 
 struct MatvecVariant {
@@ -46,7 +58,8 @@ struct MatvecVariant {
 };
 
 // The variant table the tuner races: "b<block>_v<unroll>" with a warp (32 threads) per row,
-// "b<block>_t<threads>_v<unroll>" for fewer threads per row, "s<block>_v<unroll>" staged.
+// "b<block>_t<threads>_v<unroll>" for fewer threads per row, "s<block>_v<unroll>" staged,
+// "w<block>_v<unroll>" warp_words.
 std::span<const MatvecVariant> matvec_q8_variants();
 
 // The kernel: parameters w (u32 view of W's Q8_0 bytes), x (u32 view of x's), y (f32, rows).
