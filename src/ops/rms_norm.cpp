@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -50,17 +51,19 @@ void check_schedule(const RmsNormSchedule& s) {
     if (s.rows_per_thread < 1 || s.rows_per_thread > 16)
         fail("rms_norm schedule {}: {} rows per thread; expected 1 to 16", s.name,
              s.rows_per_thread);
-    if (s.cache_row && (s.threads != s.block || s.rows_per_thread != 1))
-        fail("rms_norm schedule {}: caching the row needs a block per row and one row per thread",
-             s.name);
+    if ((s.cache_row || s.prefetch_w) && (s.threads != s.block || s.rows_per_thread != 1))
+        fail(
+            "rms_norm schedule {}: caching the row or prefetching w needs a block per row and one "
+            "row per thread",
+            s.name);
     if (s.unroll < 1 || s.unroll > 16)
         fail("rms_norm schedule {}: fold unroll {}; expected 1 to 16", s.name, s.unroll);
 }
 
 // The memo key of a variant's kernel: every comptime value it is built from.
 std::string variant_key(DType type, int64_t n, const RmsNormSchedule& s) {
-    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}", name(type), n, s.name, s.block,
-                       s.threads, s.rows_per_thread, s.unroll, s.cache_row);
+    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}p{}", name(type), n, s.name, s.block,
+                       s.threads, s.rows_per_thread, s.unroll, s.cache_row, s.prefetch_w);
 }
 
 std::function<ir::Kernel()> builder(DType type, int64_t n, const RmsNormSchedule& s) {
@@ -118,6 +121,8 @@ const std::vector<RmsNormSchedule>& rms_norm_variants() {
         {"block_b128_u8", 128, 128, 1, 8},
         {"block_b256_c", 256, 256, 1, 1, true},
         {"block_b256_u4_c", 256, 256, 1, 4, true},
+        {"block_b256_u4_cw", 256, 256, 1, 4, true, true},
+        {"block_b256_u16_cw", 256, 256, 1, 16, true, true},
     };
     return variants;
 }
@@ -161,6 +166,17 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
         Var base = k.let(min(row.expr(), rows - 1) * N, "base");
         std::optional<Memory> row_cache;
         if (caches_row(type, n, s)) row_cache = k.shared(type, N, "row");
+        // The normalize pass is spread over the group: thread t takes i = t, t+T, ...
+        // (coalesced), unrolled at comptime when that is at most kNormalizeUnroll elements.
+        const int per_thread = static_cast<int>(ceil_div(N, T));
+        const bool unrolled = per_thread <= kNormalizeUnroll;
+        auto nth = [&](int j) { return t + j * T; };
+        auto whole = [&](int j) { return (j + 1) * static_cast<int64_t>(T) <= N; };
+        std::vector<Expr> w_early;  // w[nth(j)], loaded before the fold (clamped in range)
+        if (s.prefetch_w && unrolled)
+            for (int j = 0; j < per_thread; ++j)
+                w_early.push_back(
+                    k.let(to_f32(w[whole(j) ? nth(j) : min(nth(j), Expr(N - 1))]), "w_early"));
         Var ss = k.fold(DType::f32, N, fold, [&](Expr i) -> Expr {
             Var raw = k.let(x[base + i], "raw");
             // Each element is folded by exactly one thread; the fold's barriers publish the
@@ -170,23 +186,21 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
             return v * v;
         });
         Var inv = k.let(1.0f / sqrt(ss / n_f32 + eps), "inv");
-        // The normalize pass, spread over the group: thread t takes i = t, t+T, ... (coalesced);
-        // x is read again (it is in cache).
         k.if_(row < rows, [&] {
-            auto normalize = [&](const Expr& i) {
-                Expr y = to_f32(row_cache ? (*row_cache)[i].expr() : x[base + i].expr()) * inv *
-                         to_f32(w[i]);
+            auto normalize = [&](const Expr& i, const Expr& w_i) {
+                Expr y =
+                    to_f32(row_cache ? (*row_cache)[i].expr() : x[base + i].expr()) * inv * w_i;
                 out[base + i] = type == DType::f32 ? y : cast(type, y);
             };
-            const int per_thread = static_cast<int>(ceil_div(N, T));
-            if (per_thread <= kNormalizeUnroll) {
-                // Comptime-unrolled: every load of the pass is independent and in flight at once.
+            if (unrolled) {
+                // Every load of the pass is independent and in flight at once.
                 for (int j = 0; j < per_thread; ++j) {
-                    Expr i = t + j * T;
-                    if ((j + 1) * static_cast<int64_t>(T) <= N)
-                        normalize(i);
+                    Expr w_j =
+                        w_early.empty() ? to_f32(w[nth(j)]) : w_early[static_cast<size_t>(j)];
+                    if (whole(j))
+                        normalize(nth(j), w_j);
                     else
-                        k.if_(i < N, [&] { normalize(i); });
+                        k.if_(nth(j) < N, [&] { normalize(nth(j), w_j); });
                 }
             } else {
                 k.for_(
@@ -194,7 +208,7 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
                     [&](Expr i0) {
                         for (int j = 0; j < 4; ++j) {
                             Expr i = i0 + j * T;
-                            k.if_(i < N, [&] { normalize(i); });
+                            k.if_(i < N, [&] { normalize(i, to_f32(w[i])); });
                         }
                     },
                     4 * T);

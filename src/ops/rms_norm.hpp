@@ -42,6 +42,10 @@ struct RmsNormSchedule {
     // pass reads it from there instead of from cache. Used when the row fits (at most
     // kRowCacheBytes); otherwise the variant runs exactly as without it.
     bool cache_row = false;
+    // Block per row only: load this thread's elements of w into registers before the fold, so
+    // their latency hides behind it. Used when the normalize pass is unrolled at comptime (at
+    // most 32 elements a thread); otherwise the variant runs exactly as without it.
+    bool prefetch_w = false;
 };
 
 inline constexpr int64_t kRowCacheBytes = 32 * 1024;
@@ -52,6 +56,7 @@ inline constexpr int64_t kRowCacheBytes = 32 * 1024;
 //   block_b256 block_b256_u2 block_b256_u4 block_b256_u8 block_b128_u4 block_b128_u8
 //                                     the whole block per row
 //   block_b256_c block_b256_u4_c      ... keeping the row in shared memory
+//   block_b256_u4_cw block_b256_u16_cw  ... and loading w before the fold
 const std::vector<RmsNormSchedule>& rms_norm_variants();
 const RmsNormSchedule& rms_norm_variant(const std::string& name);  // kiln::Error if unknown
 
