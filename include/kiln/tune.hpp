@@ -44,7 +44,9 @@ struct Timed {
 // The timing protocol variants share. iters == 1: `launch` runs once (`before_each` first, if
 // given), timed on the device, no warm-up — what a tuner hit costs. iters > 1: warm-up launches,
 // then `iters` launches each timed on the device with `before_each` (untimed) before it and, on
-// GPUs, the L2 cache flushed (untimed) before it; returns the median ms per dispatch.
+// GPUs, the L2 cache flushed (untimed) before it; returns the median ms per dispatch. The untimed
+// work is queued ahead of the launch without waiting for it, so a GPU's clock counts the
+// device's time for the launch, not the host's time to submit it.
 // `before_each` restores scratch inputs for variants that write their inputs.
 double time_dispatches(Device& device, int iters, const std::function<void()>& launch,
                        const std::function<void()>& before_each = {});

@@ -8,6 +8,7 @@
 #include <bit>
 #include <functional>
 #include <limits>
+#include <vector>
 
 #include "ir/hash.hpp"
 #include "kiln/compile.hpp"
@@ -58,8 +59,8 @@ int64_t shared_bytes(const MatvecSchedule& s) {
             return 0;
         case staged:
             return (rows_per_block + 1) * round_words(s) * 4;
-        case warp_words:  // a word product per word, two scales per pair
-            return rows_per_block * (round_words(s) + 2 * kMatvecQ8Lanes * s.unroll) * 4;
+        case warp_words:  // a product per word, two scale words of W and two of x per pair
+            return rows_per_block * (round_words(s) + 4 * kMatvecQ8Lanes * s.unroll) * 4;
     }
     return 0;
 }
@@ -231,30 +232,37 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
     KernelBuilder k(fmt::format("matvec_q8_w{}_v{}", s.block, s.unroll), s.block);
     const WarpRow r = warp_row(k, warps);
     auto products = k.shared(DType::i32, int64_t{warps} * words, "products");
-    auto scale0 = k.shared(DType::f32, int64_t{warps} * round, "scale0");
-    auto scale1 = k.shared(DType::f32, int64_t{warps} * round, "scale1");
+    // The scale words (0 and 8) of each pair of W and of x: block b of pair q at b*round + q.
+    auto w_scales = k.shared(DType::u32, int64_t{warps} * 2 * round, "w_scales");
+    auto x_scales = k.shared(DType::u32, int64_t{warps} * 2 * round, "x_scales");
     Var products_row = k.let(r.slot * words, "products_row");
-    Var scales_row = k.let(r.slot * round, "scales_row");
+    Var scales_row = k.let(r.slot * (2 * round), "scales_row");
     Var partial = k.let(Expr(0.0f), "partial");
+    const int steps = words / kMatvecQ8Lanes;  // words per lane per round
     auto stage = [&](const Expr& offset) {
-        // Comptime-unrolled so that every load of the round is in flight at once. Words past
-        // the row's end are clamped copies whose products no lane reads.
-        for (int c = 0; c < words / kMatvecQ8Lanes; ++c) {
-            Var j = k.let(r.lane + c * kMatvecQ8Lanes, "j");  // word within the round
-            Var at = k.let(min(offset + j, r.last), "at");
-            Var wv = k.let(r.w[r.w_row + at], "wv");
-            Var xv = k.let(r.x[at], "xv");
-            Var m = k.let(j % kQ8PairWords, "m");  // word within its pair
-            Var q = k.let(j / kQ8PairWords, "q");  // pair within the round
+        // Every load of the round first, so that all are in flight at once (the stores below
+        // are conditional, and loads are not moved across branches). Words past the row's end
+        // are clamped copies whose products no lane reads.
+        std::vector<Expr> j, wv, xv;
+        for (int c = 0; c < steps; ++c) {
+            j.push_back(k.let(r.lane + c * kMatvecQ8Lanes, "j"));  // word within the round
+            Var at = k.let(min(offset + j.back(), r.last), "at");
+            wv.push_back(k.let(r.w[r.w_row + at], "wv"));
+            xv.push_back(k.let(r.x[at], "xv"));
+        }
+        for (size_t c = 0; c < j.size(); ++c) {
+            Var m = k.let(j[c] % kQ8PairWords, "m");  // word within its pair
             Expr mask = select(m == 0, Expr(0xffff0000u),
                                select(m == 8, Expr(0x0000ffffu), Expr(0xffffffffu)));
-            products[products_row + j] =
-                dp4a(bitcast(DType::i32, wv & mask), bitcast(DType::i32, xv), 0);
-            k.if_(m == 0, [&] {
-                scale0[scales_row + q] = half_scale(wv & 0xffffu) * half_scale(xv & 0xffffu);
+            products[products_row + j[c]] =
+                dp4a(bitcast(DType::i32, wv[c] & mask), bitcast(DType::i32, xv[c]), 0);
+            k.if_(m == 0 || m == 8, [&] {
+                Var at =
+                    k.let(scales_row + select(m == 8, Expr(round), Expr(0)) + j[c] / kQ8PairWords,
+                          "scale_at");
+                w_scales[at] = wv[c];
+                x_scales[at] = xv[c];
             });
-            k.if_(m == 8,
-                  [&] { scale1[scales_row + q] = half_scale(wv >> 16u) * half_scale(xv >> 16u); });
         }
     };
     auto pair = [&](const Expr& local) -> Expr {
@@ -262,8 +270,12 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
         Expr isum0 = Expr(0), isum1 = Expr(0);
         for (int i = 0; i < 9; ++i) isum0 = isum0 + products[first + i];
         for (int i = 9; i < kQ8PairWords; ++i) isum1 = isum1 + products[first + i];
-        Var p0 = k.let(scale0[scales_row + local] * cast(DType::f32, isum0), "p0");
-        Var p1 = k.let(scale1[scales_row + local] * cast(DType::f32, isum1), "p1");
+        Var at0 = k.let(scales_row + local, "at0");
+        Expr d0 = half_scale(w_scales[at0] & 0xffffu) * half_scale(x_scales[at0] & 0xffffu);
+        Expr d1 =
+            half_scale(w_scales[at0 + round] >> 16u) * half_scale(x_scales[at0 + round] >> 16u);
+        Var p0 = k.let(d0 * cast(DType::f32, isum0), "p0");
+        Var p1 = k.let(d1 * cast(DType::f32, isum1), "p1");
         return p0 + p1;
     };
     for_each_round(
