@@ -228,6 +228,16 @@ TEST(MatvecQ8, BadArgumentsAreErrors) {
     expect_error([&] { ops::matvec_q8_bench(cpu, w, f, 4, 64, s, 1); }, "expected u8");
     expect_error([&] { ops::matvec_q8_kernel({64, 64, 1}); }, "threads per row 64");
     expect_error([&] { ops::matvec_q8_kernel({64, 32, 17}); }, "unroll 17");
+    expect_error(
+        [&] {
+            ops::matvec_q8_kernel({64, 8, 1, ops::MatvecForm::warp_words});
+        },
+        "warp_words with 8 threads per row");
+    expect_error(
+        [&] {
+            ops::matvec_q8_kernel({256, 32, 2, ops::MatvecForm::warp_words});
+        },
+        "needs 69632 bytes of shared memory");
     EXPECT_THROW(oracle::matvec_q8(Bytes(68), Bytes(68), 1, 96), Error);
 }
 

@@ -50,7 +50,8 @@ class Expr {
 class Var {
   public:
     Var(KernelBuilder* k, int id, DType type) : k_(k), id_(id), type_(type) {}
-    operator Expr() const;  // NOLINT: reads the variable
+    Var(const Var&) = default;  // a copy names the same variable (assignment emits a statement)
+    operator Expr() const;      // NOLINT: reads the variable
     Expr expr() const { return *this; }
     Var& operator=(const Expr& value);
     Var& operator=(const Var& other) { return *this = other.expr(); }

@@ -29,7 +29,7 @@ constexpr std::array<MatvecVariant, 10> kVariants{{
     {"w128_v1", {128, 32, 1, warp_words}},
     {"w128_v2", {128, 32, 2, warp_words}},
     {"w256_v1", {256, 32, 1, warp_words}},
-    {"w256_v2", {256, 32, 2, warp_words}},
+    {"w64_v1", {64, 32, 1, warp_words}},
 }};
 
 // Shared memory a staged block may use (the portable static limit).
@@ -59,8 +59,8 @@ int64_t shared_bytes(const MatvecSchedule& s) {
             return 0;
         case staged:
             return (rows_per_block + 1) * round_words(s) * 4;
-        case warp_words:  // a product per word, two scale words of W and two of x per pair
-            return rows_per_block * (round_words(s) + 4 * kMatvecQ8Lanes * s.unroll) * 4;
+        case warp_words:  // a product and the raw word of W per word
+            return rows_per_block * 2 * round_words(s) * 4;
     }
     return 0;
 }
@@ -158,20 +158,21 @@ void store_lane_partials(KernelBuilder& k, const Var& partial, const WarpRow& r)
 // The round loop of both forms: each round covers 32*unroll pairs of the row; `stage(offset)`
 // fills the shared arrays from the round's words (offset = the round's first word in the row),
 // `sync` separates the phases, then lane t adds the round's pairs t, t+32, ... that exist to its
-// partial, in order: `pair(local)` is the value of the round's pair `local`.
+// partial, in order: `pair(offset, local)` is the value of the round's pair `local`.
 void for_each_round(KernelBuilder& k, const MatvecSchedule& s, const WarpRow& r, Var& partial,
                     const std::function<void(const Expr&)>& stage,
                     const std::function<void()>& sync,
-                    const std::function<Expr(const Expr&)>& pair) {
+                    const std::function<Expr(const Expr&, const Expr&)>& pair) {
     const int round = kMatvecQ8Lanes * s.unroll;
     k.for_(
         0, r.pairs,
         [&](Expr base) {
-            stage(k.let(base * kQ8PairWords, "offset"));
+            Var offset = k.let(base * kQ8PairWords, "offset");
+            stage(offset);
             sync();
             for (int u = 0; u < s.unroll; ++u) {
                 Var local = k.let(r.lane + u * kMatvecQ8Lanes, "local");
-                k.if_(base + local < r.pairs, [&] { partial = partial + pair(local); });
+                k.if_(base + local < r.pairs, [&] { partial = partial + pair(offset, local); });
             }
             sync();  // the round's arrays are read before the next round writes them
         },
@@ -211,7 +212,7 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
     };
     for_each_round(
         k, s, r, partial, stage, [&] { k.barrier(); },
-        [&](const Expr& local) -> Expr {
+        [&](const Expr&, const Expr& local) -> Expr {
             Var at = k.let(local * kQ8PairWords, "at");
             return pair_value(k, w_tile, tile_row + at, x_tile, at);
         });
@@ -227,53 +228,51 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
 // pairs t, t+32, ... of the round in order, as the canonical fold's lane t.
 ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
     const int warps = s.block / kMatvecQ8Lanes;
-    const int round = kMatvecQ8Lanes * s.unroll;  // pairs per round
-    const int words = round_words(s);             // words per row per round
+    const int words = round_words(s);  // words per row per round
     KernelBuilder k(fmt::format("matvec_q8_w{}_v{}", s.block, s.unroll), s.block);
     const WarpRow r = warp_row(k, warps);
+    // Per word of the round: its dp4a product with x's word, and the raw word of W (for the
+    // scale halves of words 0 and 8).
     auto products = k.shared(DType::i32, int64_t{warps} * words, "products");
-    // The scale words (0 and 8) of each pair of W and of x: block b of pair q at b*round + q.
-    auto w_scales = k.shared(DType::u32, int64_t{warps} * 2 * round, "w_scales");
-    auto x_scales = k.shared(DType::u32, int64_t{warps} * 2 * round, "x_scales");
-    Var products_row = k.let(r.slot * words, "products_row");
-    Var scales_row = k.let(r.slot * (2 * round), "scales_row");
+    auto raw = k.shared(DType::u32, int64_t{warps} * words, "raw");
+    Var row_base = k.let(r.slot * words, "row_base");
     Var partial = k.let(Expr(0.0f), "partial");
     const int steps = words / kMatvecQ8Lanes;  // words per lane per round
+    // Lane t takes words t, t+32, ... of each round. W's words are loaded a round ahead: the
+    // loads of round r+1 are issued as round r is staged, so they are in flight while round r
+    // is summed. Words past the row's end are clamped copies whose products no lane reads.
+    // Nothing here depends on the word's place in its pair, so no per-word value outlives the
+    // round (words 0 and 8 are corrected when the pair is summed).
+    auto word = [&](int c) { return r.lane + c * kMatvecQ8Lanes; };
+    std::vector<Var> w_next;
+    for (int c = 0; c < steps; ++c)
+        w_next.push_back(k.let(r.w[r.w_row + min(word(c), r.last)], "w_next"));
     auto stage = [&](const Expr& offset) {
-        // Every load of the round first, so that all are in flight at once (the stores below
-        // are conditional, and loads are not moved across branches). Words past the row's end
-        // are clamped copies whose products no lane reads.
-        std::vector<Expr> j, wv, xv;
         for (int c = 0; c < steps; ++c) {
-            j.push_back(k.let(r.lane + c * kMatvecQ8Lanes, "j"));  // word within the round
-            Var at = k.let(min(offset + j.back(), r.last), "at");
-            wv.push_back(k.let(r.w[r.w_row + at], "wv"));
-            xv.push_back(k.let(r.x[at], "xv"));
+            const Var& wv = w_next[static_cast<size_t>(c)];
+            Var xv = k.let(r.x[min(offset + word(c), r.last)], "xv");  // x is small: a cache hit
+            products[row_base + word(c)] =
+                dp4a(bitcast(DType::i32, wv), bitcast(DType::i32, xv), 0);
+            raw[row_base + word(c)] = wv;
         }
-        for (size_t c = 0; c < j.size(); ++c) {
-            Var m = k.let(j[c] % kQ8PairWords, "m");  // word within its pair
-            Expr mask = select(m == 0, Expr(0xffff0000u),
-                               select(m == 8, Expr(0x0000ffffu), Expr(0xffffffffu)));
-            products[products_row + j[c]] =
-                dp4a(bitcast(DType::i32, wv[c] & mask), bitcast(DType::i32, xv[c]), 0);
-            k.if_(m == 0 || m == 8, [&] {
-                Var at =
-                    k.let(scales_row + select(m == 8, Expr(round), Expr(0)) + j[c] / kQ8PairWords,
-                          "scale_at");
-                w_scales[at] = wv[c];
-                x_scales[at] = xv[c];
-            });
-        }
+        for (int c = 0; c < steps; ++c)
+            w_next[static_cast<size_t>(c)] = r.w[r.w_row + min(offset + words + word(c), r.last)];
     };
-    auto pair = [&](const Expr& local) -> Expr {
-        Var first = k.let(products_row + local * kQ8PairWords, "first");
-        Expr isum0 = Expr(0), isum1 = Expr(0);
-        for (int i = 0; i < 9; ++i) isum0 = isum0 + products[first + i];
+    // Pair `local` of the round starting at word `offset`: words 1..7 and 9..16 are whole quant
+    // words; words 0 and 8 hold a scale in one half, so their products are taken again from
+    // the raw words with the scale half masked off. The integer sums are exact in any order.
+    auto pair = [&](const Expr& offset, const Expr& local) -> Expr {
+        Var first = k.let(row_base + local * kQ8PairWords, "first");
+        Var x_at = k.let(offset + local * kQ8PairWords, "x_at");
+        Var w0 = k.let(raw[first], "w0"), w8 = k.let(raw[first + 8], "w8");
+        Var x0 = k.let(r.x[x_at], "x0"), x8 = k.let(r.x[x_at + 8], "x8");
+        Expr isum0 = dp4a(bitcast(DType::i32, w0 & 0xffff0000u), bitcast(DType::i32, x0), 0);
+        for (int i = 1; i < 8; ++i) isum0 = isum0 + products[first + i];
+        isum0 = dp4a(bitcast(DType::i32, w8 & 0x0000ffffu), bitcast(DType::i32, x8), isum0);
+        Expr isum1 = Expr(0);
         for (int i = 9; i < kQ8PairWords; ++i) isum1 = isum1 + products[first + i];
-        Var at0 = k.let(scales_row + local, "at0");
-        Expr d0 = half_scale(w_scales[at0] & 0xffffu) * half_scale(x_scales[at0] & 0xffffu);
-        Expr d1 =
-            half_scale(w_scales[at0 + round] >> 16u) * half_scale(x_scales[at0 + round] >> 16u);
+        Expr d0 = half_scale(w0 & 0xffffu) * half_scale(x0 & 0xffffu);
+        Expr d1 = half_scale(w8 >> 16u) * half_scale(x8 >> 16u);
         Var p0 = k.let(d0 * cast(DType::f32, isum0), "p0");
         Var p1 = k.let(d1 * cast(DType::f32, isum1), "p1");
         return p0 + p1;
