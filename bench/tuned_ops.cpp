@@ -1,6 +1,7 @@
 // The autotuned ops on a device: every variant's median time (kiln::time_dispatches, L2 flushed
 // on GPUs), the tuner's choice, a device copy of the same bytes for scale, and the host cost of
-// a tuner hit. Figures for issue notes; peers (torch) are timed by shared/peers/torch_peers.py
+// a tuner hit. KILN_L2_FLUSH=read times with a clean L2 instead of a dirty one (see
+// time_dispatches). Figures for issue notes; peers (torch) are timed by shared/peers/torch_peers.py
 // in the same run.
 //   bench_tuned_ops [--device D] [--ops rms_norm,matvec_q8] [--small 1] [--json FILE]
 #include <chrono>
@@ -136,8 +137,10 @@ int run(int argc, char** argv) {
             for (auto [r, k] : shapes) bench_matvec(*d, r, k, tuner);
         }
         const double hit = tuner_hit_us(*d, 8);
-        extra_json.push_back(fmt::format("{{\"device\": {}, \"tuner_hit_host_us\": {:.3f}}}",
-                                         bench::json_quote(d->info().id), hit));
+        const char* flush = std::getenv("KILN_L2_FLUSH");
+        extra_json.push_back(fmt::format(
+            "{{\"device\": {}, \"tuner_hit_host_us\": {:.3f}, \"l2_flush\": {}}}",
+            bench::json_quote(d->info().id), hit, bench::json_quote(flush ? flush : "write")));
         fmt::print("{}: host cost of a tuner hit (8 variants, no launch): {:.2f} us\n",
                    d->info().id, hit);
     }

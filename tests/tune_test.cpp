@@ -551,6 +551,46 @@ ir::Kernel scale_kernel(int block) {
     return k.finish();
 }
 
+TEST(TimeDispatches, TheFlushModeIsWriteOrRead) {
+    FakeDevice gpu(Backend::cuda, "sm_90");
+    setenv("KILN_L2_FLUSH", "sideways", 1);
+    try {
+        time_dispatches(gpu, 3, [] {});
+        ADD_FAILURE() << "an unknown flush mode was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("KILN_L2_FLUSH='sideways'; expected write or read"),
+                  std::string::npos)
+            << e.what();
+    }
+    setenv("KILN_L2_FLUSH", "write", 1);
+    time_dispatches(gpu, 3, [] {});
+    EXPECT_EQ(gpu.fill_sizes.size(), 3u);
+    unsetenv("KILN_L2_FLUSH");
+}
+
+// The read flush launches a kiln kernel between the timed ones: on a real GPU the timed kernel
+// still computes its result and the times are positive.
+TEST(TimeDispatches, ReadFlushOnRealGpus) {
+    size_t gpus = 0;
+    for (Device* d : devices()) {
+        if (d->info().backend != Backend::cuda) continue;
+        ++gpus;
+        const size_t n = 1 << 20;
+        std::vector<float> h(n);
+        for (size_t j = 0; j < n; ++j) h[j] = static_cast<float>(j % 1000);
+        Buffer x(*d, DType::f32, n), y(*d, DType::f32, n);
+        x.upload(h);
+        auto kernel = compile(*d, scale_kernel(256));
+        setenv("KILN_L2_FLUSH", "read", 1);
+        const double ms = time_dispatches(*d, 5, [&] { kernel->launch(n / 256, {x, y}); });
+        unsetenv("KILN_L2_FLUSH");
+        EXPECT_GT(ms, 0.0);
+        const auto out = y.download<float>();
+        for (size_t j = 0; j < n; ++j) ASSERT_EQ(out[j], h[j] * 3.0f + 1.0f) << j;
+    }
+    if (gpus == 0) GTEST_SKIP() << "no CUDA device";
+}
+
 TEST_F(TuneTest, RealKernelVariantsOnTheCpu) {
     Device& dev = cpu_device();
     const size_t n = 1000;

@@ -46,7 +46,10 @@ struct Timed {
 // then `iters` launches each timed on the device with `before_each` (untimed) before it and, on
 // GPUs, the L2 cache flushed (untimed) before it; returns the median ms per dispatch. The untimed
 // work is queued ahead of the launch without waiting for it, so a GPU's clock counts the
-// device's time for the launch, not the host's time to submit it.
+// device's time for the launch, not the host's time to submit it. The flush writes a 256 MiB
+// scratch buffer, as triton's do_bench does, which leaves the L2 full of dirty lines whose
+// write-back a read-mostly kernel then pays for; KILN_L2_FLUSH=read reads it instead (a clean,
+// cold L2). Any other value is a kiln::Error.
 // `before_each` restores scratch inputs for variants that write their inputs.
 double time_dispatches(Device& device, int iters, const std::function<void()>& launch,
                        const std::function<void()>& before_each = {});

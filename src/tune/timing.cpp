@@ -1,10 +1,15 @@
 // time_dispatches: the timing protocol variants share (warm-up, L2 flush on GPUs, median).
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "kiln/buffer.hpp"
+#include "kiln/compile.hpp"
+#include "kiln/dsl.hpp"
 #include "kiln/tune.hpp"
 
 namespace kiln {
@@ -18,20 +23,71 @@ bool is_gpu(const DeviceInfo& info) {
     return info.backend != Backend::cpu && info.arch.find("GPU") != std::string::npos;
 }
 
-// The scratch memory written to evict the L2 before each timed dispatch: one per device, kept.
-DeviceMemory& flush_memory(Device& device) {
+// How the L2 is emptied before each timed GPU dispatch. `write` (the default) fills a scratch
+// buffer, as triton's do_bench does: the L2 is left full of dirty lines, so a kernel that only
+// reads also pays for writing those back. `read` (KILN_L2_FLUSH=read) reads the scratch
+// buffer instead, leaving the L2 cold and clean: the dispatch pays only for its own traffic.
+enum class Flush { write, read };
+
+Flush flush_mode() {
+    const char* env = std::getenv("KILN_L2_FLUSH");
+    const std::string mode = env ? env : "";
+    if (mode.empty() || mode == "write") return Flush::write;
+    if (mode == "read") return Flush::read;
+    fail("KILN_L2_FLUSH='{}'; expected write or read", mode);
+}
+
+// Reads every word of the scratch buffer (16 a thread, coalesced) and keeps an XOR of them so
+// the loads are not dropped.
+ir::Kernel read_flush_kernel() {
+    constexpr int kBlock = 256, kPerThread = 16;
+    KernelBuilder k("l2_flush_read", kBlock);
+    auto scratch = k.input("scratch", DType::u32);
+    auto sink = k.output("sink", DType::u32);
+    Var acc = k.let(Expr(0u), "acc");
+    Var first = k.let(k.block_index() * (kBlock * kPerThread) + k.thread_index(), "first");
+    for (int j = 0; j < kPerThread; ++j) {
+        Expr i = first + j * kBlock;
+        k.if_(i < scratch.len(), [&] { acc = acc ^ scratch[i]; });
+    }
+    k.if_(acc == 0x9e3779b9u, [&] { sink[k.thread_index()] = acc; });  // almost never taken
+    return k.finish();
+}
+
+// The scratch state of one device, kept for the process.
+struct FlushScratch {
+    std::unique_ptr<Buffer> scratch, sink;
+    std::shared_ptr<const CompiledKernel> reader;
+};
+
+FlushScratch& flush_scratch(Device& device) {
     static std::mutex mutex;
-    static std::map<Device*, std::shared_ptr<DeviceMemory>> scratch;
+    static std::map<Device*, FlushScratch> states;
     std::lock_guard lock(mutex);
-    auto& memory = scratch[&device];
-    if (!memory) {
+    FlushScratch& state = states[&device];
+    if (!state.scratch) {
         size_t bytes = kFlushBytes;
         // A device with little memory gets a quarter of it (still far beyond any L2).
         if (const uint64_t total = device.info().memory_bytes; total > 0)
             bytes = std::min<size_t>(bytes, std::max<uint64_t>(total / 4, 4) & ~uint64_t{3});
-        memory = device.allocate(bytes);
+        state.scratch = std::make_unique<Buffer>(device, DType::u32, bytes / 4);
     }
-    return *memory;
+    return state;
+}
+
+void flush_l2(Device& device, int iteration) {
+    FlushScratch& state = flush_scratch(device);
+    if (flush_mode() == Flush::write) {
+        const uint32_t pattern = 0x9e3779b9u + static_cast<uint32_t>(iteration);
+        device.fill(state.scratch->memory(), &pattern, sizeof pattern);
+        return;
+    }
+    if (!state.reader) {
+        state.reader = compile(device, read_flush_kernel());
+        state.sink = std::make_unique<Buffer>(device, DType::u32, 256);
+    }
+    const int64_t words = static_cast<int64_t>(state.scratch->count());
+    state.reader->launch((words + 256 * 16 - 1) / (256 * 16), {*state.scratch, *state.sink});
 }
 
 double median(std::vector<double> values) {
@@ -58,15 +114,11 @@ double time_dispatches(Device& device, int iters, const std::function<void()>& l
         launch();
     }
     const bool flush = is_gpu(device.info());
-    DeviceMemory* scratch = flush ? &flush_memory(device) : nullptr;
     std::vector<double> times;
     times.reserve(static_cast<size_t>(iters));
     for (int i = 0; i < iters; ++i) {
         prepare();
-        if (scratch) {
-            const uint32_t pattern = 0x9e3779b9u + static_cast<uint32_t>(i);
-            device.fill(*scratch, &pattern, sizeof pattern);
-        }
+        if (flush) flush_l2(device, i);
         // No synchronize here: the untimed work is queued on the same in-order stream ahead of
         // the timed launch, so the clock starts when it ends, by which time the launch is
         // already queued. What is timed is the device's time for the launch, not the host's
