@@ -26,10 +26,10 @@ constexpr std::array<MatvecVariant, 10> kVariants{{
     {"b256_v8", {256, 32, 8, pair_per_lane}},
     {"b128_t8_v2", {128, 8, 2, pair_per_lane}},
     {"s128_v2", {128, 32, 2, staged}},
-    {"w128_v1", {128, 32, 1, warp_words}},
-    {"w128_v2", {128, 32, 2, warp_words}},
-    {"w256_v1", {256, 32, 1, warp_words}},
-    {"w64_v1", {64, 32, 1, warp_words}},
+    {"w128_v1_r4", {128, 32, 1, warp_words, 4}},
+    {"w128_v2_r4", {128, 32, 2, warp_words, 4}},
+    {"w64_v2_r8", {64, 32, 2, warp_words, 8}},
+    {"w256_v1_r2", {256, 32, 1, warp_words, 2}},
 }};
 
 // Shared memory a staged block may use (the portable static limit).
@@ -77,6 +77,10 @@ void check_schedule(const MatvecSchedule& s) {
     if (s.form != pair_per_lane && s.threads != kMatvecQ8Lanes)
         fail("matvec_q8_dp4a: schedule form {} with {} threads per row; expected {}",
              form_name(s.form), s.threads, kMatvecQ8Lanes);
+    if (s.rows_per_warp < 1 || s.rows_per_warp > 64 ||
+        (s.form != warp_words && s.rows_per_warp != 1))
+        fail("matvec_q8_dp4a: {} schedule with {} rows per warp; expected {}", form_name(s.form),
+             s.rows_per_warp, s.form == warp_words ? "1 to 64" : "1");
     const int64_t bytes = shared_bytes(s);
     if (bytes > kMaxSharedBytes)
         fail(
@@ -149,10 +153,11 @@ WarpRow warp_row(KernelBuilder& k, int rows_per_block) {
 // pairs, in order, from +0) with the canonical fold's tree and stores y[row]. A 32-lane fold
 // whose element t is thread t's partial: 0 + partial == partial, since a lane's sum from +0 is
 // never -0.
-void store_lane_partials(KernelBuilder& k, const Var& partial, const WarpRow& r) {
+void store_lane_partials(KernelBuilder& k, const Var& partial, const WarpRow& r, const Expr& row,
+                         const Expr& valid) {
     Fold tree = Fold::sum().lanes(kMatvecQ8Lanes).chunk(1).threads(kMatvecQ8Lanes);
     Var acc = k.fold(DType::f32, kMatvecQ8Lanes, tree, [&](Expr) -> Expr { return partial; });
-    k.if_(r.group < r.y.len() && r.lane == 0, [&] { r.y[r.row] = acc; });
+    k.if_(valid && r.lane == 0, [&] { r.y[row] = acc; });
 }
 
 // The round loop of both forms: each round covers 32*unroll pairs of the row; `stage(offset)`
@@ -216,7 +221,7 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
             Var at = k.let(local * kQ8PairWords, "at");
             return pair_value(k, w_tile, tile_row + at, x_tile, at);
         });
-    store_lane_partials(k, partial, r);
+    store_lane_partials(k, partial, r, r.row, r.group < r.y.len());
     return k.finish();
 }
 
@@ -229,24 +234,29 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
 ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
     const int warps = s.block / kMatvecQ8Lanes;
     const int words = round_words(s);  // words per row per round
-    KernelBuilder k(fmt::format("matvec_q8_w{}_v{}", s.block, s.unroll), s.block);
+    KernelBuilder k(fmt::format("matvec_q8_w{}_v{}_r{}", s.block, s.unroll, s.rows_per_warp),
+                    s.block);
     const WarpRow r = warp_row(k, warps);
     // Per word of the round: its dp4a product with x's word, and the raw word of W (for the
     // scale halves of words 0 and 8).
     auto products = k.shared(DType::i32, int64_t{warps} * words, "products");
     auto raw = k.shared(DType::u32, int64_t{warps} * words, "raw");
     Var row_base = k.let(r.slot * words, "row_base");
-    Var partial = k.let(Expr(0.0f), "partial");
+    Var first_row = k.let(r.group * s.rows_per_warp, "first_row");
+    Var w_last = k.let(max(r.w.len() - 1, 0), "w_last");
+    // The warp's rows are consecutive, so its part of W is one run of words: `pos` is where the
+    // next round to load begins. Past the last row, loads are clamped and nothing is stored.
+    Var pos = k.let(min(first_row.expr(), max(r.y.len() - 1, 0)) * r.x.len(), "pos");
     const int steps = words / kMatvecQ8Lanes;  // words per lane per round
-    // Lane t takes words t, t+32, ... of each round. W's words are loaded a round ahead: the
-    // loads of round r+1 are issued as round r is staged, so they are in flight while round r
-    // is summed. Words past the row's end are clamped copies whose products no lane reads.
-    // Nothing here depends on the word's place in its pair, so no per-word value outlives the
-    // round (words 0 and 8 are corrected when the pair is summed).
+    // Lane t takes words t, t+32, ... of each round. W's words are loaded a round ahead, across
+    // rows too: the loads of the next round are issued as this one is staged, so they are in
+    // flight while it is summed. Words past a row's end belong to the next row (or are clamped
+    // copies); their products are never read. Nothing here depends on the word's place in its
+    // pair, so no per-word value outlives the round (words 0 and 8 are corrected per pair).
     auto word = [&](int c) { return r.lane + c * kMatvecQ8Lanes; };
     std::vector<Var> w_next;
     for (int c = 0; c < steps; ++c)
-        w_next.push_back(k.let(r.w[r.w_row + min(word(c), r.last)], "w_next"));
+        w_next.push_back(k.let(r.w[min(pos + word(c), w_last.expr())], "w_next"));
     auto stage = [&](const Expr& offset) {
         for (int c = 0; c < steps; ++c) {
             const Var& wv = w_next[static_cast<size_t>(c)];
@@ -255,8 +265,9 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
                 dp4a(bitcast(DType::i32, wv), bitcast(DType::i32, xv), 0);
             raw[row_base + word(c)] = wv;
         }
+        pos = pos + min(Expr(words), r.x.len() - offset);  // a row's last round ends the row
         for (int c = 0; c < steps; ++c)
-            w_next[static_cast<size_t>(c)] = r.w[r.w_row + min(offset + words + word(c), r.last)];
+            w_next[static_cast<size_t>(c)] = r.w[min(pos + word(c), w_last.expr())];
     };
     // Pair `local` of the round starting at word `offset`: words 1..7 and 9..16 are whole quant
     // words; words 0 and 8 hold a scale in one half, so their products are taken again from
@@ -277,9 +288,14 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
         Var p1 = k.let(d1 * cast(DType::f32, isum1), "p1");
         return p0 + p1;
     };
-    for_each_round(
-        k, s, r, partial, stage, [&] { k.warp_barrier(); }, pair);
-    store_lane_partials(k, partial, r);
+    // The row loop's bounds are the same for every thread, so the fold's shuffles stay uniform.
+    k.for_(0, s.rows_per_warp, [&](Expr rr) {
+        Var row = k.let(first_row + rr, "row");
+        Var partial = k.let(Expr(0.0f), "partial");
+        for_each_round(
+            k, s, r, partial, stage, [&] { k.warp_barrier(); }, pair);
+        store_lane_partials(k, partial, r, row, row < r.y.len());
+    });
     return k.finish();
 }
 
@@ -315,7 +331,8 @@ ir::Kernel matvec_q8_kernel(const MatvecSchedule& s) {
 }
 
 int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& s) {
-    const int64_t rows_per_block = s.block / s.threads;
+    const int64_t rows_per_block =
+        s.block / s.threads * (s.form == warp_words ? s.rows_per_warp : 1);
     return ceil_div(rows, rows_per_block);
 }
 

@@ -50,6 +50,9 @@ struct MatvecSchedule {
     int threads = 32;  // threads per row (the fold's threads): a power of two dividing 32 and block
     int unroll = 1;    // rounds of pairs per lane per loop step (loads in flight), 1 to 16
     MatvecForm form = MatvecForm::pair_per_lane;
+    // warp_words only: consecutive rows each warp takes in turn, loading the next row's first
+    // round while it finishes the last one (fewer, longer-lived warps keep loads in flight).
+    int rows_per_warp = 1;
 };
 
 struct MatvecVariant {
@@ -59,7 +62,7 @@ struct MatvecVariant {
 
 // The variant table the tuner races: "b<block>_v<unroll>" with a warp (32 threads) per row,
 // "b<block>_t<threads>_v<unroll>" for fewer threads per row, "s<block>_v<unroll>" staged,
-// "w<block>_v<unroll>" warp_words.
+// "w<block>_v<unroll>_r<rows per warp>" warp_words.
 std::span<const MatvecVariant> matvec_q8_variants();
 
 // The kernel: parameters w (u32 view of W's Q8_0 bytes), x (u32 view of x's), y (f32, rows).
