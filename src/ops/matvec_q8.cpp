@@ -201,19 +201,30 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
     auto stage = [&](const Expr& offset) {
         // Lane t copies words t, t+32, ... (17*unroll of them, comptime-unrolled so every
         // load is in flight at once). Words past the end are clamped copies no lane reads.
-        for (int c = 0; c < words / kMatvecQ8Lanes; ++c) {
-            Var i = k.let(r.lane + c * kMatvecQ8Lanes, "i");
-            w_tile[tile_row + i] = r.w[r.w_row + min(offset + i, r.last)];
-        }
-        const int x_steps = static_cast<int>(ceil_div(words, s.block));
-        for (int c = 0; c < x_steps; ++c) {
-            Var i = k.let(k.thread_index() + c * s.block, "i");
-            auto copy = [&] { x_tile[i] = r.x[min(offset + i, r.last)]; };
-            if ((words % s.block) == 0)
-                copy();
-            else
-                k.if_(i < words, copy);
-        }
+        // A round inside the row (all but a ragged last one) needs no clamping, and its loads
+        // take 64-bit indices so that they address one base with constant offsets.
+        auto copy_round = [&](bool clamped) {
+            Var w_src = k.let(cast(DType::i64, r.w_row + offset + r.lane), "w_src");
+            for (int c = 0; c < words / kMatvecQ8Lanes; ++c) {
+                Expr i = r.lane + c * kMatvecQ8Lanes;
+                w_tile[tile_row + i] = clamped ? r.w[r.w_row + min(offset + i, r.last)].expr()
+                                               : r.w[w_src + c * kMatvecQ8Lanes].expr();
+            }
+            Var x_src = k.let(cast(DType::i64, offset + k.thread_index()), "x_src");
+            for (int c = 0; c < static_cast<int>(ceil_div(words, s.block)); ++c) {
+                Expr i = k.thread_index() + c * s.block;
+                auto copy = [&] {
+                    x_tile[i] = clamped ? r.x[min(offset + i, r.last)].expr()
+                                        : r.x[x_src + c * s.block].expr();
+                };
+                if ((words % s.block) == 0)
+                    copy();
+                else
+                    k.if_(i < words, copy);
+            }
+        };
+        k.if_(
+            offset + words <= r.x.len(), [&] { copy_round(false); }, [&] { copy_round(true); });
     };
     for_each_round(
         k, s, r, partial, stage, [&] { k.barrier(); },
@@ -266,8 +277,19 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
             raw[row_base + word(c)] = wv;
         }
         pos = pos + min(Expr(words), r.x.len() - offset);  // a row's last round ends the row
-        for (int c = 0; c < steps; ++c)
-            w_next[static_cast<size_t>(c)] = r.w[min(pos + word(c), w_last.expr())];
+        // Inside W (all but the very end) no clamping, and 64-bit indices: one base, constant
+        // offsets.
+        k.if_(
+            pos + words <= r.w.len(),
+            [&] {
+                Var src = k.let(cast(DType::i64, pos + r.lane), "src");
+                for (int c = 0; c < steps; ++c)
+                    w_next[static_cast<size_t>(c)] = r.w[src + c * kMatvecQ8Lanes];
+            },
+            [&] {
+                for (int c = 0; c < steps; ++c)
+                    w_next[static_cast<size_t>(c)] = r.w[min(pos + word(c), w_last.expr())];
+            });
     };
     // Pair `local` of the round starting at word `offset`: words 1..7 and 9..16 are whole quant
     // words; words 0 and 8 hold a scale in one half, so their products are taken again from
@@ -323,8 +345,10 @@ ir::Kernel matvec_q8_kernel(const MatvecSchedule& s) {
     Fold fold = Fold::sum().lanes(kMatvecQ8Lanes).chunk(kMatvecQ8Chunk).threads(s.threads);
     fold.spec.unroll = s.unroll;
     Var acc = k.fold(DType::f32, pairs, fold, [&](Expr j) -> Expr {
-        Var x_base = k.let(j * kQ8PairWords, "x_base");
-        return pair_value(k, w, w_row + x_base, x, x_base);
+        // 64-bit word indices: the 17 loads of a pair then address one base with constant
+        // offsets (a 32-bit index wraps, so its sum with a constant cannot be folded).
+        Var x_base = k.let(cast(DType::i64, j * kQ8PairWords), "x_base");
+        return pair_value(k, w, cast(DType::i64, w_row.expr()) + x_base, x, x_base);
     });
     k.if_(group < y.len() && (k.thread_index() % s.threads) == 0, [&] { y[row] = acc; });
     return k.finish();
