@@ -26,9 +26,9 @@ constexpr std::array<MatvecVariant, 10> kVariants{{
     {"b256_v8", {256, 32, 8, pair_per_lane}},
     {"b128_t8_v2", {128, 8, 2, pair_per_lane}},
     {"s128_v2", {128, 32, 2, staged}},
+    {"w64_v1_r1", {64, 32, 1, warp_words, 1}},
+    {"w128_v1_r1", {128, 32, 1, warp_words, 1}},
     {"w128_v1_r4", {128, 32, 1, warp_words, 4}},
-    {"w128_v2_r4", {128, 32, 2, warp_words, 4}},
-    {"w64_v2_r8", {64, 32, 2, warp_words, 8}},
     {"w256_v1_r2", {256, 32, 1, warp_words, 2}},
 }};
 
