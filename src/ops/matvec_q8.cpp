@@ -19,13 +19,15 @@ namespace {
 
 using enum MatvecForm;
 
-constexpr std::array<MatvecVariant, 10> kVariants{{
+constexpr std::array<MatvecVariant, 12> kVariants{{
     {"b64_v1", {64, 32, 1, pair_per_lane}},
     {"b64_v4", {64, 32, 4, pair_per_lane}},
     {"b128_v2", {128, 32, 2, pair_per_lane}},
     {"b256_v8", {256, 32, 8, pair_per_lane}},
     {"b128_t8_v2", {128, 8, 2, pair_per_lane}},
+    {"s128_v1", {128, 32, 1, staged}},
     {"s128_v2", {128, 32, 2, staged}},
+    {"s256_v1", {256, 32, 1, staged}},
     {"w64_v1_r1", {64, 32, 1, warp_words, 1}},
     {"w128_v1_r1", {128, 32, 1, warp_words, 1}},
     {"w128_v1_r4", {128, 32, 1, warp_words, 4}},
