@@ -51,10 +51,12 @@ void check_schedule(const RmsNormSchedule& s) {
     if (s.rows_per_thread < 1 || s.rows_per_thread > 16)
         fail("rms_norm schedule {}: {} rows per thread; expected 1 to 16", s.name,
              s.rows_per_thread);
-    if ((s.cache_row || s.prefetch_w) && (s.threads != s.block || s.rows_per_thread != 1))
+    if ((s.cache_row || s.prefetch_w || s.row_in_registers) &&
+        (s.threads != s.block || s.rows_per_thread != 1))
         fail(
-            "rms_norm schedule {}: caching the row or prefetching w needs a block per row and one "
-            "row per thread",
+            "rms_norm schedule {}: caching the row, keeping it in registers or prefetching w needs "
+            "a "
+            "block per row and one row per thread",
             s.name);
     if (s.unroll < 1 || s.unroll > 16)
         fail("rms_norm schedule {}: fold unroll {}; expected 1 to 16", s.name, s.unroll);
@@ -62,8 +64,9 @@ void check_schedule(const RmsNormSchedule& s) {
 
 // The memo key of a variant's kernel: every comptime value it is built from.
 std::string variant_key(DType type, int64_t n, const RmsNormSchedule& s) {
-    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}p{}", name(type), n, s.name, s.block,
-                       s.threads, s.rows_per_thread, s.unroll, s.cache_row, s.prefetch_w);
+    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}p{}g{}", name(type), n, s.name, s.block,
+                       s.threads, s.rows_per_thread, s.unroll, s.cache_row, s.prefetch_w,
+                       s.row_in_registers);
 }
 
 std::function<ir::Kernel()> builder(DType type, int64_t n, const RmsNormSchedule& s) {
@@ -123,6 +126,8 @@ const std::vector<RmsNormSchedule>& rms_norm_variants() {
         {"block_b256_u4_c", 256, 256, 1, 4, true},
         {"block_b256_u4_cw", 256, 256, 1, 4, true, true},
         {"block_b256_u16_cw", 256, 256, 1, 16, true, true},
+        {"block_b256_r", 256, 256, 1, 1, false, false, true},
+        {"block_b256_rw", 256, 256, 1, 1, false, true, true},
     };
     return variants;
 }
@@ -177,14 +182,38 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
             for (int j = 0; j < per_thread; ++j)
                 w_early.push_back(
                     k.let(to_f32(w[whole(j) ? nth(j) : min(nth(j), Expr(N - 1))]), "w_early"));
-        Var ss = k.fold(DType::f32, N, fold, [&](Expr i) -> Expr {
-            Var raw = k.let(x[base + i], "raw");
-            // Each element is folded by exactly one thread; the fold's barriers publish the
-            // cached row before the normalize pass reads it.
-            if (row_cache) (*row_cache)[i] = raw;
-            Var v = k.let(to_f32(raw), "v");
-            return v * v;
-        });
+        // Row in registers: thread t is lane t of the canonical fold (T == kLanes, chunk 1), so
+        // it loads its elements t, t+T, ... once, sums their squares in that order from +0 —
+        // lane t's sum — and keeps them for the normalize pass. The lanes then go through the
+        // fold's tree as a fold of kLanes elements whose element t is lane t's sum
+        // (+0 + sum == sum: a sum of squares from +0 is never -0).
+        const bool in_registers = s.row_in_registers && T == kLanes && unrolled;
+        std::vector<Expr> x_early;  // x[base + nth(j)] as f32, clamped in range
+        auto fold_row = [&]() -> Var {
+            if (!in_registers)
+                return k.fold(DType::f32, N, fold, [&](Expr i) -> Expr {
+                    Var raw = k.let(x[base + i], "raw");
+                    // Each element is folded by exactly one thread; the fold's barriers publish
+                    // the cached row before the normalize pass reads it.
+                    if (row_cache) (*row_cache)[i] = raw;
+                    Var v = k.let(to_f32(raw), "v");
+                    return v * v;
+                });
+            for (int j = 0; j < per_thread; ++j)
+                x_early.push_back(k.let(
+                    to_f32(x[base + (whole(j) ? nth(j) : min(nth(j), Expr(N - 1)))]), "x_early"));
+            Var lane_sum = k.let(Expr(0.0f), "lane_sum");
+            for (int j = 0; j < per_thread; ++j) {
+                const Expr& v = x_early[static_cast<size_t>(j)];
+                if (whole(j))
+                    lane_sum = lane_sum + v * v;
+                else
+                    k.if_(nth(j) < N, [&] { lane_sum = lane_sum + v * v; });
+            }
+            return k.fold(DType::f32, kLanes, rms_norm_fold(n).threads(T),
+                          [&](Expr) -> Expr { return lane_sum; });
+        };
+        Var ss = fold_row();
         Var inv = k.let(1.0f / sqrt(ss / n_f32 + eps), "inv");
         k.if_(row < rows, [&] {
             auto normalize = [&](const Expr& i, const Expr& w_i) {
@@ -197,10 +226,15 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
                 for (int j = 0; j < per_thread; ++j) {
                     Expr w_j =
                         w_early.empty() ? to_f32(w[nth(j)]) : w_early[static_cast<size_t>(j)];
+                    auto store = [&] {
+                        if (x_early.empty()) return normalize(nth(j), w_j);
+                        Expr y = x_early[static_cast<size_t>(j)] * inv * w_j;
+                        out[base + nth(j)] = type == DType::f32 ? y : cast(type, y);
+                    };
                     if (whole(j))
-                        normalize(nth(j), w_j);
+                        store();
                     else
-                        k.if_(nth(j) < N, [&] { normalize(nth(j), w_j); });
+                        k.if_(nth(j) < N, store);
                 }
             } else {
                 k.for_(

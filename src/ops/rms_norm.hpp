@@ -46,6 +46,11 @@ struct RmsNormSchedule {
     // their latency hides behind it. Used when the normalize pass is unrolled at comptime (at
     // most 32 elements a thread); otherwise the variant runs exactly as without it.
     bool prefetch_w = false;
+    // Block per row of 256 threads (the fold's lanes) only: each thread keeps its elements of the
+    // row in registers (it is exactly one lane of the fold), so x is read once and nothing goes
+    // through shared memory. Used when that is at most 32 elements a thread; otherwise the variant
+    // runs as a plain block per row.
+    bool row_in_registers = false;
 };
 
 inline constexpr int64_t kRowCacheBytes = 32 * 1024;
@@ -57,6 +62,7 @@ inline constexpr int64_t kRowCacheBytes = 32 * 1024;
 //                                     the whole block per row
 //   block_b256_c block_b256_u4_c      ... keeping the row in shared memory
 //   block_b256_u4_cw block_b256_u16_cw  ... and loading w before the fold
+//   block_b256_r block_b256_rw        ... keeping the row in registers (and loading w early)
 const std::vector<RmsNormSchedule>& rms_norm_variants();
 const RmsNormSchedule& rms_norm_variant(const std::string& name);  // kiln::Error if unknown
 
