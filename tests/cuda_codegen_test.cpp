@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "ir/print.hpp"
+#include "kiln/buffer.hpp"
 #include "kiln/compile.hpp"
+#include "kiln/device.hpp"
 #include "kiln/dsl.hpp"
 #include "ops/test_kernels.hpp"
 #include "runtime/cuda/nvrtc.hpp"
@@ -10,6 +12,12 @@
 using namespace kiln;
 
 namespace {
+
+size_t count_of(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
 
 std::vector<ir::Kernel> every_test_kernel() {
     std::vector<ir::Kernel> ks;
@@ -56,15 +64,47 @@ TEST(CudaCodegen, WarpFoldsUseShufflesAndBlockFoldsUseSharedMemory) {
     EXPECT_EQ(w.find("__syncthreads"), std::string::npos);
     EXPECT_NE(b.find("__syncthreads"), std::string::npos);
     // A block fold: one barrier to publish the lanes, one after the first warp has combined the
-    // levels down to the warp and shuffled, one before the exchange tile is reused.
-    size_t barriers = 0;
-    for (size_t at = b.find("__syncthreads();"); at != std::string::npos;
-         at = b.find("__syncthreads();", at + 1))
-        ++barriers;
-    EXPECT_EQ(barriers, 3u);
+    // levels down to the warp and shuffled; none to free the exchange tile, since no fold
+    // follows.
+    EXPECT_EQ(count_of(b, "__syncthreads();"), 2u);
     // OpenCL has no shuffles: the same warp fold goes through local memory and barriers.
     const std::string o = generate_source(Backend::opencl, std::vector{warp});
     EXPECT_NE(o.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
+}
+
+// Only the kernel's last block fold outside any loop may skip the barrier that frees the
+// exchange tile: a fold followed by another, or one inside a loop, keeps it.
+TEST(CudaCodegen, OnlyTheLastBlockFoldOutsideLoopsSkipsTheTileBarrier) {
+    auto kernel = [](bool in_loop) {
+        KernelBuilder k("two_folds", 256);
+        auto x = k.input("x", DType::f32);
+        auto y = k.output("y", DType::f32);
+        const Fold fold = Fold::sum().lanes(256).threads(256);
+        auto body = [&] {
+            Var a = k.fold(DType::f32, x.len(), fold, [&](Expr i) { return x[i]; });
+            Var b = k.fold(DType::f32, x.len(), fold, [&](Expr i) { return x[i] * a; });
+            k.if_(k.thread_index() == 0, [&] { y[k.block_index()] = b; });
+        };
+        if (in_loop)
+            k.for_(0, 2, [&](Expr) { body(); });
+        else
+            body();
+        return k.finish();
+    };
+    const std::string once = generate_source(Backend::cuda, std::vector{kernel(false)});
+    EXPECT_EQ(count_of(once, "__syncthreads();"), 5u);  // 3 for the first fold, 2 for the last
+    const std::string looped = generate_source(Backend::cuda, std::vector{kernel(true)});
+    EXPECT_EQ(count_of(looped, "__syncthreads();"), 6u);
+    // Run on every device: with x all ones, a = 1000 and y = 1000 * 1000 exactly. Without the
+    // first fold's tile barrier, threads would read the second fold's partials as a.
+    for (Device* d : devices()) {
+        for (bool in_loop : {false, true}) {
+            Buffer x(*d, DType::f32, 1000), y(*d, DType::f32, 1);
+            x.upload(std::vector<float>(1000, 1.0f));
+            compile(*d, kernel(in_loop))->launch(1, {x, y});
+            EXPECT_EQ(y.download<float>()[0], 1e6f) << d->info().id << " in_loop=" << in_loop;
+        }
+    }
 }
 
 TEST(CudaCodegen, WarpBarriersSyncTheWarpOnCudaAndTheBlockElsewhere) {

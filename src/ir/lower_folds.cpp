@@ -53,6 +53,33 @@ struct Lowerer {
     Kernel& k;
     int warp_size;
     std::map<DType, int> exchange_tile;  // one shared tile per fold type, reused by every fold
+    int tile_folds = 0;                  // folds in the kernel that go through an exchange tile
+    int tile_folds_seen = 0;             // ... lowered so far, in program order
+    int loop_depth = 0;                  // For loops around the statement being lowered
+
+    bool uses_tile(const FoldSpec& f) const { return f.threads > 1 && warp_size < f.threads; }
+
+    int count_tile_folds(const StmtRef& s) const {
+        if (!s) return 0;
+        return std::visit(
+            [&](const auto& n) -> int {
+                using N = std::decay_t<decltype(n)>;
+                if constexpr (std::is_same_v<N, stmt::Seq>) {
+                    int c = 0;
+                    for (const auto& i : n.items) c += count_tile_folds(i);
+                    return c;
+                } else if constexpr (std::is_same_v<N, stmt::For>) {
+                    return count_tile_folds(n.body);
+                } else if constexpr (std::is_same_v<N, stmt::If>) {
+                    return count_tile_folds(n.then_body) + count_tile_folds(n.else_body);
+                } else if constexpr (std::is_same_v<N, stmt::Fold>) {
+                    return uses_tile(n.spec) ? 1 : 0;
+                } else {
+                    return 0;
+                }
+            },
+            s->node);
+    }
 
     int new_local(DType t, const std::string& name) {
         k.locals.push_back({name, t});
@@ -226,7 +253,10 @@ struct Lowerer {
             }
             out.push_back(
                 make(stmt::Assign{acc, make(type, expr::Load{tile, bin(BinOp::sub, tid, t)})}));
-            out.push_back(make(stmt::Barrier{}));  // the tile is free for the next fold
+            // A barrier frees the tile for the next fold; the kernel's last such fold, outside
+            // any loop, has none after it.
+            const bool last = ++tile_folds_seen == tile_folds && loop_depth == 0;
+            if (!last) out.push_back(make(stmt::Barrier{}));
         }
         out.push_back(make(stmt::Let{f.result, local(k, acc)}));
         return make(stmt::Seq{std::move(out)});
@@ -242,7 +272,10 @@ struct Lowerer {
                     for (const auto& i : n.items) items.push_back(walk(i));
                     return make(stmt::Seq{std::move(items)});
                 } else if constexpr (std::is_same_v<N, stmt::For>) {
-                    return make(stmt::For{n.local, n.begin, n.end, n.step, walk(n.body)});
+                    ++loop_depth;
+                    StmtRef body = walk(n.body);
+                    --loop_depth;
+                    return make(stmt::For{n.local, n.begin, n.end, n.step, body});
                 } else if constexpr (std::is_same_v<N, stmt::If>) {
                     return make(stmt::If{n.cond, walk(n.then_body), walk(n.else_body)});
                 } else if constexpr (std::is_same_v<N, stmt::Fold>) {
@@ -260,6 +293,7 @@ struct Lowerer {
 Kernel lower_folds(const Kernel& kernel, int warp_size) {
     Kernel k = kernel;
     Lowerer l{k, warp_size, {}};
+    l.tile_folds = l.count_tile_folds(kernel.body);
     k.body = l.walk(kernel.body);
     return k;
 }
