@@ -63,10 +63,9 @@ TEST(CudaCodegen, WarpFoldsUseShufflesAndBlockFoldsUseSharedMemory) {
     EXPECT_NE(w.find("__shfl_xor_sync"), std::string::npos);
     EXPECT_EQ(w.find("__syncthreads"), std::string::npos);
     EXPECT_NE(b.find("__syncthreads"), std::string::npos);
-    // A block fold: one barrier to publish the lanes, one after the first warp has combined the
-    // levels down to the warp and shuffled; none to free the exchange tile, since no fold
-    // follows.
-    EXPECT_EQ(count_of(b, "__syncthreads();"), 2u);
+    // A block fold: one barrier to publish the lanes; every warp then finishes the tree with
+    // shuffles (no broadcast), and none frees the exchange tile, since no fold follows.
+    EXPECT_EQ(count_of(b, "__syncthreads();"), 1u);
     // OpenCL has no shuffles: the same warp fold goes through local memory and barriers.
     const std::string o = generate_source(Backend::opencl, std::vector{warp});
     EXPECT_NE(o.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
@@ -92,9 +91,9 @@ TEST(CudaCodegen, OnlyTheLastBlockFoldOutsideLoopsSkipsTheTileBarrier) {
         return k.finish();
     };
     const std::string once = generate_source(Backend::cuda, std::vector{kernel(false)});
-    EXPECT_EQ(count_of(once, "__syncthreads();"), 5u);  // 3 for the first fold, 2 for the last
+    EXPECT_EQ(count_of(once, "__syncthreads();"), 3u);  // 2 for the first fold, 1 for the last
     const std::string looped = generate_source(Backend::cuda, std::vector{kernel(true)});
-    EXPECT_EQ(count_of(looped, "__syncthreads();"), 6u);
+    EXPECT_EQ(count_of(looped, "__syncthreads();"), 4u);
     // Run on every device: with x all ones, a = 1000 and y = 1000 * 1000 exactly. Without the
     // first fold's tile barrier, threads would read the second fold's partials as a.
     for (Device* d : devices()) {

@@ -215,34 +215,30 @@ struct Lowerer {
             out.push_back(make(stmt::Store{tile, tid, local(k, acc)}));
             out.push_back(make(stmt::Barrier{}));
             if (warp_size > 1 && T > warp_size) {
-                // The levels down to the warp, then the warp's: thread t < warp of the first
-                // warp reads the T/warp nodes t, t+warp, ... and combines them with the tree's
-                // levels in registers (the order of every operation is the tree's), then the
-                // shuffles; it leaves the root in the group's first slot. One barrier each way.
+                // Every warp finishes the tree itself, so no second barrier and no broadcast:
+                // lane l of each warp reads the T/warp nodes l, l+warp, ... of its group,
+                // combines them with the tree's levels down to the warp in registers, then
+                // shuffles (the order of every operation is the tree's).
+                const ExprRef lane = bin(BinOp::bit_and, tid, i32(warp_size - 1));
+                const ExprRef first = bin(BinOp::add, bin(BinOp::sub, tid, t), lane);
                 const int nodes = T / warp_size;
-                std::vector<StmtRef> first_warp;
                 std::vector<int> node(static_cast<size_t>(nodes));
                 for (int q = 0; q < nodes; ++q) {
                     node[static_cast<size_t>(q)] = q == 0 ? acc : new_local(type, "node");
-                    auto at = bin(BinOp::add, tid, i32(static_cast<int64_t>(q) * warp_size));
-                    first_warp.push_back(make(
+                    auto at = bin(BinOp::add, first, i32(static_cast<int64_t>(q) * warp_size));
+                    out.push_back(make(
                         stmt::Let{node[static_cast<size_t>(q)], make(type, expr::Load{tile, at})}));
                 }
                 for (int half = nodes / 2; half >= 1; half /= 2)
                     for (int q = 0; q < half; ++q)
-                        first_warp.push_back(make(stmt::Assign{
+                        out.push_back(make(stmt::Assign{
                             node[static_cast<size_t>(q)],
                             fold_combine(f.spec.op, local(k, node[static_cast<size_t>(q)]),
                                          local(k, node[static_cast<size_t>(q + half)]))}));
-                butterfly(first_warp, warp_size, warp_size, t);
-                first_warp.push_back(
-                    make(stmt::If{bin(BinOp::eq, t, i32(0)),
-                                  make(stmt::Store{tile, tid, local(k, acc)}), nullptr}));
-                out.push_back(make(stmt::If{bin(BinOp::lt, t, i32(warp_size)),
-                                            make(stmt::Seq{std::move(first_warp)}), nullptr}));
-                out.push_back(make(stmt::Barrier{}));
+                butterfly(out, warp_size, warp_size, lane);
             } else {
-                // Without shuffles: every level through the tile, each followed by a barrier.
+                // Without shuffles: every level through the tile, each followed by a barrier;
+                // then every thread reads the root from the group's first slot.
                 for (int s = T / 2; s >= 1; s /= 2) {
                     auto a = make(type, expr::Load{tile, tid});
                     auto b = make(type, expr::Load{tile, bin(BinOp::add, tid, i32(s))});
@@ -250,9 +246,9 @@ struct Lowerer {
                     out.push_back(make(stmt::If{bin(BinOp::lt, t, i32(s)), store, nullptr}));
                     out.push_back(make(stmt::Barrier{}));
                 }
+                out.push_back(
+                    make(stmt::Assign{acc, make(type, expr::Load{tile, bin(BinOp::sub, tid, t)})}));
             }
-            out.push_back(
-                make(stmt::Assign{acc, make(type, expr::Load{tile, bin(BinOp::sub, tid, t)})}));
             // A barrier frees the tile for the next fold; the kernel's last such fold, outside
             // any loop, has none after it.
             const bool last = ++tile_folds_seen == tile_folds && loop_depth == 0;
