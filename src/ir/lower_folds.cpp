@@ -60,25 +60,12 @@ struct Lowerer {
     bool uses_tile(const FoldSpec& f) const { return f.threads > 1 && warp_size < f.threads; }
 
     int count_tile_folds(const StmtRef& s) const {
-        if (!s) return 0;
-        return std::visit(
-            [&](const auto& n) -> int {
-                using N = std::decay_t<decltype(n)>;
-                if constexpr (std::is_same_v<N, stmt::Seq>) {
-                    int c = 0;
-                    for (const auto& i : n.items) c += count_tile_folds(i);
-                    return c;
-                } else if constexpr (std::is_same_v<N, stmt::For>) {
-                    return count_tile_folds(n.body);
-                } else if constexpr (std::is_same_v<N, stmt::If>) {
-                    return count_tile_folds(n.then_body) + count_tile_folds(n.else_body);
-                } else if constexpr (std::is_same_v<N, stmt::Fold>) {
-                    return uses_tile(n.spec) ? 1 : 0;
-                } else {
-                    return 0;
-                }
-            },
-            s->node);
+        int c = 0;
+        for_each_stmt(s, [&](const StmtNode& n) {
+            const auto* f = std::get_if<stmt::Fold>(&n.node);
+            c += f && uses_tile(f->spec) ? 1 : 0;
+        });
+        return c;
     }
 
     int new_local(DType t, const std::string& name) {

@@ -112,27 +112,30 @@ StmtRef rewrite_exprs(const StmtRef& s, const std::function<ExprRef(const ExprRe
         s->node);
 }
 
-bool contains(const StmtRef& s, const std::function<bool(const StmtNode&)>& pred) {
-    if (!s) return false;
-    if (pred(*s)) return true;
-    return std::visit(
-        [&](const auto& n) -> bool {
+void for_each_stmt(const StmtRef& s, const std::function<void(const StmtNode&)>& f) {
+    if (!s) return;
+    f(*s);
+    std::visit(
+        [&](const auto& n) {
             using N = std::decay_t<decltype(n)>;
             if constexpr (std::is_same_v<N, stmt::Seq>) {
-                for (const auto& i : n.items)
-                    if (contains(i, pred)) return true;
-                return false;
+                for (const auto& i : n.items) for_each_stmt(i, f);
             } else if constexpr (std::is_same_v<N, stmt::For>) {
-                return contains(n.body, pred);
+                for_each_stmt(n.body, f);
             } else if constexpr (std::is_same_v<N, stmt::If>) {
-                return contains(n.then_body, pred) || contains(n.else_body, pred);
+                for_each_stmt(n.then_body, f);
+                for_each_stmt(n.else_body, f);
             } else if constexpr (std::is_same_v<N, stmt::Fold>) {
-                return contains(n.body, pred);
-            } else {
-                return false;
+                for_each_stmt(n.body, f);
             }
         },
         s->node);
+}
+
+bool contains(const StmtRef& s, const std::function<bool(const StmtNode&)>& pred) {
+    bool found = false;
+    for_each_stmt(s, [&](const StmtNode& n) { found = found || pred(n); });
+    return found;
 }
 
 bool contains_barrier(const StmtRef& s) {

@@ -75,9 +75,9 @@ FlushScratch& flush_scratch(Device& device) {
     return state;
 }
 
-void flush_l2(Device& device, int iteration) {
+void flush_l2(Device& device, Flush mode, int iteration) {
     FlushScratch& state = flush_scratch(device);
-    if (flush_mode() == Flush::write) {
+    if (mode == Flush::write) {
         const uint32_t pattern = 0x9e3779b9u + static_cast<uint32_t>(iteration);
         device.fill(state.scratch->memory(), &pattern, sizeof pattern);
         return;
@@ -109,16 +109,17 @@ double time_dispatches(Device& device, int iters, const std::function<void()>& l
         prepare();
         return device.time_ms(launch);
     }
+    const bool flush = is_gpu(device.info());
+    const Flush mode = flush ? flush_mode() : Flush::write;  // read once, before any launch
     for (int i = 0; i < kWarmups; ++i) {
         prepare();
         launch();
     }
-    const bool flush = is_gpu(device.info());
     std::vector<double> times;
     times.reserve(static_cast<size_t>(iters));
     for (int i = 0; i < iters; ++i) {
         prepare();
-        if (flush) flush_l2(device, i);
+        if (flush) flush_l2(device, mode, i);
         // No synchronize here: the untimed work is queued on the same in-order stream ahead of
         // the timed launch, so the clock starts when it ends, by which time the launch is
         // already queued. What is timed is the device's time for the launch, not the host's
