@@ -2,6 +2,9 @@
 // bitwise against the oracle.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cstring>
+
 #include "ops/test_kernels.hpp"
 #include "oracle/scalar.hpp"
 #include "oracle/test_kernels.hpp"
@@ -113,6 +116,31 @@ TEST(Casts, F16ConversionMatchesTheCompilersFloat16) {
         ASSERT_EQ(std::bit_cast<uint32_t>(semantics::f16_to_f32(hb)),
                   std::bit_cast<uint32_t>(static_cast<float>(h)));
     }
+}
+
+TEST(Casts, EveryHalfWidensExactlyOnEveryDevice) {
+    // All 65536 halves: the f32 the compiler's _Float16 gives, and for a NaN its sign and payload
+    // in f32's top mantissa bits; then every device gives the same bits.
+    HostBuffer x{DType::f16, {}}, want = test::poisoned(DType::u32, 65536);
+    for (uint32_t h = 0; h < 65536; ++h) {
+        const auto hb = static_cast<uint16_t>(h);
+        const uint32_t got = std::bit_cast<uint32_t>(semantics::f16_to_f32(hb));
+        const bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0;
+        const uint32_t expected =
+            nan ? ((h & 0x8000) << 16) | 0x7f800000 | ((h & 0x3ff) << 13)
+                : std::bit_cast<uint32_t>(static_cast<float>(std::bit_cast<_Float16>(hb)));
+        ASSERT_EQ(got, expected) << std::hex << h;
+        x.bytes.push_back(static_cast<uint8_t>(h & 0xff));
+        x.bytes.push_back(static_cast<uint8_t>(h >> 8));
+        std::memcpy(want.bytes.data() + 4 * h, &got, 4);
+    }
+    KernelBuilder k("widen_f16", 128);
+    auto in = k.input("x", DType::f16);
+    auto out = k.output("y", DType::u32);
+    Expr i = k.absolute_pos();
+    k.if_(i < out.len(), [&] { out[i] = bitcast(DType::u32, cast(DType::f32, in[i])); });
+    test::expect_everywhere(k.finish(), 65536 / 128, {x, test::poisoned(DType::u32, 65536)}, 1,
+                            want);
 }
 
 struct FoldCase {

@@ -15,13 +15,15 @@
 #define KILN_SCALAR_SEMANTICS_H
 
 KILN_FN float kiln_f16_to_f32(uint16_t h) {
+    /* Branch-free, so a kernel converting many scales keeps its instructions in one stream. */
     uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
-    uint32_t e = ((uint32_t)h >> 10) & 0x1fu;
-    uint32_t m = (uint32_t)h & 0x3ffu;
-    if (e == 0x1fu) return kiln_bits_f32(sign | 0x7f800000u | (m << 13));
-    if (e != 0u) return kiln_bits_f32(sign | ((e + 112u) << 23) | (m << 13));
-    /* zero or subnormal: m * 2^-24 is exact in f32 */
-    return kiln_bits_f32(sign | kiln_f32_bits((float)m * 5.9604644775390625e-8f));
+    uint32_t e = (uint32_t)h & 0x7c00u;
+    uint32_t em = ((uint32_t)h & 0x7fffu) << 13; /* exponent and mantissa in f32's places */
+    /* normal: rebias the exponent from 15 to 127; inf or NaN: 31 + 224 == 255, payload kept */
+    uint32_t normal_bits = em + (e == 0x7c00u ? 0x70000000u : 0x38000000u);
+    /* zero or subnormal: 2^-14 * (1 + m/1024) - 2^-14 == m * 2^-24, exact and never subnormal */
+    uint32_t subnormal_bits = kiln_f32_bits(kiln_bits_f32(em | 0x38800000u) - 6.103515625e-05f);
+    return kiln_bits_f32(sign | (e == 0u ? subnormal_bits : normal_bits));
 }
 
 KILN_FN uint16_t kiln_f32_to_f16(float f) {
