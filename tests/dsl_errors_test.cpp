@@ -101,6 +101,18 @@ TEST(DslErrors, FoldScheduleMustFit) {
                 HasSubstr("power of two"));
 }
 
+TEST(DslErrors, VectorLoadsNeedAWidthOf2Or4AndA4ByteType) {
+    KernelBuilder k("vec");
+    auto a = k.input("a", DType::u32);
+    auto h = k.input("h", DType::f16);
+    auto out = k.output("out", DType::u32);
+    EXPECT_THAT(error_of([&] { k.load_vector(a, 0, 3); }), HasSubstr("3 u32 elements"));
+    EXPECT_THAT(error_of([&] { k.load_vector(h, 0, 4); }), HasSubstr("4 f16 elements"));
+    EXPECT_THAT(error_of([&] { k.load_vector(out, 0, 4); }), HasSubstr("write only"));
+    EXPECT_THAT(error_of([&] { k.load_vector(a, Expr(1.5f), 4); }),
+                HasSubstr("indices are integers"));
+}
+
 TEST(DslErrors, BuilderMisuse) {
     EXPECT_THAT(error_of([] { KernelBuilder k("x", 2048); }), HasSubstr("block size 2048"));
     EXPECT_THAT(error_of([] { KernelBuilder k("bad name"); }), HasSubstr("letters, digits"));

@@ -181,6 +181,14 @@ struct Barrier {
     bool warp = false;
 };
 inline constexpr int kWarpBarrierGroup = 32;  // threads a warp barrier syncs
+// Declares `locals` (2 or 4 of them, of mem's dtype, which has 4 bytes) and gives them the
+// consecutive elements index, index+1, ... of mem: one wide load where the target has one and
+// the address is aligned to the whole vector, one load per element otherwise (same values).
+struct LoadVector {
+    MemRef mem;
+    ExprRef index;
+    std::vector<int> locals;
+};
 struct Fold {
     int result;
     FoldSpec spec;
@@ -193,7 +201,7 @@ struct Fold {
 
 struct StmtNode {
     std::variant<stmt::Seq, stmt::Let, stmt::Assign, stmt::Store, stmt::For, stmt::If,
-                 stmt::Barrier, stmt::Fold>
+                 stmt::Barrier, stmt::LoadVector, stmt::Fold>
         node;
 };
 

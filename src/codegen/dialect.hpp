@@ -7,6 +7,13 @@
 
 namespace kiln::codegen {
 
+// How a vector load (ir::stmt::LoadVector) is written.
+enum class VectorLoad {
+    elements,             // one load per element
+    aligned_or_elements,  // CUDA: one uint4-style load when the address is aligned to it
+    vload,                // OpenCL: vloadN (any element-aligned address)
+};
+
 struct Dialect {
     std::string name;          // "cpu", "cuda", "opencl"
     std::string prelude;       // fixed-width ints, KILN_FN, kiln_f32_bits / kiln_bits_f32
@@ -24,6 +31,7 @@ struct Dialect {
     bool threads_as_loops = false;  // CPU: run a block's threads as loops split at barriers
     bool has_shuffle = false;       // CUDA: __shfl_xor_sync
     int warp_size = 1;
+    VectorLoad vector_load = VectorLoad::elements;
 };
 
 const Dialect& cpu_dialect();

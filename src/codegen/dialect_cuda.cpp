@@ -31,6 +31,7 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }
         .threads_as_loops = false,
         .has_shuffle = true,
         .warp_size = 32,
+        .vector_load = VectorLoad::aligned_or_elements,
     };
     return d;
 }

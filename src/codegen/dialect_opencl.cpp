@@ -31,6 +31,7 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return as_float(u); }
         .threads_as_loops = false,
         .has_shuffle = false,
         .warp_size = 1,
+        .vector_load = VectorLoad::vload,
     };
     return d;
 }

@@ -386,11 +386,68 @@ struct KernelEmitter {
                     line("}");
                 } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
                     line(n.warp && !d.warp_barrier.empty() ? d.warp_barrier : d.barrier);
+                } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
+                    name_shared({n.index});
+                    load_vector(n);
+                    named.clear();
                 } else {
                     fail("kernel {}: fold reached the emitter unlowered", k.name);
                 }
             },
             s->node);
+    }
+
+    // A vector load: the locals take elements index, index+1, ... of the memory.
+    void load_vector(const stmt::LoadVector& n) {
+        const DType t = mem_dtype(k, n.mem);
+        const size_t width = n.locals.size();
+        auto from = [&](const std::string& base) {
+            for (size_t i = 0; i < width; ++i)
+                line(fmt::format("{} = {}[{}];", local(n.locals[i]), base, i));
+        };
+        // The vector type: uint4, int2, float4, ...
+        const std::string vec = fmt::format("{}{}",
+                                            t == DType::f32   ? "float"
+                                            : t == DType::i32 ? "int"
+                                                              : "uint",
+                                            width);
+        // OpenCL pointers name their address space; CUDA's are generic (a __shared__ there
+        // would declare a shared variable).
+        const std::string space = d.vector_load != VectorLoad::vload ? ""
+                                  : n.mem.space == MemSpace::global  ? d.global_space
+                                  : n.mem.space == MemSpace::shared  ? d.shared_space
+                                                                     : "";
+        line("{");
+        ++depth;
+        line(fmt::format("const {}{}* kiln_at = &{}[{}];", space, c_mem_type(t), mem(n.mem),
+                         expr(n.index)));
+        static constexpr const char* kCudaParts[] = {"x", "y", "z", "w"};
+        switch (d.vector_load) {
+            case VectorLoad::elements:
+                from("kiln_at");
+                break;
+            case VectorLoad::aligned_or_elements:
+                line(fmt::format("if ((((unsigned long long)kiln_at) & {}ull) == 0ull) {{",
+                                 width * 4 - 1));
+                ++depth;
+                line(fmt::format("const {0} kiln_v = *(const {0}*)kiln_at;", vec));
+                for (size_t i = 0; i < width; ++i)
+                    line(fmt::format("{} = kiln_v.{};", local(n.locals[i]), kCudaParts[i]));
+                --depth;
+                line("} else {");
+                ++depth;
+                from("kiln_at");
+                --depth;
+                line("}");
+                break;
+            case VectorLoad::vload:
+                line(fmt::format("const {} kiln_v = vload{}(0, kiln_at);", vec, width));
+                for (size_t i = 0; i < width; ++i)
+                    line(fmt::format("{} = kiln_v.s{};", local(n.locals[i]), i));
+                break;
+        }
+        --depth;
+        line("}");
     }
 
     // CPU: a statement holding barriers, as loops over threads between the barriers.

@@ -157,6 +157,23 @@ Var KernelBuilder::let(const Expr& init, const std::string& name) {
     return Var(this, id, init.type());
 }
 
+std::vector<Var> KernelBuilder::load_vector(const Memory& m, const Expr& index, int width,
+                                            const std::string& name) {
+    const Expr first = m[index];  // checks that m is readable and the index an integer
+    if ((width != 2 && width != 4) || size_of(m.dtype()) != 4)
+        fail("kernel {}: load_vector of {} {} elements; expected 2 or 4 of a 4-byte type",
+             kernel_.name, width, kiln::name(m.dtype()));
+    std::vector<Var> vars;
+    std::vector<int> ids;
+    for (int i = 0; i < width; ++i) {
+        ids.push_back(new_local(m.dtype(), name));
+        vars.emplace_back(this, ids.back(), m.dtype());
+    }
+    const auto& load = std::get<ir::expr::Load>(first.node()->node);
+    emit(ir::make(ir::stmt::LoadVector{load.mem, load.index, std::move(ids)}));
+    return vars;
+}
+
 void KernelBuilder::for_(const Expr& begin, const Expr& end, const std::function<void(Expr)>& body,
                          const Expr& step) {
     Expr b = begin, e = end, s = step;

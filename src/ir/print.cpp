@@ -106,6 +106,12 @@ struct Printer {
                     line(depth, "}");
                 } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
                     line(depth, n.warp ? "barrier warp" : "barrier");
+                } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
+                    std::string names;
+                    for (int l : n.locals) names += (names.empty() ? "" : ", ") + local(l);
+                    line(depth,
+                         fmt::format("let ({}):{}x{} = {}[{}..]", names, name(mem_dtype(k, n.mem)),
+                                     n.locals.size(), mem(n.mem), expr(n.index)));
                 } else {
                     static_assert(std::is_same_v<N, stmt::Fold>);
                     line(depth,

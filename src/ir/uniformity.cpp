@@ -45,6 +45,11 @@ struct Analyzer {
                 } else if constexpr (std::is_same_v<N, stmt::Let> ||
                                      std::is_same_v<N, stmt::Assign>) {
                     mark(n.local, varying_control || u.varying(n.value));
+                } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
+                    // As uniform as a load (see varying()).
+                    const bool v =
+                        varying_control || u.varying(n.index) || n.mem.space == MemSpace::local;
+                    for (int l : n.locals) mark(l, v);
                 } else if constexpr (std::is_same_v<N, stmt::For>) {
                     const bool v = varying_control || u.varying(n.begin) || u.varying(n.end) ||
                                    u.varying(n.step);

@@ -179,6 +179,19 @@ struct Verifier {
                             fmt::format("a warp barrier needs a block size that is a multiple "
                                         "of {}; the block has {} threads",
                                         stmt::kWarpBarrierGroup, k.block_size));
+                } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
+                    expr(n.index);
+                    check_mem(n.mem, false);
+                    const DType t = mem_dtype(k, n.mem);
+                    if (!is_integer(n.index->type))
+                        error(fmt::format("vector load index {} is {}; expected an integer",
+                                          text(n.index), name(n.index->type)));
+                    if ((n.locals.size() != 2 && n.locals.size() != 4) || size_of(t) != 4)
+                        error(
+                            fmt::format("vector load of {} {} elements; expected 2 or 4 of a "
+                                        "4-byte type",
+                                        n.locals.size(), name(t)));
+                    for (int l : n.locals) declare(l, t);
                 } else {
                     const FoldSpec& f = n.spec;
                     expr(n.extent);

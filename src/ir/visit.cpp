@@ -104,6 +104,8 @@ StmtRef rewrite_exprs(const StmtRef& s, const std::function<ExprRef(const ExprRe
                 return make(stmt::If{x(n.cond), st(n.then_body), st(n.else_body)});
             } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
                 return s;
+            } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
+                return make(stmt::LoadVector{n.mem, x(n.index), n.locals});
             } else {
                 return make(
                     stmt::Fold{n.result, n.spec, x(n.extent), n.index, st(n.body), x(n.value)});
