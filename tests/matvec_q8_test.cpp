@@ -238,6 +238,11 @@ TEST(MatvecQ8, BadArgumentsAreErrors) {
             ops::matvec_q8_kernel({256, 32, 2, ops::MatvecForm::warp_words});
         },
         "needs 69632 bytes of shared memory");
+    expect_error(
+        [&] {
+            ops::matvec_q8_kernel({128, 32, 1, ops::MatvecForm::staged, 2});
+        },
+        "staged schedule with 2 rows per warp");
     EXPECT_THROW(oracle::matvec_q8(Bytes(68), Bytes(68), 1, 96), Error);
 }
 

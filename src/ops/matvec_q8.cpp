@@ -19,7 +19,7 @@ namespace {
 
 using enum MatvecForm;
 
-constexpr std::array<MatvecVariant, 12> kVariants{{
+constexpr std::array<MatvecVariant, 15> kVariants{{
     {"b64_v1", {64, 32, 1, pair_per_lane}},
     {"b64_v4", {64, 32, 4, pair_per_lane}},
     {"b128_v2", {128, 32, 2, pair_per_lane}},
@@ -28,6 +28,9 @@ constexpr std::array<MatvecVariant, 12> kVariants{{
     {"s128_v1", {128, 32, 1, staged}},
     {"s128_v2", {128, 32, 2, staged}},
     {"s256_v1", {256, 32, 1, staged}},
+    {"s64_v1", {64, 32, 1, staged}},
+    {"s64_v2", {64, 32, 2, staged}},
+    {"s256_v2", {256, 32, 2, staged}},
     {"w64_v1_r1", {64, 32, 1, warp_words, 1}},
     {"w128_v1_r1", {128, 32, 1, warp_words, 1}},
     {"w128_v1_r4", {128, 32, 1, warp_words, 4}},
@@ -96,36 +99,117 @@ Expr half_scale(const Expr& half_bits) {
     return cast(DType::f32, bitcast(DType::f16, half_bits));
 }
 
-// The dot product of one Q8_0 block pair of W with the matching pair of x: 17 words each, read
-// once. Word 0 = d0 | q0[0..1] << 16; q0 runs unaligned by 2 bytes through word 8, whose high
-// half is d1; q1 is words 9..16.
-Expr pair_value(KernelBuilder& k, const Memory& w, const Expr& w_base, const Memory& x,
-                const Expr& x_base) {
-    std::array<Expr, kQ8PairWords> ww{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    std::array<Expr, kQ8PairWords> xx = ww;
-    for (int i = 0; i < kQ8PairWords; ++i) {
-        ww[static_cast<size_t>(i)] = k.let(w[w_base + i], fmt::format("w{}", i));
-        xx[static_cast<size_t>(i)] = k.let(x[x_base + i], fmt::format("x{}", i));
-    }
-    auto word = [](const std::array<Expr, kQ8PairWords>& v, int i) {
-        return v[static_cast<size_t>(i)];
-    };
-    // Block 0: quants straddle words i and i+1.
-    Expr isum0 = Expr(0);
+// A pair of 17 words (see pair_value), each named once.
+using PairWords = std::array<Expr, kQ8PairWords>;
+
+PairWords load_pair(KernelBuilder& k, const Memory& m, const Expr& base, const char* name) {
+    PairWords v{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < kQ8PairWords; ++i)
+        v[static_cast<size_t>(i)] = k.let(m[base + i], fmt::format("{}{}", name, i));
+    return v;
+}
+
+Expr at(const PairWords& v, int i) {
+    return v[static_cast<size_t>(i)];
+}
+
+// x's side of a pair, prepared before W's: block 0's quants realigned into 8 words
+// (they straddle words 0..8 by 2 bytes), block 1's 8 words, and both scales as f32.
+struct XPair {
+    std::array<Expr, 8> q0{0, 0, 0, 0, 0, 0, 0, 0}, q1{0, 0, 0, 0, 0, 0, 0, 0};
+    Expr d0 = 0, d1 = 0;
+};
+
+// Word i of block 0's quants: the high half of word i and the low half of word i+1.
+Expr straddled(const PairWords& v, int i) {
+    return (at(v, i) >> 16u) | (at(v, i + 1) << 16u);
+}
+
+XPair x_pair(KernelBuilder& k, const PairWords& xx) {
+    XPair p;
     for (int i = 0; i < 8; ++i) {
-        Expr a = (word(ww, i) >> 16u) | (word(ww, i + 1) << 16u);
-        Expr b = (word(xx, i) >> 16u) | (word(xx, i + 1) << 16u);
-        isum0 = dp4a(bitcast(DType::i32, a), bitcast(DType::i32, b), isum0);
+        p.q0[static_cast<size_t>(i)] = k.let(straddled(xx, i), "xq0");
+        p.q1[static_cast<size_t>(i)] = at(xx, 9 + i);
     }
-    // Block 1: aligned words 9..16.
-    Expr isum1 = Expr(0);
-    for (int i = 9; i < kQ8PairWords; ++i)
-        isum1 = dp4a(bitcast(DType::i32, word(ww, i)), bitcast(DType::i32, word(xx, i)), isum1);
-    Expr d0 = half_scale(word(ww, 0) & 0xffffu) * half_scale(word(xx, 0) & 0xffffu);
-    Expr d1 = half_scale(word(ww, 8) >> 16u) * half_scale(word(xx, 8) >> 16u);
+    p.d0 = k.let(half_scale(at(xx, 0) & 0xffffu), "xd0");
+    p.d1 = k.let(half_scale(at(xx, 8) >> 16u), "xd1");
+    return p;
+}
+
+// The value of one Q8_0 block pair of W (17 words) against x's pair. Word 0 = d0 | q0[0..1]
+// << 16; q0 runs unaligned by 2 bytes through word 8, whose high half is d1; q1 is words 9..16.
+Expr pair_dot(KernelBuilder& k, const PairWords& ww, const XPair& xp) {
+    Expr isum0 = Expr(0), isum1 = Expr(0);
+    for (int i = 0; i < 8; ++i) {
+        isum0 = dp4a(bitcast(DType::i32, straddled(ww, i)),
+                     bitcast(DType::i32, xp.q0[static_cast<size_t>(i)]), isum0);
+        isum1 = dp4a(bitcast(DType::i32, at(ww, 9 + i)),
+                     bitcast(DType::i32, xp.q1[static_cast<size_t>(i)]), isum1);
+    }
+    Expr d0 = half_scale(at(ww, 0) & 0xffffu) * xp.d0;
+    Expr d1 = half_scale(at(ww, 8) >> 16u) * xp.d1;
     Var p0 = k.let(d0 * cast(DType::f32, isum0), "p0");
     Var p1 = k.let(d1 * cast(DType::f32, isum1), "p1");
     return p0 + p1;
+}
+
+// The dot product of the pair of W at word w_base with the pair of x at x_base, each read once.
+Expr pair_value(KernelBuilder& k, const Memory& w, const Expr& w_base, const Memory& x,
+                const Expr& x_base) {
+    const PairWords ww = load_pair(k, w, w_base, "w");
+    return pair_dot(k, ww, x_pair(k, load_pair(k, x, x_base, "x")));
+}
+
+// One run of words to copy into a shared tile (see copy_words): from word `from` (i64) of src
+// into `tile` from `to` on, by `threads` threads of which this is thread `t`.
+struct WordCopy {
+    const Memory& src;
+    Expr from;
+    const Memory& tile;
+    Expr to;
+    int threads;
+    Expr t;
+};
+
+// Copies `words` (a multiple of 4) consecutive words for each run: thread t takes the groups of
+// 4 words t, t+threads, ... with one vector load each, 16 bytes wide where `from` is 16-byte
+// aligned (in W when k % 256 == 0: a row is then 17*k/64 words, a multiple of 4). Every load of
+// every run is issued before the first store waits for one, so they are all in flight at once;
+// each run's loads address one base with constant offsets.
+void copy_words(KernelBuilder& k, const std::vector<WordCopy>& runs, int words) {
+    const int groups = words / 4;
+    struct Group {
+        const WordCopy* run;
+        Expr tile_at;
+        int offset;  // words from the thread's first group
+        std::vector<Var> v;
+    };
+    std::vector<Group> loaded;
+    std::vector<std::function<void()>> partial;  // groups only some threads have
+    for (const WordCopy& run : runs) {
+        Var src_at = k.let(run.from + cast(DType::i64, run.t * 4), "src_at");
+        Var tile_at = k.let(run.to + run.t * 4, "tile_at");
+        for (int c = 0; c * run.threads < groups; ++c) {
+            const int offset = c * run.threads * 4;
+            auto load = [&k, &run, src_at, offset] {
+                return k.load_vector(run.src, src_at + offset, 4, "word");
+            };
+            auto store = [&run, tile_at, offset](const std::vector<Var>& v) {
+                for (int j = 0; j < 4; ++j)
+                    run.tile[tile_at + (offset + j)] = v[static_cast<size_t>(j)];
+            };
+            if ((c + 1) * run.threads <= groups) {
+                loaded.push_back({&run, tile_at, offset, load()});
+            } else {
+                const Expr has = run.t + c * run.threads < groups;
+                partial.push_back([&k, has, load, store] { k.if_(has, [&] { store(load()); }); });
+            }
+        }
+    }
+    for (const auto& p : partial) p();
+    for (const Group& g : loaded)
+        for (int j = 0; j < 4; ++j)
+            g.run->tile[g.tile_at + (g.offset + j)] = g.v[static_cast<size_t>(j)];
 }
 
 // What the staged and warp_words forms share: the parameters, and a warp per row (slot `slot`
@@ -201,32 +285,31 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
     Var tile_row = k.let(r.slot * words, "tile_row");
     Var partial = k.let(Expr(0.0f), "partial");
     auto stage = [&](const Expr& offset) {
-        // Lane t copies words t, t+32, ... (17*unroll of them, comptime-unrolled so every
-        // load is in flight at once). Words past the end are clamped copies no lane reads.
-        // A round inside the row (all but a ragged last one) needs no clamping, and its loads
-        // take 64-bit indices so that they address one base with constant offsets.
-        auto copy_round = [&](bool clamped) {
-            Var w_src = k.let(cast(DType::i64, r.w_row + offset + r.lane), "w_src");
+        // A round inside the row (all but a ragged last one) is copied in 16-byte loads
+        // (copy_words). A ragged last round is copied a word at a time, lane t taking words t,
+        // t+32, ...; words past the row's end are clamped copies no lane reads.
+        auto whole_round = [&] {
+            copy_words(k,
+                       {{r.w, cast(DType::i64, r.w_row + offset), w_tile, tile_row, kMatvecQ8Lanes,
+                         r.lane},
+                        {r.x, cast(DType::i64, offset), x_tile, 0, s.block, k.thread_index()}},
+                       words);
+        };
+        auto ragged_round = [&] {
             for (int c = 0; c < words / kMatvecQ8Lanes; ++c) {
                 Expr i = r.lane + c * kMatvecQ8Lanes;
-                w_tile[tile_row + i] = clamped ? r.w[r.w_row + min(offset + i, r.last)].expr()
-                                               : r.w[w_src + c * kMatvecQ8Lanes].expr();
+                w_tile[tile_row + i] = r.w[r.w_row + min(offset + i, r.last)];
             }
-            Var x_src = k.let(cast(DType::i64, offset + k.thread_index()), "x_src");
             for (int c = 0; c < static_cast<int>(ceil_div(words, s.block)); ++c) {
                 Expr i = k.thread_index() + c * s.block;
-                auto copy = [&] {
-                    x_tile[i] = clamped ? r.x[min(offset + i, r.last)].expr()
-                                        : r.x[x_src + c * s.block].expr();
-                };
+                auto copy = [&] { x_tile[i] = r.x[min(offset + i, r.last)]; };
                 if ((words % s.block) == 0)
                     copy();
                 else
                     k.if_(i < words, copy);
             }
         };
-        k.if_(
-            offset + words <= r.x.len(), [&] { copy_round(false); }, [&] { copy_round(true); });
+        k.if_(offset + words <= r.x.len(), whole_round, ragged_round);
     };
     for_each_round(
         k, s, r, partial, stage, [&] { k.barrier(); },
@@ -357,8 +440,7 @@ ir::Kernel matvec_q8_kernel(const MatvecSchedule& s) {
 }
 
 int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& s) {
-    const int64_t rows_per_block =
-        s.block / s.threads * (s.form == warp_words ? s.rows_per_warp : 1);
+    const int64_t rows_per_block = s.block / s.threads * s.rows_per_warp;
     return ceil_div(rows, rows_per_block);
 }
 

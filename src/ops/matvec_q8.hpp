@@ -34,7 +34,7 @@ enum class MatvecForm {
     // Each lane reads its own pairs straight from memory (68-byte stride across a warp).
     pair_per_lane,
     // Each round's W rows and x are first copied into shared tiles by consecutive threads
-    // (coalesced 4-byte loads, 128 bytes a warp), then each lane reads its pair from the tile
+    // (coalesced 16-byte loads where aligned), then each lane reads its pair from the tile
     // (stride 17 words: no bank conflicts). Block barriers between rounds.
     staged,
     // A warp per row reads each round's words coalesced and takes every word's masked dp4a at
