@@ -113,41 +113,22 @@ Expr at(const PairWords& v, int i) {
     return v[static_cast<size_t>(i)];
 }
 
-// x's side of a pair, prepared before W's: block 0's quants realigned into 8 words
-// (they straddle words 0..8 by 2 bytes), block 1's 8 words, and both scales as f32.
-struct XPair {
-    std::array<Expr, 8> q0{0, 0, 0, 0, 0, 0, 0, 0}, q1{0, 0, 0, 0, 0, 0, 0, 0};
-    Expr d0 = 0, d1 = 0;
-};
-
-// Word i of block 0's quants: the high half of word i and the low half of word i+1.
-Expr straddled(const PairWords& v, int i) {
-    return (at(v, i) >> 16u) | (at(v, i + 1) << 16u);
-}
-
-XPair x_pair(KernelBuilder& k, const PairWords& xx) {
-    XPair p;
-    for (int i = 0; i < 8; ++i) {
-        p.q0[static_cast<size_t>(i)] = k.let(straddled(xx, i), "xq0");
-        p.q1[static_cast<size_t>(i)] = at(xx, 9 + i);
-    }
-    p.d0 = k.let(half_scale(at(xx, 0) & 0xffffu), "xd0");
-    p.d1 = k.let(half_scale(at(xx, 8) >> 16u), "xd1");
-    return p;
-}
-
-// The value of one Q8_0 block pair of W (17 words) against x's pair. Word 0 = d0 | q0[0..1]
-// << 16; q0 runs unaligned by 2 bytes through word 8, whose high half is d1; q1 is words 9..16.
-Expr pair_dot(KernelBuilder& k, const PairWords& ww, const XPair& xp) {
-    Expr isum0 = Expr(0), isum1 = Expr(0);
-    for (int i = 0; i < 8; ++i) {
-        isum0 = dp4a(bitcast(DType::i32, straddled(ww, i)),
-                     bitcast(DType::i32, xp.q0[static_cast<size_t>(i)]), isum0);
-        isum1 = dp4a(bitcast(DType::i32, at(ww, 9 + i)),
-                     bitcast(DType::i32, xp.q1[static_cast<size_t>(i)]), isum1);
-    }
-    Expr d0 = half_scale(at(ww, 0) & 0xffffu) * xp.d0;
-    Expr d1 = half_scale(at(ww, 8) >> 16u) * xp.d1;
+// The value of one Q8_0 block pair of W (17 words) against x's pair, which has the same layout:
+// word 0 = d0 | q0[0..1] << 16, q0 runs 2 bytes off word alignment through the low half of word
+// 8, whose high half is d1, and q1 is words 9..16. W's and x's quants sit at the same byte
+// places, so each word's dp4a multiplies matching quants: words 1..7 and 9..16 whole, words 0
+// and 8 with W's scale half masked to zero. The sums are exact in int32, so no realignment.
+Expr pair_dot(KernelBuilder& k, const PairWords& ww, const PairWords& xx) {
+    auto dot = [&](const Expr& w_word, int i, const Expr& acc) {
+        return dp4a(bitcast(DType::i32, w_word), bitcast(DType::i32, at(xx, i)), acc);
+    };
+    Expr isum0 = dot(at(ww, 0) & 0xffff0000u, 0, Expr(0));
+    for (int i = 1; i < 8; ++i) isum0 = dot(at(ww, i), i, isum0);
+    isum0 = dot(at(ww, 8) & 0x0000ffffu, 8, isum0);
+    Expr isum1 = Expr(0);
+    for (int i = 9; i < kQ8PairWords; ++i) isum1 = dot(at(ww, i), i, isum1);
+    Expr d0 = half_scale(at(ww, 0) & 0xffffu) * half_scale(at(xx, 0) & 0xffffu);
+    Expr d1 = half_scale(at(ww, 8) >> 16u) * half_scale(at(xx, 8) >> 16u);
     Var p0 = k.let(d0 * cast(DType::f32, isum0), "p0");
     Var p1 = k.let(d1 * cast(DType::f32, isum1), "p1");
     return p0 + p1;
@@ -156,8 +137,7 @@ Expr pair_dot(KernelBuilder& k, const PairWords& ww, const XPair& xp) {
 // The dot product of the pair of W at word w_base with the pair of x at x_base, each read once.
 Expr pair_value(KernelBuilder& k, const Memory& w, const Expr& w_base, const Memory& x,
                 const Expr& x_base) {
-    const PairWords ww = load_pair(k, w, w_base, "w");
-    return pair_dot(k, ww, x_pair(k, load_pair(k, x, x_base, "x")));
+    return pair_dot(k, load_pair(k, w, w_base, "w"), load_pair(k, x, x_base, "x"));
 }
 
 // One run of words to copy into a shared tile (see copy_words): from word `from` (i64) of src
