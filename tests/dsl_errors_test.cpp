@@ -113,6 +113,21 @@ TEST(DslErrors, VectorLoadsNeedAWidthOf2Or4AndA4ByteType) {
                 HasSubstr("indices are integers"));
 }
 
+TEST(DslErrors, VectorLoadedValuesVaryWithTheirIndex) {
+    // A barrier under a value loaded at a per-thread index is divergent; at a per-block index,
+    // it is not.
+    KernelBuilder divergent("vec_divergent", 64);
+    auto a = divergent.input("a", DType::u32);
+    auto v = divergent.load_vector(a, divergent.thread_index() * 4, 4);
+    divergent.if_(v[2] == 0u, [&] { divergent.barrier(); });
+    EXPECT_THAT(error_of([&] { divergent.finish(); }), HasSubstr("barrier in divergent code"));
+    KernelBuilder uniform("vec_uniform", 64);
+    auto b = uniform.input("b", DType::u32);
+    auto u = uniform.load_vector(b, uniform.block_index() * 4, 4);
+    uniform.if_(u[2] == 0u, [&] { uniform.barrier(); });
+    EXPECT_NO_THROW(uniform.finish());
+}
+
 TEST(DslErrors, BuilderMisuse) {
     EXPECT_THAT(error_of([] { KernelBuilder k("x", 2048); }), HasSubstr("block size 2048"));
     EXPECT_THAT(error_of([] { KernelBuilder k("bad name"); }), HasSubstr("letters, digits"));
