@@ -113,25 +113,42 @@ Expr at(const PairWords& v, int i) {
     return v[static_cast<size_t>(i)];
 }
 
+// acc + the dot product of the four int8 quants in a word of W and those in x's word.
+Expr word_dot(const Expr& w_word, const Expr& x_word, const Expr& acc) {
+    return dp4a(bitcast(DType::i32, w_word), bitcast(DType::i32, x_word), acc);
+}
+
+// W's words 0 and 8 with their scale halves masked to zero: the block-0 quants they hold.
+Expr word0_quants(const Expr& w0) {
+    return w0 & 0xffff0000u;
+}
+Expr word8_quants(const Expr& w8) {
+    return w8 & 0x0000ffffu;
+}
+
+// A pair's value from its blocks' integer sums and the scale halves of words 0 and 8 (see the
+// header: two rounded products per block, then one rounded add).
+Expr pair_from_sums(KernelBuilder& k, const Expr& w0, const Expr& w8, const Expr& x0,
+                    const Expr& x8, const Expr& isum0, const Expr& isum1) {
+    Expr d0 = half_scale(w0 & 0xffffu) * half_scale(x0 & 0xffffu);
+    Expr d1 = half_scale(w8 >> 16u) * half_scale(x8 >> 16u);
+    Var p0 = k.let(d0 * cast(DType::f32, isum0), "p0");
+    Var p1 = k.let(d1 * cast(DType::f32, isum1), "p1");
+    return p0 + p1;
+}
+
 // The value of one Q8_0 block pair of W (17 words) against x's pair, which has the same layout:
 // word 0 = d0 | q0[0..1] << 16, q0 runs 2 bytes off word alignment through the low half of word
 // 8, whose high half is d1, and q1 is words 9..16. W's and x's quants sit at the same byte
 // places, so each word's dp4a multiplies matching quants: words 1..7 and 9..16 whole, words 0
 // and 8 with W's scale half masked to zero. The sums are exact in int32, so no realignment.
 Expr pair_dot(KernelBuilder& k, const PairWords& ww, const PairWords& xx) {
-    auto dot = [&](const Expr& w_word, int i, const Expr& acc) {
-        return dp4a(bitcast(DType::i32, w_word), bitcast(DType::i32, at(xx, i)), acc);
-    };
-    Expr isum0 = dot(at(ww, 0) & 0xffff0000u, 0, Expr(0));
-    for (int i = 1; i < 8; ++i) isum0 = dot(at(ww, i), i, isum0);
-    isum0 = dot(at(ww, 8) & 0x0000ffffu, 8, isum0);
+    Expr isum0 = word_dot(word0_quants(at(ww, 0)), at(xx, 0), Expr(0));
+    for (int i = 1; i < 8; ++i) isum0 = word_dot(at(ww, i), at(xx, i), isum0);
+    isum0 = word_dot(word8_quants(at(ww, 8)), at(xx, 8), isum0);
     Expr isum1 = Expr(0);
-    for (int i = 9; i < kQ8PairWords; ++i) isum1 = dot(at(ww, i), i, isum1);
-    Expr d0 = half_scale(at(ww, 0) & 0xffffu) * half_scale(at(xx, 0) & 0xffffu);
-    Expr d1 = half_scale(at(ww, 8) >> 16u) * half_scale(at(xx, 8) >> 16u);
-    Var p0 = k.let(d0 * cast(DType::f32, isum0), "p0");
-    Var p1 = k.let(d1 * cast(DType::f32, isum1), "p1");
-    return p0 + p1;
+    for (int i = 9; i < kQ8PairWords; ++i) isum1 = word_dot(at(ww, i), at(xx, i), isum1);
+    return pair_from_sums(k, at(ww, 0), at(ww, 8), at(xx, 0), at(xx, 8), isum0, isum1);
 }
 
 // The dot product of the pair of W at word w_base with the pair of x at x_base, each read once.
@@ -337,8 +354,7 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
         for (int c = 0; c < steps; ++c) {
             const Var& wv = w_next[static_cast<size_t>(c)];
             Var xv = k.let(r.x[min(offset + word(c), r.last)], "xv");  // x is small: a cache hit
-            products[row_base + word(c)] =
-                dp4a(bitcast(DType::i32, wv), bitcast(DType::i32, xv), 0);
+            products[row_base + word(c)] = word_dot(wv, xv, 0);
             raw[row_base + word(c)] = wv;
         }
         pos = pos + min(Expr(words), r.x.len() - offset);  // a row's last round ends the row
@@ -364,16 +380,12 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
         Var x_at = k.let(offset + local * kQ8PairWords, "x_at");
         Var w0 = k.let(raw[first], "w0"), w8 = k.let(raw[first + 8], "w8");
         Var x0 = k.let(r.x[x_at], "x0"), x8 = k.let(r.x[x_at + 8], "x8");
-        Expr isum0 = dp4a(bitcast(DType::i32, w0 & 0xffff0000u), bitcast(DType::i32, x0), 0);
+        Expr isum0 = word_dot(word0_quants(w0), x0, 0);
         for (int i = 1; i < 8; ++i) isum0 = isum0 + products[first + i];
-        isum0 = dp4a(bitcast(DType::i32, w8 & 0x0000ffffu), bitcast(DType::i32, x8), isum0);
+        isum0 = word_dot(word8_quants(w8), x8, isum0);
         Expr isum1 = Expr(0);
         for (int i = 9; i < kQ8PairWords; ++i) isum1 = isum1 + products[first + i];
-        Expr d0 = half_scale(w0 & 0xffffu) * half_scale(x0 & 0xffffu);
-        Expr d1 = half_scale(w8 >> 16u) * half_scale(x8 >> 16u);
-        Var p0 = k.let(d0 * cast(DType::f32, isum0), "p0");
-        Var p1 = k.let(d1 * cast(DType::f32, isum1), "p1");
-        return p0 + p1;
+        return pair_from_sums(k, w0, w8, x0, x8, isum0, isum1);
     };
     // The row loop's bounds are the same for every thread, so the fold's shuffles stay uniform.
     k.for_(0, s.rows_per_warp, [&](Expr rr) {

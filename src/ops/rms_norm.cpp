@@ -177,11 +177,12 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
         const bool unrolled = per_thread <= kNormalizeUnroll;
         auto nth = [&](int j) { return t + j * T; };
         auto whole = [&](int j) { return (j + 1) * static_cast<int64_t>(T) <= N; };
+        // nth(j), clamped into the row where step j is ragged (loads past the end are not used).
+        auto in_row = [&](int j) { return whole(j) ? nth(j) : min(nth(j), Expr(N - 1)); };
         std::vector<Expr> w_early;  // w[nth(j)], loaded before the fold (clamped in range)
         if (s.prefetch_w && unrolled)
             for (int j = 0; j < per_thread; ++j)
-                w_early.push_back(
-                    k.let(to_f32(w[whole(j) ? nth(j) : min(nth(j), Expr(N - 1))]), "w_early"));
+                w_early.push_back(k.let(to_f32(w[in_row(j)]), "w_early"));
         // Row in registers: thread t is lane t of the canonical fold (T == kLanes, chunk 1), so
         // it loads its elements t, t+T, ... once, sums their squares in that order from +0 —
         // lane t's sum — and keeps them for the normalize pass. The lanes then go through the
@@ -200,8 +201,7 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
                     return v * v;
                 });
             for (int j = 0; j < per_thread; ++j)
-                x_early.push_back(k.let(
-                    to_f32(x[base + (whole(j) ? nth(j) : min(nth(j), Expr(N - 1)))]), "x_early"));
+                x_early.push_back(k.let(to_f32(x[base + in_row(j)]), "x_early"));
             Var lane_sum = k.let(Expr(0.0f), "lane_sum");
             for (int j = 0; j < per_thread; ++j) {
                 const Expr& v = x_early[static_cast<size_t>(j)];

@@ -11,6 +11,7 @@
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/tune.hpp"
+#include "ops/ceil_div.hpp"
 
 namespace kiln {
 namespace {
@@ -39,8 +40,9 @@ Flush flush_mode() {
 
 // Reads every word of the scratch buffer (16 a thread, coalesced) and keeps an XOR of them so
 // the loads are not dropped.
+constexpr int kBlock = 256, kPerThread = 16;  // the read flush's block and words per thread
+
 ir::Kernel read_flush_kernel() {
-    constexpr int kBlock = 256, kPerThread = 16;
     KernelBuilder k("l2_flush_read", kBlock);
     auto scratch = k.input("scratch", DType::u32);
     auto sink = k.output("sink", DType::u32);
@@ -84,10 +86,11 @@ void flush_l2(Device& device, Flush mode, int iteration) {
     }
     if (!state.reader) {
         state.reader = compile(device, read_flush_kernel());
-        state.sink = std::make_unique<Buffer>(device, DType::u32, 256);
+        state.sink = std::make_unique<Buffer>(device, DType::u32, kBlock);
     }
     const int64_t words = static_cast<int64_t>(state.scratch->count());
-    state.reader->launch((words + 256 * 16 - 1) / (256 * 16), {*state.scratch, *state.sink});
+    state.reader->launch(ops::ceil_div(words, int64_t{kBlock} * kPerThread),
+                         {*state.scratch, *state.sink});
 }
 
 double median(std::vector<double> values) {
