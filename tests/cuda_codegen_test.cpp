@@ -66,6 +66,11 @@ TEST(CudaCodegen, WarpFoldsUseShufflesAndBlockFoldsUseSharedMemory) {
     // A block fold: one barrier to publish the lanes; every warp then finishes the tree with
     // shuffles (no broadcast), and none frees the exchange tile, since no fold follows.
     EXPECT_EQ(count_of(b, "__syncthreads();"), 1u);
+    // Each butterfly level shuffles once, outside the select that orders its operands: a
+    // shuffle in each arm would be a divergent shuffle to NVCC (branches around every one).
+    EXPECT_EQ(count_of(w, "__shfl_xor_sync("), 5u);
+    EXPECT_EQ(count_of(b, "__shfl_xor_sync("), 5u);
+    EXPECT_EQ(count_of(w, "? (__shfl"), 0u);
     // OpenCL has no shuffles: the same warp fold goes through local memory and barriers.
     const std::string o = generate_source(Backend::opencl, std::vector{warp});
     EXPECT_NE(o.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);

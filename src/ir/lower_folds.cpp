@@ -184,14 +184,19 @@ struct Lowerer {
             out.push_back(make(stmt::Assign{acc, make(type, expr::Load{lanes, i32(0)})}));
         }
         // Butterfly levels s = from/2 ... 1 over groups of `width` threads (warp shuffles): after
-        // each level every thread holds its tree node, operands in tree order.
+        // each level every thread holds its tree node, operands in tree order. The partner's
+        // value is taken into a local first, so every thread shuffles unconditionally (a
+        // shuffle inside each arm of the select would be a divergent shuffle to the compiler).
         auto butterfly = [&](std::vector<StmtRef>& into, int from, int width, const ExprRef& lane) {
             for (int s = from / 2; s >= 1; s /= 2) {
-                auto other = make(type, expr::ShuffleXor{local(k, acc), s, width});
+                const int other = new_local(type, "partner");
+                into.push_back(
+                    make(stmt::Let{other, make(type, expr::ShuffleXor{local(k, acc), s, width})}));
                 auto upper = bin(BinOp::ne, bin(BinOp::bit_and, lane, i32(s)), i32(0));
-                auto value =
-                    make(type, expr::Select{upper, fold_combine(f.spec.op, other, local(k, acc)),
-                                            fold_combine(f.spec.op, local(k, acc), other)});
+                auto value = make(
+                    type,
+                    expr::Select{upper, fold_combine(f.spec.op, local(k, other), local(k, acc)),
+                                 fold_combine(f.spec.op, local(k, acc), local(k, other))});
                 into.push_back(make(stmt::Assign{acc, value}));
             }
         };
