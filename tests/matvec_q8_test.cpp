@@ -65,7 +65,8 @@ struct Shape {
 };
 // Ragged: rows not a multiple of any block's rows; pair counts 1, 3, 65, 10 against 32 lanes
 // times unrolls of 1 to 8.
-constexpr Shape kShapes[] = {{1, 64}, {3, 192}, {5, 4096 + 64}, {37, 640}, {9, 2048}};
+// 300 rows: a streamed grid's warps take several rows each on every device.
+constexpr Shape kShapes[] = {{1, 64}, {3, 192}, {5, 4096 + 64}, {37, 640}, {9, 2048}, {300, 1088}};
 
 TEST(MatvecQ8, EveryVariantMatchesTheOracleBitwiseOnEveryDevice) {
     uint64_t seed = 1;
@@ -76,6 +77,7 @@ TEST(MatvecQ8, EveryVariantMatchesTheOracleBitwiseOnEveryDevice) {
         for (Device* d : devices()) {
             const Buffer wb = upload(*d, w), xb = upload(*d, x);
             for (const auto& v : ops::matvec_q8_variants()) {
+                if (!ops::matvec_q8_serves(v.schedule, s.k)) continue;  // see StreamedMaxK
                 SCOPED_TRACE(fmt::format("{} {} rows={} k={}", d->info().id, v.name, s.rows, s.k));
                 auto r = ops::matvec_q8_bench(*d, wb, xb, s.rows, s.k, v.schedule, 1);
                 EXPECT_TRUE(same_bits(download(r.output), want));
@@ -243,7 +245,54 @@ TEST(MatvecQ8, BadArgumentsAreErrors) {
             ops::matvec_q8_kernel({128, 32, 1, ops::MatvecForm::staged, 2});
         },
         "staged schedule with 2 rows per warp");
+    expect_error(
+        [&] {
+            ops::matvec_q8_kernel({256, 32, 1, ops::MatvecForm::streamed});
+        },
+        "streamed schedule with 0 blocks per compute unit and max_k 0");
+    expect_error(
+        [&] {
+            ops::matvec_q8_kernel({128, 32, 1, ops::MatvecForm::staged, 1, 2, 4096});
+        },
+        "staged schedule with 2 blocks per compute unit and max_k 4096");
     EXPECT_THROW(oracle::matvec_q8(Bytes(68), Bytes(68), 1, 96), Error);
+}
+
+// A streamed schedule's x tile holds k <= max_k: a larger k is a launch error naming the bound,
+// and the tuned op does not offer that variant (it still runs the others, bit-exactly).
+TEST(MatvecQ8, StreamedMaxK) {
+    Device& cpu = cpu_device();
+    const ops::MatvecSchedule s{256, 32, 1, ops::MatvecForm::streamed, 1, 1, 128};
+    EXPECT_TRUE(ops::matvec_q8_serves(s, 128));
+    EXPECT_FALSE(ops::matvec_q8_serves(s, 192));
+    const int64_t rows = 3, k = 192;
+    const Bytes w = random_q8(rows * k / 32, 9), x = random_q8(k / 32, 10);
+    const Buffer wb = upload(cpu, w), xb = upload(cpu, x);
+    try {
+        ops::matvec_q8_bench(cpu, wb, xb, rows, k, s, 1);
+        ADD_FAILURE() << "no kiln::Error for k above max_k";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("k <= 128"), std::string::npos) << e.what();
+    }
+    const ops::MatvecSchedule fits{256, 32, 1, ops::MatvecForm::streamed, 1, 1, 192};
+    EXPECT_TRUE(same_bits(download(ops::matvec_q8_bench(cpu, wb, xb, rows, k, fits, 1).output),
+                          oracle::matvec_q8(w, x, rows, k)));
+    // A miss benches every variant offered: here all but those whose max_k is below 8192.
+    size_t serving = 0;
+    for (const auto& v : ops::matvec_q8_variants())
+        serving += ops::matvec_q8_serves(v.schedule, 8192) ? 1 : 0;
+    const auto root =
+        std::filesystem::temp_directory_path() /
+        fmt::format("kiln_matvec_q8_maxk_{}", ::testing::UnitTest::GetInstance()->random_seed());
+    std::filesystem::remove_all(root);
+    Tuner tuner(root);
+    const Bytes w2 = random_q8(2 * 8192 / 32, 11), x2 = random_q8(8192 / 32, 12);
+    const Buffer w2b = upload(cpu, w2), x2b = upload(cpu, x2);
+    EXPECT_TRUE(same_bits(download(ops::matvec_q8(cpu, w2b, x2b, 2, 8192, tuner)),
+                          oracle::matvec_q8(w2, x2, 2, 8192)));
+    EXPECT_EQ(tuner.counters().benched, serving);
+    std::filesystem::remove_all(root);
+    EXPECT_LT(serving, ops::matvec_q8_variants().size());
 }
 
 TEST(MatvecQ8, EveryVariantCompilesWithNvrtcForSm90AndUsesDp4a) {

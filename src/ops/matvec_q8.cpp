@@ -19,7 +19,7 @@ namespace {
 
 using enum MatvecForm;
 
-constexpr std::array<MatvecVariant, 15> kVariants{{
+constexpr std::array<MatvecVariant, 17> kVariants{{
     {"b64_v1", {64, 32, 1, pair_per_lane}},
     {"b64_v4", {64, 32, 4, pair_per_lane}},
     {"b128_v2", {128, 32, 2, pair_per_lane}},
@@ -35,6 +35,8 @@ constexpr std::array<MatvecVariant, 15> kVariants{{
     {"w128_v1_r1", {128, 32, 1, warp_words, 1}},
     {"w128_v1_r4", {128, 32, 1, warp_words, 4}},
     {"w256_v1_r2", {256, 32, 1, warp_words, 2}},
+    {"p256_v1_c2_k16k", {256, 32, 1, streamed, 1, 2, 16384}},
+    {"p512_v1_c1_k4k", {512, 32, 1, streamed, 1, 1, 4096}},
 }};
 
 // Shared memory a staged block may use (the portable static limit).
@@ -48,6 +50,8 @@ const char* form_name(MatvecForm f) {
             return "staged";
         case warp_words:
             return "warp_words";
+        case streamed:
+            return "streamed";
     }
     return "?";
 }
@@ -55,6 +59,11 @@ const char* form_name(MatvecForm f) {
 // Words of each row that one round covers: kMatvecQ8Lanes * unroll pairs.
 constexpr int round_words(const MatvecSchedule& s) {
     return kMatvecQ8Lanes * s.unroll * kQ8PairWords;
+}
+
+// Words of x a streamed schedule's tile holds.
+constexpr int64_t x_tile_words(const MatvecSchedule& s) {
+    return int64_t{s.max_k} / 64 * kQ8PairWords;
 }
 
 int64_t shared_bytes(const MatvecSchedule& s) {
@@ -66,6 +75,8 @@ int64_t shared_bytes(const MatvecSchedule& s) {
             return (rows_per_block + 1) * round_words(s) * 4;
         case warp_words:  // a product and the raw word of W per word
             return rows_per_block * 2 * round_words(s) * 4;
+        case streamed:  // a round of W per warp, and all of x
+            return (rows_per_block * round_words(s) + x_tile_words(s)) * 4;
     }
     return 0;
 }
@@ -86,6 +97,14 @@ void check_schedule(const MatvecSchedule& s) {
         (s.form != warp_words && s.rows_per_warp != 1))
         fail("matvec_q8_dp4a: {} schedule with {} rows per warp; expected {}", form_name(s.form),
              s.rows_per_warp, s.form == warp_words ? "1 to 64" : "1");
+    if (s.form == streamed
+            ? (s.blocks_per_unit < 1 || s.blocks_per_unit > 8 || s.max_k < 64 || s.max_k % 64 != 0)
+            : (s.blocks_per_unit != 0 || s.max_k != 0))
+        fail(
+            "matvec_q8_dp4a: {} schedule with {} blocks per compute unit and max_k {}; expected "
+            "{}",
+            form_name(s.form), s.blocks_per_unit, s.max_k,
+            s.form == streamed ? "1 to 8 blocks and a positive multiple of 64" : "0 and 0");
     const int64_t bytes = shared_bytes(s);
     if (bytes > kMaxSharedBytes)
         fail(
@@ -398,6 +417,127 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
     return k.finish();
 }
 
+// The streamed form (see MatvecForm::streamed). The grid is fixed by the device, not the shape:
+// warp g of the grid's G warps takes rows g, g + G, ..., each in rounds of 32*unroll pairs. Every
+// warp makes the same number of passes (rows past the end load nothing and store nothing), so
+// the loops, the warp barriers and the fold stay uniform. Registers hold the next round's words:
+// they are loaded (16-byte loads, all of a round's issued at once) right after this round's are
+// stashed in the warp's tile, so a round's loads are in flight while the previous one is summed.
+// Lane t adds pairs t, t+32, ... of each round in order, exactly the canonical fold's lane t.
+ir::Kernel streamed_kernel(const MatvecSchedule& s) {
+    const int warps = s.block / kMatvecQ8Lanes;
+    const int round = kMatvecQ8Lanes * s.unroll;  // pairs per round
+    const int words = round_words(s);             // words per round (a multiple of 4)
+    const int groups = words / 4;                 // 16-byte groups per round
+    const int steps = static_cast<int>(ceil_div(groups, kMatvecQ8Lanes));  // groups per lane
+    KernelBuilder k(
+        fmt::format("matvec_q8_p{}_v{}_c{}_k{}", s.block, s.unroll, s.blocks_per_unit, s.max_k),
+        s.block);
+    const WarpRow r = warp_row(k, warps);
+    k.require(r.x.len() <= x_tile_words(s),
+              fmt::format("x has at most {} words: k <= {}, the streamed schedule's max_k",
+                          x_tile_words(s), s.max_k));
+    auto x_tile = k.shared(DType::u32, x_tile_words(s), "x_tile");
+    auto w_tile = k.shared(DType::u32, int64_t{warps} * words, "w_tile");
+    // All of x, once: 16-byte groups by consecutive threads, the last few words one by one.
+    k.for_(
+        k.thread_index() * 4, r.x.len(),
+        [&](Expr i) {
+            k.if_(
+                i + 4 <= r.x.len(),
+                [&] {
+                    const std::vector<Var> v = k.load_vector(r.x, i, 4, "xw");
+                    for (int j = 0; j < 4; ++j) x_tile[i + j] = v[static_cast<size_t>(j)];
+                },
+                [&] {
+                    for (int j = 0; j < 3; ++j)
+                        k.if_(i + j < r.x.len(), [&] { x_tile[i + j] = r.x[i + j]; });
+                });
+        },
+        s.block * 4);
+    k.barrier();
+    Var tile_row = k.let(r.slot * words, "tile_row");
+    Var stride = k.let(k.grid_size() * warps, "stride");  // rows between a warp's rows
+    Var passes = k.let((r.y.len() + stride - 1) / stride, "passes");
+    Var rounds = k.let((r.pairs + round - 1) / round, "rounds");
+    // Group c of lane t is the round's words 4*(t + 32c) .. +3; the last c only some lanes have.
+    auto lane_has = [&](int c) { return (c + 1) * kMatvecQ8Lanes <= groups; };
+    Var lane_word = k.let(r.lane * 4, "lane_word");
+    std::vector<Var> next;
+    for (int i = 0; i < steps * 4; ++i) next.push_back(k.let(Expr(0u), "next"));
+    // Round `rd` of row `row` into `next`; nothing past the last row. A round inside the row
+    // takes whole groups; a ragged last round takes its words one by one.
+    auto fetch = [&](const Expr& row, const Expr& rd) {
+        k.if_(row < r.y.len(), [&] {
+            Var first = k.let(rd * words, "first");
+            Var src = k.let(cast(DType::i64, row * r.x.len() + first) + cast(DType::i64, lane_word),
+                            "src");
+            auto whole = [&] {
+                for (int c = 0; c < steps; ++c) {
+                    const int offset = c * kMatvecQ8Lanes * 4;
+                    auto load = [&, c, offset] {
+                        const std::vector<Var> v = k.load_vector(r.w, src + offset, 4, "w");
+                        for (int j = 0; j < 4; ++j) next[static_cast<size_t>(c * 4 + j)] = v[j];
+                    };
+                    if (lane_has(c))
+                        load();
+                    else
+                        k.if_(r.lane < groups - c * kMatvecQ8Lanes, load);
+                }
+            };
+            auto ragged = [&] {
+                for (int c = 0; c < steps; ++c)
+                    for (int j = 0; j < 4; ++j) {
+                        const int at = c * kMatvecQ8Lanes * 4 + j;
+                        k.if_(first + lane_word + at < r.x.len(),
+                              [&] { next[static_cast<size_t>(c * 4 + j)] = r.w[src + at]; });
+                    }
+            };
+            k.if_(first + words <= r.x.len(), whole, ragged);
+        });
+    };
+    auto stash = [&] {
+        for (int c = 0; c < steps; ++c) {
+            auto store = [&, c] {
+                for (int j = 0; j < 4; ++j)
+                    w_tile[tile_row + lane_word + (c * kMatvecQ8Lanes * 4 + j)] =
+                        next[static_cast<size_t>(c * 4 + j)];
+            };
+            if (lane_has(c))
+                store();
+            else
+                k.if_(r.lane < groups - c * kMatvecQ8Lanes, store);
+        }
+    };
+    Var row = k.let(r.group, "row");
+    fetch(row, 0);
+    Var partial = k.let(Expr(0.0f), "partial");
+    k.for_(0, passes, [&](Expr) {
+        k.for_(0, rounds, [&](Expr rd) {
+            k.warp_barrier();  // the tile's last round is summed before it is overwritten
+            stash();
+            k.warp_barrier();
+            Var last = k.let(rd + 1 == rounds, "last");
+            fetch(select(last, row + stride, row), select(last, Expr(0), rd + 1));
+            Var base = k.let(rd * round, "base");
+            for (int u = 0; u < s.unroll; ++u) {
+                Var local = k.let(r.lane + u * kMatvecQ8Lanes, "local");
+                k.if_(base + local < r.pairs, [&] {
+                    Var at = k.let(local * kQ8PairWords, "at");
+                    partial = partial + pair_value(k, w_tile, tile_row + at, x_tile,
+                                                   (base + local) * kQ8PairWords);
+                });
+            }
+            k.if_(last, [&] {
+                store_lane_partials(k, partial, r, row, row < r.y.len());
+                partial = Expr(0.0f);
+                row = row + stride;
+            });
+        });
+    });
+    return k.finish();
+}
+
 }  // namespace
 
 std::span<const MatvecVariant> matvec_q8_variants() {
@@ -408,6 +548,7 @@ ir::Kernel matvec_q8_kernel(const MatvecSchedule& s) {
     check_schedule(s);
     if (s.form == staged) return staged_kernel(s);
     if (s.form == warp_words) return warp_words_kernel(s);
+    if (s.form == streamed) return streamed_kernel(s);
     KernelBuilder k(fmt::format("matvec_q8_b{}_t{}_v{}", s.block, s.threads, s.unroll), s.block);
     auto w = k.input("w", DType::u32);
     auto x = k.input("x", DType::u32);
@@ -431,9 +572,15 @@ ir::Kernel matvec_q8_kernel(const MatvecSchedule& s) {
     return k.finish();
 }
 
-int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& s) {
+int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& s, int compute_units) {
     const int64_t rows_per_block = s.block / s.threads * s.rows_per_warp;
-    return ceil_div(rows, rows_per_block);
+    const int64_t blocks = ceil_div(rows, rows_per_block);
+    if (s.form != streamed) return blocks;
+    return std::min(blocks, int64_t{std::max(compute_units, 1)} * s.blocks_per_unit);
+}
+
+bool matvec_q8_serves(const MatvecSchedule& s, int64_t k) {
+    return s.form != streamed || k <= s.max_k;
 }
 
 void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
@@ -467,7 +614,7 @@ Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& 
     auto kernel = compile(device, matvec_q8_kernel(schedule));
     Buffer y(device, DType::f32, static_cast<size_t>(rows));
     const Buffer w = w_q8.view(DType::u32), x = x_q8.view(DType::u32);
-    const int64_t grid = matvec_q8_grid(rows, schedule);
+    const int64_t grid = matvec_q8_grid(rows, schedule, device.info().compute_units);
     const double ms = time_dispatches(device, iters, [&] { kernel->launch(grid, {w, x, y}); });
     return {std::move(y), ms};
 }
@@ -486,6 +633,7 @@ Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& 
     Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
     for (size_t i = 0; i < std::size(kVariants); ++i) {
         const MatvecSchedule s = kVariants[i].schedule;
+        if (!matvec_q8_serves(s, k)) continue;
         tuned.variant(
             kVariants[i].name,
             [&device, &w_q8, &x_q8, rows, k, s](int iters) {

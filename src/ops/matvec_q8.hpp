@@ -42,6 +42,11 @@ enum class MatvecForm {
     // the 9 + 8 word products of each of its pairs from a per-warp shared array. Warp barriers
     // only. Needs threads == kMatvecQ8Lanes.
     warp_words,
+    // A fixed grid (blocks_per_unit blocks per compute unit) that streams W: each block copies
+    // all of x into a shared tile once, then each warp takes rows in turn across the grid, round
+    // by round, the next round's words loaded into registers (16-byte loads) while this round is
+    // summed from the warp's tile. Needs threads == kMatvecQ8Lanes and k <= max_k.
+    streamed,
 };
 
 // The schedule: how the one kernel maps onto threads. Never changes the result.
@@ -53,6 +58,9 @@ struct MatvecSchedule {
     // warp_words only: consecutive rows each warp takes in turn, loading the next row's first
     // round while it finishes the last one (fewer, longer-lived warps keep loads in flight).
     int rows_per_warp = 1;
+    // streamed only: blocks launched per compute unit, and the largest k its x tile holds.
+    int blocks_per_unit = 0;
+    int max_k = 0;
 };
 
 struct MatvecVariant {
@@ -62,13 +70,17 @@ struct MatvecVariant {
 
 // The variant table the tuner races: "b<block>_v<unroll>" with a warp (32 threads) per row,
 // "b<block>_t<threads>_v<unroll>" for fewer threads per row, "s<block>_v<unroll>" staged,
-// "w<block>_v<unroll>_r<rows per warp>" warp_words.
+// "w<block>_v<unroll>_r<rows per warp>" warp_words, "p<block>_v<unroll>_c<blocks per compute
+// unit>_k<max_k / 1024>k" streamed.
 std::span<const MatvecVariant> matvec_q8_variants();
 
 // The kernel: parameters w (u32 view of W's Q8_0 bytes), x (u32 view of x's), y (f32, rows).
 // k is read from x's length at run time, so one kernel serves every shape.
 ir::Kernel matvec_q8_kernel(const MatvecSchedule& schedule);
-int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& schedule);
+int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& schedule, int compute_units);
+// Whether the schedule serves k (a streamed schedule's x tile holds k <= max_k); the tuned op
+// offers only the variants that do.
+bool matvec_q8_serves(const MatvecSchedule& schedule, int64_t k);
 
 // Checks shapes and buffers: u8 buffers of rows*k/32*34 and k/32*34 bytes, k a positive
 // multiple of 64, rows >= 1, everything on `device`. kiln::Error naming the op and the values.
