@@ -1,6 +1,7 @@
 // The autotuned ops on a device: every variant's median time (kiln::time_dispatches, L2 flushed
-// on GPUs), the tuner's choice, a device copy of the same bytes for scale, and the host cost of
-// a tuner hit. KILN_L2_FLUSH=read times with a clean L2 instead of a dirty one (see
+// on GPUs), the tuner's choice, a device copy of the same bytes for scale (and for matvec a pass
+// that only reads W: the floor for any kernel reading it), the host cost of a tuner hit.
+// KILN_L2_FLUSH=read times with a clean L2 instead of a dirty one (see
 // time_dispatches). Figures for issue notes; peers (torch) are timed by shared/peers/torch_peers.py
 // in the same run.
 //   bench_tuned_ops [--device D] [--ops rms_norm,matvec_q8] [--small 1] [--json FILE]
@@ -9,6 +10,8 @@
 #include <random>
 
 #include "bench_common.hpp"
+#include "kiln/compile.hpp"
+#include "kiln/dsl.hpp"
 #include "kiln/semantics.hpp"
 #include "kiln/tune.hpp"
 #include "ops/matvec_q8.hpp"
@@ -31,6 +34,33 @@ std::vector<std::string> extra_json;
 double copy_ms(Device& d, const Buffer& src) {
     Buffer dst(d, src.dtype(), src.count());
     return time_dispatches(d, TUNE_ITERS, [&] { d.copy(dst.memory(), src.memory(), src.bytes()); });
+}
+
+// A pass that only reads `src` (whole 16-byte groups, grid-stride, the words XORed; it stores
+// only if the XOR equals `never`, which it does not): the time any kernel that must read those
+// bytes once could reach, under the same L2 flush as the ops.
+double read_only_ms(Device& d, const Buffer& src) {
+    constexpr int kBlock = 256, kBlocksPerUnit = 8;
+    KernelBuilder k("read_only_pass", kBlock);
+    auto in = k.input("src", DType::u32);
+    auto out = k.output("out", DType::u32);
+    Expr never = k.scalar("never", DType::u32);
+    Var acc = k.let(Expr(0u), "acc");
+    k.for_(
+        k.absolute_pos() * 4, in.len() - 3,
+        [&](Expr i) {
+            const std::vector<Var> v = k.load_vector(in, i, 4, "w");
+            acc = acc ^ v[0] ^ v[1] ^ v[2] ^ v[3];
+        },
+        k.grid_size() * (kBlock * 4));
+    k.if_(acc == never, [&] { out[0] = acc; });
+    auto kernel = compile(d, k.finish());
+    const Buffer words = src.view(DType::u32);
+    Buffer sink(d, DType::u32, 1);
+    const int64_t grid = int64_t{std::max(d.info().compute_units, 1)} * kBlocksPerUnit;
+    return time_dispatches(d, TUNE_ITERS, [&] {
+        kernel->launch(grid, {words, sink, uint32_t{0x9e3779b9u}});
+    });
 }
 
 void record_variants(const std::string& op, const std::string& shape, Device& d, double bytes,
@@ -82,14 +112,18 @@ void bench_matvec(Device& d, int64_t rows, int64_t k, Tuner& tuner) {
     const double bytes = static_cast<double>(wq.size() + xq.size() + 4 * rows);
     Tuned<Buffer> t("matvec_q8_dp4a", "bench " + shape, d);
     for (const auto& v : ops::matvec_q8_variants())
-        t.variant(v.name, [&, s = v.schedule](int iters) {
-            return ops::matvec_q8_bench(d, bw, bx, rows, k, s, iters);
-        });
+        if (ops::matvec_q8_serves(v.schedule, k))
+            t.variant(v.name, [&, s = v.schedule](int iters) {
+                return ops::matvec_q8_bench(d, bw, bx, rows, k, s, iters);
+            });
     t.run(tuner);
     record_variants("matvec_q8", shape, d, bytes, t.report());
     const double c = copy_ms(d, bw);
     rows_out.push_back({"matvec_q8", shape, d.info().id, "device copy of the Q8_0 bytes", c,
                         2.0 * static_cast<double>(bw.bytes()) / (c * 1e-3) / 1e9, false});
+    const double r = read_only_ms(d, bw);
+    rows_out.push_back({"matvec_q8", shape, d.info().id, "a pass that only reads the Q8_0 bytes", r,
+                        static_cast<double>(bw.bytes()) / (r * 1e-3) / 1e9, false});
 }
 
 void bench_rms_norm(Device& d, int64_t rows, int64_t n, Tuner& tuner) {
