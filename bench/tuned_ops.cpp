@@ -110,12 +110,7 @@ void bench_matvec(Device& d, int64_t rows, int64_t k, Tuner& tuner) {
     bx.upload(xq);
     const std::string shape = fmt::format("{}x{}", rows, k);
     const double bytes = static_cast<double>(wq.size() + xq.size() + 4 * rows);
-    Tuned<Buffer> t("matvec_q8_dp4a", "bench " + shape, d);
-    for (const auto& v : ops::matvec_q8_variants())
-        if (ops::matvec_q8_serves(v.schedule, k))
-            t.variant(v.name, [&, s = v.schedule](int iters) {
-                return ops::matvec_q8_bench(d, bw, bx, rows, k, s, iters);
-            });
+    Tuned<Buffer> t = ops::matvec_q8_tuned(d, bw, bx, rows, k);
     t.run(tuner);
     record_variants("matvec_q8", shape, d, bytes, t.report());
     const double c = copy_ms(d, bw);
