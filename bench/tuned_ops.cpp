@@ -1,9 +1,10 @@
 // The autotuned ops on a device: every variant's median time (kiln::time_dispatches, L2 flushed
 // on GPUs), the tuner's choice, a device copy of the same bytes for scale (and for matvec a pass
 // that only reads W: the floor for any kernel reading it), the host cost of a tuner hit.
-// KILN_L2_FLUSH=read times with a clean L2 instead of a dirty one (see
-// time_dispatches). Figures for issue notes; peers (torch) are timed by shared/peers/torch_peers.py
-// in the same run.
+// KILN_L2_FLUSH=read times with a clean L2 instead of a dirty one (see time_dispatches).
+// On GPUs every row is also timed as a steady stream over rotating cold inputs (timing "stream",
+// stream_timing.hpp). Figures for issue notes; peers (torch) are timed in the same run by
+// shared/peers/torch_peers.py (flush) and bench/peers_stream.py (stream).
 //   bench_tuned_ops [--device D] [--ops rms_norm,matvec_q8] [--small 1] [--json FILE]
 #include <chrono>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
 #include "oracle/matvec_q8.hpp"
+#include "stream_timing.hpp"
 
 using namespace kiln;
 
@@ -26,6 +28,7 @@ struct Row {
     std::string op, shape, device, variant;
     double ms = 0, gbps = 0;
     bool winner = false;
+    std::string timing = "flush";  // time_dispatches, or "stream" (stream_timing.hpp)
 };
 
 std::vector<Row> rows_out;
@@ -38,36 +41,49 @@ double copy_ms(Device& d, const Buffer& src) {
 
 // A pass that only reads `src` (whole 16-byte groups, grid-stride, the words XORed; it stores
 // only if the XOR equals `never`, which it does not): the time any kernel that must read those
-// bytes once could reach, under the same L2 flush as the ops.
-double read_only_ms(Device& d, const Buffer& src) {
-    constexpr int kBlock = 256, kBlocksPerUnit = 8;
-    KernelBuilder k("read_only_pass", kBlock);
-    auto in = k.input("src", DType::u32);
-    auto out = k.output("out", DType::u32);
-    Expr never = k.scalar("never", DType::u32);
-    Var acc = k.let(Expr(0u), "acc");
-    k.for_(
-        k.absolute_pos() * 4, in.len() - 3,
-        [&](Expr i) {
-            const std::vector<Var> v = k.load_vector(in, i, 4, "w");
-            acc = acc ^ v[0] ^ v[1] ^ v[2] ^ v[3];
-        },
-        k.grid_size() * (kBlock * 4));
-    k.if_(acc == never, [&] { out[0] = acc; });
-    auto kernel = compile(d, k.finish());
-    const Buffer words = src.view(DType::u32);
-    Buffer sink(d, DType::u32, 1);
-    const int64_t grid = int64_t{std::max(d.info().compute_units, 1)} * kBlocksPerUnit;
-    return time_dispatches(d, TUNE_ITERS, [&] {
-        kernel->launch(grid, {words, sink, uint32_t{0x9e3779b9u}});
-    });
+// bytes once could reach.
+struct ReadOnlyPass {
+    static constexpr int kBlock = 256, kBlocksPerUnit = 8;
+    std::shared_ptr<CompiledKernel> kernel;
+    Buffer sink;
+    int64_t grid;
+
+    explicit ReadOnlyPass(Device& d)
+        : kernel(compile(d, build())),
+          sink(d, DType::u32, 1),
+          grid(int64_t{std::max(d.info().compute_units, 1)} * kBlocksPerUnit) {}
+    void launch(const Buffer& src) {
+        kernel->launch(grid, {src.view(DType::u32), sink, uint32_t{0x9e3779b9u}});
+    }
+
+  private:
+    static ir::Kernel build() {
+        KernelBuilder k("read_only_pass", kBlock);
+        auto in = k.input("src", DType::u32);
+        auto out = k.output("out", DType::u32);
+        Expr never = k.scalar("never", DType::u32);
+        Var acc = k.let(Expr(0u), "acc");
+        k.for_(
+            k.absolute_pos() * 4, in.len() - 3,
+            [&](Expr i) {
+                const std::vector<Var> v = k.load_vector(in, i, 4, "w");
+                acc = acc ^ v[0] ^ v[1] ^ v[2] ^ v[3];
+            },
+            k.grid_size() * (kBlock * 4));
+        k.if_(acc == never, [&] { out[0] = acc; });
+        return k.finish();
+    }
+};
+
+double gbps(double bytes, double ms) {
+    return bytes / (ms * 1e-3) / 1e9;
 }
 
 void record_variants(const std::string& op, const std::string& shape, Device& d, double bytes,
                      const TuneReport& report) {
     for (const auto& [name, ms] : report.variant_ms)
         rows_out.push_back(
-            {op, shape, d.info().id, name, ms, bytes / (ms * 1e-3) / 1e9, name == report.winner});
+            {op, shape, d.info().id, name, ms, gbps(bytes, ms), name == report.winner});
 }
 
 // Host cost of a hit: Tuned::run with a closure that does no work, so only the lookup, the key's
@@ -98,6 +114,41 @@ double tuner_hit_us(Device& d, size_t variants) {
     return us;
 }
 
+// Every row of bench_matvec again as a steady stream over rotating copies of W.
+void stream_matvec(Device& d, const Buffer& bw, const Buffer& bx, int64_t rows, int64_t k,
+                   const std::string& shape, ReadOnlyPass& reader, const std::string& winner) {
+    const int sets = bench::stream_sets(static_cast<double>(bw.bytes()));
+    std::vector<Buffer> ws, copies;
+    for (int i = 0; i < sets; ++i) {
+        ws.emplace_back(d, DType::u8, bw.count());
+        d.copy(ws.back().memory(), bw.memory(), bw.bytes());
+        copies.emplace_back(d, DType::u8, bw.count());
+    }
+    const double bytes =
+        static_cast<double>(bw.bytes() + bx.bytes() + 4 * static_cast<size_t>(rows));
+    Buffer y(d, DType::f32, static_cast<size_t>(rows));
+    const Buffer x = bx.view(DType::u32);
+    auto add = [&](const std::string& variant, double moved, bool is_winner,
+                   const std::function<void(int)>& launch) {
+        const bench::StreamTiming s = bench::stream_ms(d, sets, launch);
+        rows_out.push_back({"matvec_q8", shape, d.info().id,
+                            variant + (s.host_kept_up ? "" : " (host fell behind)"), s.ms,
+                            gbps(moved, s.ms), is_winner, "stream"});
+    };
+    for (const ops::MatvecVariant& v : ops::matvec_q8_variants()) {
+        if (!ops::matvec_q8_serves(v.schedule, k)) continue;
+        auto kernel = compile(d, ops::matvec_q8_kernel(v.schedule));
+        const int64_t grid = ops::matvec_q8_grid(rows, v.schedule, d.info().compute_units);
+        add(v.name, bytes, v.name == winner, [&](int i) {
+            kernel->launch(grid, {ws[i].view(DType::u32), x, y});
+        });
+    }
+    add("device copy of the Q8_0 bytes", 2.0 * static_cast<double>(bw.bytes()), false,
+        [&](int i) { d.copy(copies[i].memory(), ws[i].memory(), bw.bytes()); });
+    add("a pass that only reads the Q8_0 bytes", static_cast<double>(bw.bytes()), false,
+        [&](int i) { reader.launch(ws[i]); });
+}
+
 void bench_matvec(Device& d, int64_t rows, int64_t k, Tuner& tuner) {
     std::mt19937 rng(1);
     std::normal_distribution<float> dist;
@@ -116,9 +167,42 @@ void bench_matvec(Device& d, int64_t rows, int64_t k, Tuner& tuner) {
     const double c = copy_ms(d, bw);
     rows_out.push_back({"matvec_q8", shape, d.info().id, "device copy of the Q8_0 bytes", c,
                         2.0 * static_cast<double>(bw.bytes()) / (c * 1e-3) / 1e9, false});
-    const double r = read_only_ms(d, bw);
+    ReadOnlyPass reader(d);
+    const double r = time_dispatches(d, TUNE_ITERS, [&] { reader.launch(bw); });
     rows_out.push_back({"matvec_q8", shape, d.info().id, "a pass that only reads the Q8_0 bytes", r,
-                        static_cast<double>(bw.bytes()) / (r * 1e-3) / 1e9, false});
+                        gbps(static_cast<double>(bw.bytes()), r), false});
+    if (bench::is_gpu(d.info()))
+        stream_matvec(d, bw, bx, rows, k, shape, reader, t.report().winner);
+}
+
+// Every row of bench_rms_norm again as a steady stream over rotating copies of x (and outputs).
+void stream_rms_norm(Device& d, const Buffer& bx, const Buffer& bw, int64_t rows, int64_t n,
+                     const std::string& shape, const std::string& winner) {
+    const int sets = bench::stream_sets(2.0 * static_cast<double>(bx.bytes()));
+    std::vector<Buffer> xs, outs;
+    for (int i = 0; i < sets; ++i) {
+        xs.emplace_back(d, bx.dtype(), bx.count());
+        d.copy(xs.back().memory(), bx.memory(), bx.bytes());
+        outs.emplace_back(d, bx.dtype(), bx.count());
+    }
+    const double bytes = 2.0 * static_cast<double>(bx.bytes());
+    auto add = [&](const std::string& variant, bool is_winner,
+                   const std::function<void(int)>& launch) {
+        const bench::StreamTiming s = bench::stream_ms(d, sets, launch);
+        rows_out.push_back({"rms_norm", shape, d.info().id,
+                            variant + (s.host_kept_up ? "" : " (host fell behind)"), s.ms,
+                            gbps(bytes, s.ms), is_winner, "stream"});
+    };
+    const float eps = 1e-6f;
+    for (const ops::RmsNormSchedule& v : ops::rms_norm_variants()) {
+        auto kernel = compile(d, ops::rms_norm_kernel(bx.dtype(), n, v));
+        const int64_t grid = ops::rms_norm_grid(rows, v);
+        add(v.name, v.name == winner, [&](int i) {
+            kernel->launch(grid, {xs[i], bw, outs[i], eps});
+        });
+    }
+    add("device copy of x", false,
+        [&](int i) { d.copy(outs[i].memory(), xs[i].memory(), bx.bytes()); });
 }
 
 void bench_rms_norm(Device& d, int64_t rows, int64_t n, Tuner& tuner) {
@@ -138,6 +222,7 @@ void bench_rms_norm(Device& d, int64_t rows, int64_t n, Tuner& tuner) {
     const double c = copy_ms(d, bx);
     rows_out.push_back({"rms_norm", shape, d.info().id, "device copy of x", c,
                         2.0 * static_cast<double>(bx.bytes()) / (c * 1e-3) / 1e9, false});
+    if (bench::is_gpu(d.info())) stream_rms_norm(d, bx, bw, rows, n, shape, t.report().winner);
 }
 
 int run(int argc, char** argv) {
@@ -176,22 +261,21 @@ int run(int argc, char** argv) {
     std::filesystem::remove_all(root);
     std::vector<std::vector<std::string>> table;
     for (const auto& r : rows_out)
-        table.push_back({r.op, r.shape, r.variant + (r.winner ? " *" : ""),
+        table.push_back({r.op, r.shape, r.timing, r.variant + (r.winner ? " *" : ""),
                          fmt::format("{:.2f}", r.ms * 1e3), fmt::format("{:.0f}", r.gbps),
                          r.device});
-    bench::print_table({"op", "shape", "variant (* = tuner's choice)", "us", "GB/s", "device"},
-                       table);
+    bench::print_table(
+        {"op", "shape", "timing", "variant (* = tuner's choice)", "us", "GB/s", "device"}, table);
     if (flags.has("--json")) {
         std::string json = "{\"rows\": [";
         for (size_t i = 0; i < rows_out.size(); ++i) {
             const Row& r = rows_out[i];
             json += fmt::format(
-                "{}\n {{\"op\": {}, \"shape\": {}, \"device\": {}, \"variant\": {}, \"us\": "
-                "{:.3f}, "
-                "\"GB/s\": {:.1f}, \"winner\": {}}}",
+                "{}\n {{\"op\": {}, \"shape\": {}, \"timing\": {}, \"device\": {}, "
+                "\"variant\": {}, \"us\": {:.3f}, \"GB/s\": {:.1f}, \"winner\": {}}}",
                 i ? "," : "", bench::json_quote(r.op), bench::json_quote(r.shape),
-                bench::json_quote(r.device), bench::json_quote(r.variant), r.ms * 1e3, r.gbps,
-                r.winner ? "true" : "false");
+                bench::json_quote(r.timing), bench::json_quote(r.device),
+                bench::json_quote(r.variant), r.ms * 1e3, r.gbps, r.winner ? "true" : "false");
         }
         json += "],\n \"tuner\": [" + fmt::format("{}", fmt::join(extra_json, ", ")) + "]}\n";
         bench::write_file(flags.text("--json"), json);
