@@ -87,7 +87,11 @@ def main():
         rows.append(r)
         print(json.dumps(r), flush=True)
 
-    compiled = torch.compile(lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w)
+    def rms(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+    compiled = torch.compile(rms)
+    compiled_into = torch.compile(lambda x, w, out: out.copy_(rms(x, w)))
     for r, n in [(1, 4096), (32, 4096), (4096, 4096), (16384, 8192)]:
         sets = stream_sets(8 * r * n)
         xs = [torch.randn(r, n, device="cuda") for _ in range(sets)]
@@ -96,6 +100,10 @@ def main():
         case = f"rms_norm_f32_{r}x{n}"
         rec(case, "torch F.rms_norm", sets, lambda i: F.rms_norm(xs[i], (n,), w, 1e-6), 8 * r * n)
         rec(case, "torch.compile", sets, lambda i: compiled(xs[i], w), 8 * r * n)
+        # The peers above get a fresh output each call, which the caching allocator serves from
+        # the block the previous call freed; here each set has its own output, as in kiln's rows.
+        rec(case, "torch.compile (rotating outputs)", sets, lambda i: compiled_into(xs[i], w, ys[i]),
+            8 * r * n)
         rec(case, "torch copy of x", sets, lambda i: ys[i].copy_(xs[i]), 8 * r * n)
         del xs, ys
 

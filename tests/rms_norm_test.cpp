@@ -138,6 +138,26 @@ TEST(RmsNormVariants, ZeroRowsAndEpsZeroAgreeEverywhere) {
     }
 }
 
+TEST(RmsNormVariants, RelayedLanesMatchTheOracleOnLongRows) {
+    // n = 16700: 66 elements a lane, so block_b512_rw2's threads would hold 33, over the 32 it
+    // keeps in registers: it runs as a plain block per row, both thread groups folding the row
+    // and the first storing it. (Its ragged runs in registers are n = 4099's: 9 and 8.)
+    const int64_t rows = 3, n = 16700;
+    const auto x = values(DType::f32, rows * n, 6);
+    const auto w = values(DType::f32, n, 7, 2.0f);
+    const float eps = 1e-5f;
+    const HostBuffer want = oracle_out(DType::f32, n, eps, x, w);
+    int relayed = 0;
+    for (const auto& s : ops::rms_norm_variants()) {
+        if (s.lane_threads == 1) continue;
+        ++relayed;
+        SCOPED_TRACE(s.name);
+        test::expect_everywhere(ops::rms_norm_kernel(DType::f32, n, s), ops::rms_norm_grid(rows, s),
+                                {x, w, test::poisoned(DType::f32, x.count())}, 2, want, {Arg(eps)});
+    }
+    EXPECT_GE(relayed, 1);
+}
+
 TEST(RmsNormOracle, KnownValues) {
     // x = [3, 4], w = [1, 2], eps = 0: ss = 25, mean = 12.5, inv = 1 / sqrt(12.5).
     const float inv = 1.0f / std::sqrt(12.5f);
@@ -289,6 +309,18 @@ TEST(RmsNormErrors, BadArgumentsNameTheOpAndTheValues) {
                 HasSubstr("no variant named 'b32_r9'; the variants are b64_r1, "));
     EXPECT_THAT(error_of([] { ops::rms_norm_kernel(DType::i8, 4, ops::rms_norm_variants()[0]); }),
                 HasSubstr("rms_norm: dtype i8"));
+    ops::RmsNormSchedule relay = ops::rms_norm_variant("block_b512_rw2");
+    relay.lane_threads = 4;
+    EXPECT_THAT(error_of([&] { ops::rms_norm_kernel(DType::f32, 4, relay); }),
+                HasSubstr("4 threads per lane; expected 1 or 2"));
+    relay.lane_threads = 2;
+    relay.row_in_registers = false;
+    EXPECT_THAT(error_of([&] { ops::rms_norm_kernel(DType::f32, 4, relay); }),
+                HasSubstr("2 threads per lane needs the row in registers and 256 threads"));
+    relay.row_in_registers = true;
+    relay.block = 256;
+    EXPECT_THAT(error_of([&] { ops::rms_norm_kernel(DType::f32, 4, relay); }),
+                HasSubstr("needs a block per row and one row per thread"));
     EXPECT_THAT(error_of([&] {
                     ops::rms_norm_bench(cpu, x, w, 2, 4, 1e-5f, ops::rms_norm_variants()[0], 1);
                 }),

@@ -51,12 +51,16 @@ void check_schedule(const RmsNormSchedule& s) {
     if (s.rows_per_thread < 1 || s.rows_per_thread > 16)
         fail("rms_norm schedule {}: {} rows per thread; expected 1 to 16", s.name,
              s.rows_per_thread);
+    if (s.lane_threads != 1 && s.lane_threads != 2)
+        fail("rms_norm schedule {}: {} threads per lane; expected 1 or 2", s.name, s.lane_threads);
+    if (s.lane_threads > 1 && (!s.row_in_registers || s.threads != kLanes))
+        fail("rms_norm schedule {}: {} threads per lane needs the row in registers and {} threads",
+             s.name, s.lane_threads, kLanes);
     if ((s.cache_row || s.prefetch_w || s.row_in_registers) &&
-        (s.threads != s.block || s.rows_per_thread != 1))
+        (s.threads * s.lane_threads != s.block || s.rows_per_thread != 1))
         fail(
             "rms_norm schedule {}: caching the row, keeping it in registers or prefetching w needs "
-            "a "
-            "block per row and one row per thread",
+            "a block per row and one row per thread",
             s.name);
     if (s.unroll < 1 || s.unroll > 16)
         fail("rms_norm schedule {}: fold unroll {}; expected 1 to 16", s.name, s.unroll);
@@ -64,9 +68,9 @@ void check_schedule(const RmsNormSchedule& s) {
 
 // The memo key of a variant's kernel: every comptime value it is built from.
 std::string variant_key(DType type, int64_t n, const RmsNormSchedule& s) {
-    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}p{}g{}", name(type), n, s.name, s.block,
-                       s.threads, s.rows_per_thread, s.unroll, s.cache_row, s.prefetch_w,
-                       s.row_in_registers);
+    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}p{}g{}l{}", name(type), n, s.name,
+                       s.block, s.threads, s.rows_per_thread, s.unroll, s.cache_row, s.prefetch_w,
+                       s.row_in_registers, s.lane_threads);
 }
 
 std::function<ir::Kernel()> builder(DType type, int64_t n, const RmsNormSchedule& s) {
@@ -128,6 +132,7 @@ const std::vector<RmsNormSchedule>& rms_norm_variants() {
         {"block_b256_u16_cw", 256, 256, 1, 16, true, true},
         {"block_b256_r", 256, 256, 1, 1, false, false, true},
         {"block_b256_rw", 256, 256, 1, 1, false, true, true},
+        {"block_b512_rw2", 512, 256, 1, 1, false, true, true, 2},
     };
     return variants;
 }
@@ -144,7 +149,7 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
     if (!is_storage_float(type)) fail("rms_norm: dtype {}; expected f32, f16 or bf16", name(type));
     if (n < 1 || n > INT32_MAX) fail("rms_norm: n = {}; expected 1 to {}", n, INT32_MAX);
     check_schedule(s);
-    const int N = static_cast<int>(n), T = s.threads, R = s.rows_per_thread;
+    const int N = static_cast<int>(n), T = s.threads, R = s.rows_per_thread, L = s.lane_threads;
     KernelBuilder k(fmt::format("rms_norm_{}", name(type)), s.block);
     auto x = k.input("x", type);
     auto w = k.input("w", type);
@@ -163,8 +168,10 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
     // this thread's index within its group.
     // T is a power of two and positions are >= 0: shift and mask.
     const int log2_t = std::countr_zero(static_cast<unsigned>(T));
-    Var group = k.let(k.absolute_pos() >> log2_t, "group");
+    Var group = k.let(k.absolute_pos() >> std::countr_zero(static_cast<unsigned>(T * L)), "group");
     const Expr t = T == 1 ? Expr(0) : k.let(k.thread_index() & (T - 1), "t").expr();
+    // lane_threads > 1: which of the lane's runs of elements this thread holds.
+    const Expr run = L == 1 ? Expr(0) : k.let(k.thread_index() >> log2_t, "run").expr();
     k.unroll(0, R, [&](Expr r) {
         Var row = k.let(group * R + r, "row");
         // Clamp instead of branching: every thread of the block reaches the fold's barriers.
@@ -173,10 +180,17 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
         if (caches_row(type, n, s)) row_cache = k.shared(type, N, "row");
         // The normalize pass is spread over the group: thread t takes i = t, t+T, ...
         // (coalesced), unrolled at comptime when that is at most kNormalizeUnroll elements.
-        const int per_thread = static_cast<int>(ceil_div(N, T));
+        const int per_lane = static_cast<int>(ceil_div(N, T));
+        const int per_thread = static_cast<int>(ceil_div(per_lane, L));
         const bool unrolled = per_thread <= kNormalizeUnroll;
-        auto nth = [&](int j) { return t + j * T; };
-        auto whole = [&](int j) { return (j + 1) * static_cast<int64_t>(T) <= N; };
+        // This thread's j-th element: lane t's element run*per_thread + j (for L == 1, t + j*T).
+        const Expr first = L == 1 ? t : k.let(t + run * (per_thread * T), "first").expr();
+        auto nth = [&](int j) { return first + j * T; };
+        // Whether step j is inside the row for every thread, known at comptime (else tested).
+        const bool runs_whole = N % T == 0 && per_lane % L == 0;
+        auto whole = [&](int j) {
+            return L == 1 ? (j + 1) * static_cast<int64_t>(T) <= N : runs_whole;
+        };
         // nth(j), clamped into the row where step j is ragged (loads past the end are not used).
         auto in_row = [&](int j) { return whole(j) ? nth(j) : min(nth(j), Expr(N - 1)); };
         std::vector<Expr> w_early;  // w[nth(j)], loaded before the fold (clamped in range)
@@ -203,12 +217,32 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
             for (int j = 0; j < per_thread; ++j)
                 x_early.push_back(k.let(to_f32(x[base + in_row(j)]), "x_early"));
             Var lane_sum = k.let(Expr(0.0f), "lane_sum");
-            for (int j = 0; j < per_thread; ++j) {
-                const Expr& v = x_early[static_cast<size_t>(j)];
-                if (whole(j))
-                    lane_sum = lane_sum + v * v;
-                else
-                    k.if_(nth(j) < N, [&] { lane_sum = lane_sum + v * v; });
+            auto add_own = [&] {
+                for (int j = 0; j < per_thread; ++j) {
+                    const Expr& v = x_early[static_cast<size_t>(j)];
+                    if (whole(j))
+                        lane_sum = lane_sum + v * v;
+                    else
+                        k.if_(nth(j) < N, [&] { lane_sum = lane_sum + v * v; });
+                }
+            };
+            if (L == 1) {
+                add_own();
+            } else {
+                // The lane's runs in order: run r takes the sum so far from the relay, adds its
+                // elements in order and passes the sum on; after the last run every thread of
+                // the lane reads the lane's sum (each of the L thread groups then folds the same
+                // lanes, so all get the same root).
+                auto relay = k.shared(DType::f32, T, "relay");
+                for (int stage = 0; stage < L; ++stage) {
+                    k.if_(run == stage, [&] {
+                        if (stage > 0) lane_sum = relay[t].expr();
+                        add_own();
+                        relay[t] = lane_sum;
+                    });
+                    k.barrier();
+                }
+                lane_sum = relay[t].expr();
             }
             return k.fold(DType::f32, kLanes, rms_norm_fold(n).threads(T),
                           [&](Expr) -> Expr { return lane_sum; });
@@ -237,15 +271,23 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
                         k.if_(nth(j) < N, store);
                 }
             } else {
-                k.for_(
-                    t, N,
-                    [&](Expr i0) {
-                        for (int j = 0; j < 4; ++j) {
-                            Expr i = i0 + j * T;
-                            k.if_(i < N, [&] { normalize(i, to_f32(w[i])); });
-                        }
-                    },
-                    4 * T);
+                auto pass = [&] {
+                    k.for_(
+                        t, N,
+                        [&](Expr i0) {
+                            for (int j = 0; j < 4; ++j) {
+                                Expr i = i0 + j * T;
+                                k.if_(i < N, [&] { normalize(i, to_f32(w[i])); });
+                            }
+                        },
+                        4 * T);
+                };
+                // With L > 1 thread groups per row, each group folded the whole row: only the
+                // first stores it.
+                if (L == 1)
+                    pass();
+                else
+                    k.if_(run == 0, pass);
             }
         });
     });
@@ -254,7 +296,7 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
 
 int64_t rms_norm_grid(int64_t rows, const RmsNormSchedule& s) {
     const int64_t groups = ceil_div(rows, s.rows_per_thread);
-    const int64_t groups_per_block = s.block / s.threads;
+    const int64_t groups_per_block = s.block / (s.threads * s.lane_threads);
     return ceil_div(groups, groups_per_block);
 }
 

@@ -51,6 +51,13 @@ struct RmsNormSchedule {
     // through shared memory. Used when that is at most 32 elements a thread; otherwise the variant
     // runs as a plain block per row.
     bool row_in_registers = false;
+    // Row in registers only: threads per fold lane (1 or 2; block = 256 * lane_threads). A
+    // lane's elements are split into lane_threads consecutive runs, one per thread, and the
+    // lane's ordered sum is relayed from run to run through shared memory, so the sum is the
+    // lane's exactly while each thread holds a fraction of the row (fewer registers, more
+    // threads in flight per SM). Four runs were measured too (block_b1024_rw4 on the H200: 47
+    // against 36 us at 4096x4096, its relay serializes four stages) and dropped.
+    int lane_threads = 1;
 };
 
 inline constexpr int64_t kRowCacheBytes = 32 * 1024;
