@@ -1,6 +1,9 @@
 // CUDA without a GPU: every conformance kernel's CUDA C, compiled by NVRTC for sm_90.
 #include <gtest/gtest.h>
 
+#include <regex>
+
+#include "ir/hash.hpp"
 #include "ir/print.hpp"
 #include "kiln/buffer.hpp"
 #include "kiln/compile.hpp"
@@ -125,6 +128,58 @@ TEST(CudaCodegen, WarpBarriersSyncTheWarpOnCudaAndTheBlockElsewhere) {
     EXPECT_EQ(cuda.find("__syncthreads"), std::string::npos);
     const std::string opencl = generate_source(Backend::opencl, std::vector{kernel});
     EXPECT_NE(opencl.find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
+}
+
+TEST(CudaCodegen, StreamingBuffersLoadAndStoreEvictFirstOnCudaOnly) {
+    auto build = [](bool streaming) {
+        KernelBuilder k("stream_hint", 64);
+        auto x = k.input("x", DType::u32);
+        auto w = k.input("w", DType::u32);
+        auto y = k.output("y", DType::u32);
+        if (streaming) {
+            k.streaming(x);
+            k.streaming(y);
+        }
+        Var i = k.let(k.absolute_pos() * 4, "i");
+        k.if_(i + 3 < x.len(), [&] {
+            const std::vector<Var> v = k.load_vector(x, i, 4, "v");
+            y[i] = v[0] ^ v[3] ^ x[i + 1] ^ w[i];
+        });
+        return k.finish();
+    };
+    const ir::Kernel plain = build(false), streamed = build(true);
+    EXPECT_NE(ir::print(streamed).find("buffer x: u32 read streaming"), std::string::npos);
+    EXPECT_NE(ir::structural_hash(plain), ir::structural_hash(streamed));
+    const std::string cuda = generate_source(Backend::cuda, std::vector{streamed});
+    // The 16-byte load, its four element-wise fallbacks and the scalar load of x; w stays plain.
+    EXPECT_EQ(count_of(cuda, "__ldcs("), 6u) << cuda;
+    EXPECT_NE(cuda.find("__ldcs((const uint4*)kiln_at)"), std::string::npos);
+    EXPECT_EQ(cuda.find("__ldcs(&p_w"), std::string::npos);
+    EXPECT_EQ(count_of(cuda, "__stcs(&p_y["), 1u);
+    // Elsewhere the hint changes nothing but the kernel's hashed name.
+    auto unnamed = [](const std::string& source) {
+        return std::regex_replace(source, std::regex("stream_hint_[0-9a-f]+"), "stream_hint");
+    };
+    for (Backend b : {Backend::cpu, Backend::opencl})
+        EXPECT_EQ(unnamed(generate_source(b, std::vector{streamed})),
+                  unnamed(generate_source(b, std::vector{plain})));
+    EXPECT_EQ(generate_source(Backend::cuda, std::vector{plain}).find("__ldcs"), std::string::npos);
+    std::string why;
+    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+    std::string log;
+    EXPECT_NO_THROW(cuda::nvrtc_compile(cuda, "sm_90", &log)) << log;
+}
+
+TEST(CudaCodegen, OnlyBufferParametersCanBeStreaming) {
+    KernelBuilder k("stream_tile", 32);
+    auto tile = k.shared(DType::f32, 32);
+    try {
+        k.streaming(tile);
+        FAIL() << "a tile was accepted as streaming";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("only a buffer parameter can be streaming"),
+                  std::string::npos);
+    }
 }
 
 }  // namespace

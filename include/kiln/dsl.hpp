@@ -132,6 +132,10 @@ class KernelBuilder {
     Memory output(const std::string& name, DType type);  // write only
     Memory inout(const std::string& name, DType type);   // read and write
     Expr scalar(const std::string& name, DType type);
+    // Marks a buffer parameter as streamed: each element is read or written about once per
+    // launch, so its lines should be the first the cache gives up (CUDA: ld.global.cs /
+    // st.global.cs; other backends: no effect). A hint only: never changes a result.
+    void streaming(const Memory& buffer);
 
     // Positions. thread_index in [0, block_size), block_index in [0, grid_size), all i32.
     Expr thread_index();

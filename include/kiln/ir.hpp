@@ -209,7 +209,8 @@ struct Param {
     std::string name;
     bool is_buffer;
     DType dtype;
-    Access access;  // buffers only
+    Access access;           // buffers only
+    bool streaming = false;  // buffers only: a cache hint (see KernelBuilder::streaming)
 };
 struct LocalInfo {
     std::string name;

@@ -32,6 +32,10 @@ struct Dialect {
     bool has_shuffle = false;       // CUDA: __shfl_xor_sync
     int warp_size = 1;
     VectorLoad vector_load = VectorLoad::elements;
+    // Loads and stores of streaming buffers (ir::Param::streaming): {0} is the element's address
+    // (and {1} the stored value). Empty: written as plain loads and stores.
+    std::string streaming_load;
+    std::string streaming_store;
 };
 
 const Dialect& cpu_dialect();

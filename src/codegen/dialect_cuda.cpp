@@ -32,6 +32,8 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }
         .has_shuffle = true,
         .warp_size = 32,
         .vector_load = VectorLoad::aligned_or_elements,
+        .streaming_load = "__ldcs({})",
+        .streaming_store = "__stcs({}, {})",
     };
     return d;
 }

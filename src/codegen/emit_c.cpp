@@ -121,6 +121,16 @@ struct KernelEmitter {
         return fmt::format("v{}", id);
     }
 
+    // Whether accesses to `m` take the dialect's streaming form, and that form of a load from
+    // `address`.
+    bool streamed(MemRef m) const {
+        return m.space == MemSpace::global && !d.streaming_load.empty() &&
+               k.params.at(static_cast<size_t>(m.id)).streaming;
+    }
+    std::string streaming_load(const std::string& address) const {
+        return fmt::format(fmt::runtime(d.streaming_load), address);
+    }
+
     std::string mem(MemRef m) const {
         if (m.space == MemSpace::global) return param_name(m.id);
         if (m.space == MemSpace::shared) return fmt::format("sh{}", m.id);
@@ -294,6 +304,7 @@ struct KernelEmitter {
                     return param_name(n.param) + "_len";
                 } else if constexpr (std::is_same_v<N, expr::Load>) {
                     std::string v = fmt::format("{}[{}]", mem(n.mem), expr(n.index));
+                    if (streamed(n.mem)) v = streaming_load("&" + v);
                     return e->type == DType::boolean ? "(" + v + " != 0)" : v;
                 } else if constexpr (std::is_same_v<N, expr::Unary>) {
                     return unary(e, n);
@@ -359,8 +370,12 @@ struct KernelEmitter {
                     named.clear();
                 } else if constexpr (std::is_same_v<N, stmt::Store>) {
                     name_shared({n.index, n.value});
-                    line(fmt::format("{}[{}] = {};", mem(n.mem), expr(n.index),
-                                     stored(mem_dtype(k, n.mem), expr(n.value))));
+                    const std::string at = fmt::format("{}[{}]", mem(n.mem), expr(n.index));
+                    const std::string value = stored(mem_dtype(k, n.mem), expr(n.value));
+                    if (streamed(n.mem))
+                        line(fmt::format(fmt::runtime(d.streaming_store), "&" + at, value) + ";");
+                    else
+                        line(fmt::format("{} = {};", at, value));
                     named.clear();
                 } else if constexpr (std::is_same_v<N, stmt::For>) {
                     named.clear();
@@ -401,9 +416,13 @@ struct KernelEmitter {
     void load_vector(const stmt::LoadVector& n) {
         const DType t = mem_dtype(k, n.mem);
         const size_t width = n.locals.size();
+        const bool streaming = streamed(n.mem);
         auto from = [&](const std::string& base) {
-            for (size_t i = 0; i < width; ++i)
-                line(fmt::format("{} = {}[{}];", local(n.locals[i]), base, i));
+            for (size_t i = 0; i < width; ++i) {
+                const std::string at = fmt::format("{}[{}]", base, i);
+                line(fmt::format("{} = {};", local(n.locals[i]),
+                                 streaming ? streaming_load("&" + at) : at));
+            }
         };
         // The vector type: uint4, int2, float4, ...
         const std::string vec = fmt::format("{}{}",
@@ -430,7 +449,9 @@ struct KernelEmitter {
                 line(fmt::format("if ((((unsigned long long)kiln_at) & {}ull) == 0ull) {{",
                                  width * 4 - 1));
                 ++depth;
-                line(fmt::format("const {0} kiln_v = *(const {0}*)kiln_at;", vec));
+                line(fmt::format("const {0} kiln_v = {1};", vec,
+                                 streaming ? streaming_load(fmt::format("(const {}*)kiln_at", vec))
+                                           : fmt::format("*(const {}*)kiln_at", vec)));
                 for (size_t i = 0; i < width; ++i)
                     line(fmt::format("{} = kiln_v.{};", local(n.locals[i]), kCudaParts[i]));
                 --depth;

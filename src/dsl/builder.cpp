@@ -107,6 +107,14 @@ Memory KernelBuilder::inout(const std::string& name, DType type) {
     return add_buffer(name, type, ir::Access::read_write);
 }
 
+void KernelBuilder::streaming(const Memory& buffer) {
+    const ir::MemRef m = buffer.ref();
+    if (m.space != ir::MemSpace::global)
+        fail("kernel {}: only a buffer parameter can be streaming; got a tile or array",
+             kernel_.name);
+    kernel_.params.at(static_cast<size_t>(m.id)).streaming = true;
+}
+
 Expr KernelBuilder::scalar(const std::string& name, DType type) {
     for (const auto& p : kernel_.params)
         if (p.name == name) fail("kernel {}: two parameters named '{}'", kernel_.name, name);

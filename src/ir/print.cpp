@@ -140,8 +140,8 @@ std::string print(const Kernel& kernel) {
     p.line(0, fmt::format("kernel {} block {} {{", kernel.name, kernel.block_size));
     for (const auto& param : kernel.params) {
         if (param.is_buffer)
-            p.line(1, fmt::format("buffer {}: {} {}", param.name, name(param.dtype),
-                                  name(param.access)));
+            p.line(1, fmt::format("buffer {}: {} {}{}", param.name, name(param.dtype),
+                                  name(param.access), param.streaming ? " streaming" : ""));
         else
             p.line(1, fmt::format("scalar {}: {}", param.name, name(param.dtype)));
     }
