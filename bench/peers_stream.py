@@ -9,7 +9,7 @@ Same cases, shapes and byte counts as shared/peers/torch_peers.py's rms_norm and
 Needs a CUDA device with torch. Writes JSON lines {"case", "peer", "us", "GB/s", "sets",
 "host_kept_up"} to stdout and, with --out FILE, a JSON list.
 
-  python3 bench/peers_stream.py --out $OUT/peers_stream.json
+  python3 bench/peers_stream.py [--cases rms_norm,matvec] --out $OUT/peers_stream.json
 """
 import argparse
 import json
@@ -72,7 +72,9 @@ def sleep_cycles_per_ms(torch):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
+    ap.add_argument("--cases", default="rms_norm,matvec", help="comma-separated: rms_norm, matvec")
     a = ap.parse_args()
+    cases = a.cases.split(",")
     import torch
     import torch.nn.functional as F
 
@@ -92,7 +94,7 @@ def main():
 
     compiled = torch.compile(rms)
     compiled_into = torch.compile(lambda x, w, out: out.copy_(rms(x, w)))
-    for r, n in [(1, 4096), (32, 4096), (4096, 4096), (16384, 8192)]:
+    for r, n in [(1, 4096), (32, 4096), (4096, 4096), (16384, 8192)] if "rms_norm" in cases else []:
         sets = stream_sets(8 * r * n)
         xs = [torch.randn(r, n, device="cuda") for _ in range(sets)]
         ys = [torch.empty_like(x) for x in xs]
@@ -107,7 +109,7 @@ def main():
         rec(case, "torch copy of x", sets, lambda i: ys[i].copy_(xs[i]), 8 * r * n)
         del xs, ys
 
-    for n, k in [(4096, 4096), (14336, 4096)]:
+    for n, k in [(4096, 4096), (14336, 4096)] if "matvec" in cases else []:
         sets = stream_sets(2 * n * k)
         Ws = [torch.randn(n, k, device="cuda", dtype=torch.float16) for _ in range(sets)]
         x = torch.randn(k, device="cuda", dtype=torch.float16)

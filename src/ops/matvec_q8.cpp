@@ -19,7 +19,7 @@ namespace {
 
 using enum MatvecForm;
 
-constexpr std::array<MatvecVariant, 17> kVariants{{
+constexpr std::array<MatvecVariant, 19> kVariants{{
     {"b64_v1", {64, 32, 1, pair_per_lane}},
     {"b64_v4", {64, 32, 4, pair_per_lane}},
     {"b128_v2", {128, 32, 2, pair_per_lane}},
@@ -27,6 +27,8 @@ constexpr std::array<MatvecVariant, 17> kVariants{{
     {"b128_t8_v2", {128, 8, 2, pair_per_lane}},
     {"s128_v1", {128, 32, 1, staged}},
     {"s128_v2", {128, 32, 2, staged}},
+    {"s128_v1_s", {128, 32, 1, staged, 1, 0, 0, true}},
+    {"s128_v2_s", {128, 32, 2, staged, 1, 0, 0, true}},
     {"s256_v1", {256, 32, 1, staged}},
     {"s64_v1", {64, 32, 1, staged}},
     {"s64_v2", {64, 32, 2, staged}},
@@ -235,8 +237,9 @@ struct WarpRow {
     Expr pairs, last, lane, slot, group, row, w_row;  // named once each (k.let)
 };
 
-WarpRow warp_row(KernelBuilder& k, int rows_per_block) {
+WarpRow warp_row(KernelBuilder& k, int rows_per_block, const MatvecSchedule& s) {
     auto w = k.input("w", DType::u32);
+    if (s.streaming) k.streaming(w);
     auto x = k.input("x", DType::u32);
     auto y = k.output("y", DType::f32);
     k.require(x.len() % kQ8PairWords == 0 && w.len() == y.len() * x.len(),
@@ -295,7 +298,7 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
     const int round = kMatvecQ8Lanes * s.unroll;  // pairs per round
     const int words = round * kQ8PairWords;       // words per row per round
     KernelBuilder k(fmt::format("matvec_q8_s{}_v{}", s.block, s.unroll), s.block);
-    const WarpRow r = warp_row(k, rows_per_block);
+    const WarpRow r = warp_row(k, rows_per_block, s);
     auto w_tile = k.shared(DType::u32, int64_t{rows_per_block} * words, "w_tile");
     auto x_tile = k.shared(DType::u32, words, "x_tile");
     Var tile_row = k.let(r.slot * words, "tile_row");
@@ -348,7 +351,7 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
     const int words = round_words(s);  // words per row per round
     KernelBuilder k(fmt::format("matvec_q8_w{}_v{}_r{}", s.block, s.unroll, s.rows_per_warp),
                     s.block);
-    const WarpRow r = warp_row(k, warps);
+    const WarpRow r = warp_row(k, warps, s);
     // Per word of the round: its dp4a product with x's word, and the raw word of W (for the
     // scale halves of words 0 and 8).
     auto products = k.shared(DType::i32, int64_t{warps} * words, "products");
@@ -433,7 +436,7 @@ ir::Kernel streamed_kernel(const MatvecSchedule& s) {
     KernelBuilder k(
         fmt::format("matvec_q8_p{}_v{}_c{}_k{}", s.block, s.unroll, s.blocks_per_unit, s.max_k),
         s.block);
-    const WarpRow r = warp_row(k, warps);
+    const WarpRow r = warp_row(k, warps, s);
     k.require(r.x.len() <= x_tile_words(s),
               fmt::format("x has at most {} words: k <= {}, the streamed schedule's max_k",
                           x_tile_words(s), s.max_k));
@@ -551,6 +554,7 @@ ir::Kernel matvec_q8_kernel(const MatvecSchedule& s) {
     if (s.form == streamed) return streamed_kernel(s);
     KernelBuilder k(fmt::format("matvec_q8_b{}_t{}_v{}", s.block, s.threads, s.unroll), s.block);
     auto w = k.input("w", DType::u32);
+    if (s.streaming) k.streaming(w);
     auto x = k.input("x", DType::u32);
     auto y = k.output("y", DType::f32);
     k.require(x.len() % kQ8PairWords == 0 && w.len() == y.len() * x.len(),

@@ -61,6 +61,9 @@ struct MatvecSchedule {
     // streamed only: blocks launched per compute unit, and the largest k its x tile holds.
     int blocks_per_unit = 0;
     int max_k = 0;
+    // W is a streaming buffer (KernelBuilder::streaming): read once, its lines the first the
+    // cache gives up.
+    bool streaming = false;
 };
 
 struct MatvecVariant {
@@ -71,7 +74,7 @@ struct MatvecVariant {
 // The variant table the tuner races: "b<block>_v<unroll>" with a warp (32 threads) per row,
 // "b<block>_t<threads>_v<unroll>" for fewer threads per row, "s<block>_v<unroll>" staged,
 // "w<block>_v<unroll>_r<rows per warp>" warp_words, "p<block>_v<unroll>_c<blocks per compute
-// unit>_k<max_k / 1024>k" streamed.
+// unit>_k<max_k / 1024>k" streamed; a trailing "_s" marks W as streaming.
 std::span<const MatvecVariant> matvec_q8_variants();
 
 // The kernel: parameters w (u32 view of W's Q8_0 bytes), x (u32 view of x's), y (f32, rows).
