@@ -114,14 +114,26 @@ double tuner_hit_us(Device& d, size_t variants) {
     return us;
 }
 
+// Times `launch(set)` as a steady stream over `sets` input sets (stream_timing.hpp) and records
+// the row.
+void record_stream(const std::string& op, const std::string& shape, Device& d, int sets,
+                   const std::string& variant, double bytes, bool winner,
+                   const std::function<void(int)>& launch) {
+    const bench::StreamTiming s = bench::stream_ms(d, sets, launch);
+    rows_out.push_back({op, shape, d.info().id,
+                        variant + (s.host_kept_up ? "" : " (host fell behind)"), s.ms,
+                        gbps(bytes, s.ms), winner, "stream"});
+}
+
 // Every row of bench_matvec again as a steady stream over rotating copies of W.
 void stream_matvec(Device& d, const Buffer& bw, const Buffer& bx, int64_t rows, int64_t k,
                    const std::string& shape, ReadOnlyPass& reader, const std::string& winner) {
     const int sets = bench::stream_sets(static_cast<double>(bw.bytes()));
-    std::vector<Buffer> ws, copies;
+    std::vector<Buffer> ws, words, copies;  // words: each W as the kernels' u32 view
     for (int i = 0; i < sets; ++i) {
         ws.emplace_back(d, DType::u8, bw.count());
         d.copy(ws.back().memory(), bw.memory(), bw.bytes());
+        words.push_back(ws.back().view(DType::u32));
         copies.emplace_back(d, DType::u8, bw.count());
     }
     const double bytes =
@@ -130,17 +142,14 @@ void stream_matvec(Device& d, const Buffer& bw, const Buffer& bx, int64_t rows, 
     const Buffer x = bx.view(DType::u32);
     auto add = [&](const std::string& variant, double moved, bool is_winner,
                    const std::function<void(int)>& launch) {
-        const bench::StreamTiming s = bench::stream_ms(d, sets, launch);
-        rows_out.push_back({"matvec_q8", shape, d.info().id,
-                            variant + (s.host_kept_up ? "" : " (host fell behind)"), s.ms,
-                            gbps(moved, s.ms), is_winner, "stream"});
+        record_stream("matvec_q8", shape, d, sets, variant, moved, is_winner, launch);
     };
     for (const ops::MatvecVariant& v : ops::matvec_q8_variants()) {
         if (!ops::matvec_q8_serves(v.schedule, k)) continue;
         auto kernel = compile(d, ops::matvec_q8_kernel(v.schedule));
         const int64_t grid = ops::matvec_q8_grid(rows, v.schedule, d.info().compute_units);
         add(v.name, bytes, v.name == winner, [&](int i) {
-            kernel->launch(grid, {ws[i].view(DType::u32), x, y});
+            kernel->launch(grid, {words[i], x, y});
         });
     }
     add("device copy of the Q8_0 bytes", 2.0 * static_cast<double>(bw.bytes()), false,
@@ -188,10 +197,7 @@ void stream_rms_norm(Device& d, const Buffer& bx, const Buffer& bw, int64_t rows
     const double bytes = 2.0 * static_cast<double>(bx.bytes());
     auto add = [&](const std::string& variant, bool is_winner,
                    const std::function<void(int)>& launch) {
-        const bench::StreamTiming s = bench::stream_ms(d, sets, launch);
-        rows_out.push_back({"rms_norm", shape, d.info().id,
-                            variant + (s.host_kept_up ? "" : " (host fell behind)"), s.ms,
-                            gbps(bytes, s.ms), is_winner, "stream"});
+        record_stream("rms_norm", shape, d, sets, variant, bytes, is_winner, launch);
     };
     const float eps = 1e-6f;
     for (const ops::RmsNormSchedule& v : ops::rms_norm_variants()) {
