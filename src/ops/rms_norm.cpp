@@ -164,8 +164,8 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
     fold.spec.unroll = s.unroll;
     const Expr n_f32 = constant(DType::f32, static_cast<double>(static_cast<float>(n)));
     Var rows = k.let(out.len() / N, "rows");
-    // Thread group `group` (T consecutive threads) takes rows group*R ... group*R + R-1; t is
-    // this thread's index within its group.
+    // Thread group `group` (T*L consecutive threads) takes rows group*R ... group*R + R-1; t is
+    // this thread's fold lane (its index within its T).
     // T is a power of two and positions are >= 0: shift and mask.
     const int log2_t = std::countr_zero(static_cast<unsigned>(T));
     Var group = k.let(k.absolute_pos() >> std::countr_zero(static_cast<unsigned>(T * L)), "group");
