@@ -1,4 +1,5 @@
-// IR passes: print is readable and complete, the structural hash follows the IR, simplify folds
+// IR passes: print is readable and complete, the structural hash follows the IR (and a kernel's
+// tuner identity its generated source), simplify folds
 // only what stays bit-exact, verify rejects malformed IR built by hand.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include "ir/simplify.hpp"
 #include "ir/verify.hpp"
 #include "ir/visit.hpp"
+#include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
 #include "ops/test_kernels.hpp"
 
@@ -38,6 +40,22 @@ TEST(Hash, EqualForEqualIrAndDifferentForAnyComptimeChange) {
     EXPECT_NE(make(4, 64, 100), make(4, 64, 101));
     EXPECT_NE(ir::structural_hash(ops::elementwise_mix(DType::f32, 64, 1)),
               ir::structural_hash(ops::elementwise_mix(DType::f16, 64, 1)));
+}
+
+TEST(Hash, KernelIdentityFollowsTheGeneratedSourceNotOnlyTheIr) {
+    auto make = [](int threads) {
+        return ops::row_fold(DType::f32, 100, Fold::sum().lanes(32).threads(threads), 64);
+    };
+    for (Backend b : {Backend::cpu, Backend::cuda, Backend::opencl}) {
+        EXPECT_EQ(kernel_identity(b, make(32)), kernel_identity(b, make(32)));
+        EXPECT_NE(kernel_identity(b, make(32)), kernel_identity(b, make(8)));
+    }
+    // One IR, a different identity on each backend: the identity is taken from what the
+    // backend compiles (here a warp's shuffles on CUDA, a shared tile on OpenCL, loops on the
+    // CPU), not from the IR alone, so a change in lowering or emission re-tunes.
+    const ir::Kernel k = make(32);
+    EXPECT_NE(kernel_identity(Backend::cuda, k), kernel_identity(Backend::opencl, k));
+    EXPECT_NE(kernel_identity(Backend::cuda, k), kernel_identity(Backend::cpu, k));
 }
 
 ir::ExprRef f32c(double v) {

@@ -74,6 +74,10 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
                                                          std::span<const ir::Kernel> kernels);
 // The generated source of a compile unit for a device's backend (for inspection and tests).
 std::string generate_source(Backend backend, std::span<const ir::Kernel> kernels);
+// A kernel's identity for the tuner on a backend: a digest of the source kiln generates for it
+// there, so a change to the kernel, to its lowering or to how it is written out gives a new
+// identity (and its tuned ops re-tune), while the same source always gives the same one.
+std::string kernel_identity(Backend backend, const ir::Kernel& kernel);
 // Forgets the in-memory cache (the disk cache stays).
 void clear_memory_cache();
 

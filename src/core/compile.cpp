@@ -160,6 +160,11 @@ std::string generate_source(Backend backend, std::span<const ir::Kernel> kernels
     return codegen::emit_source(ptrs, dialect_for(backend));
 }
 
+std::string kernel_identity(Backend backend, const ir::Kernel& kernel) {
+    const std::string source = generate_source(backend, std::span(&kernel, 1));
+    return ir::hex(XXH3_64bits(source.data(), source.size()));
+}
+
 std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
                                                          std::span<const ir::Kernel> kernels) {
     std::vector<std::shared_ptr<CompiledKernel>> result(kernels.size());

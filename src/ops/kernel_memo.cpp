@@ -4,14 +4,12 @@
 #include <map>
 #include <mutex>
 
-#include "ir/hash.hpp"
-
 namespace kiln::ops {
 namespace {
 
 struct Entry {
     ir::Kernel kernel;
-    std::string identity;
+    std::map<Backend, std::string> identities;
     std::map<const Device*, std::shared_ptr<CompiledKernel>> compiled;
 };
 
@@ -21,11 +19,7 @@ std::map<std::string, std::unique_ptr<Entry>> memo;
 Entry& entry(const std::string& key, const std::function<ir::Kernel()>& build) {
     // Called with memo_mutex held.
     auto& e = memo[key];
-    if (!e) {
-        ir::Kernel k = build();
-        std::string id = ir::hex(ir::structural_hash(k));
-        e = std::make_unique<Entry>(Entry{std::move(k), std::move(id), {}});
-    }
+    if (!e) e = std::make_unique<Entry>(Entry{build(), {}, {}});
     return *e;
 }
 
@@ -36,9 +30,14 @@ const ir::Kernel& memo_kernel(const std::string& key, const std::function<ir::Ke
     return entry(key, build).kernel;
 }
 
-const std::string& memo_identity(const std::string& key, const std::function<ir::Kernel()>& build) {
+const std::string& memo_identity(const std::string& key, const std::function<ir::Kernel()>& build,
+                                 Backend backend) {
     std::lock_guard lock(memo_mutex);
-    return entry(key, build).identity;
+    Entry& e = entry(key, build);
+    auto it = e.identities.find(backend);
+    if (it == e.identities.end())
+        it = e.identities.emplace(backend, kernel_identity(backend, e.kernel)).first;
+    return it->second;
 }
 
 std::shared_ptr<CompiledKernel> memo_compiled(Device& device, const std::string& key,

@@ -14,8 +14,10 @@ namespace kiln::ops {
 
 // The kernel built by `build` for `key` (built once per process).
 const ir::Kernel& memo_kernel(const std::string& key, const std::function<ir::Kernel()>& build);
-// Its structural hash as hex (the variant's identity in the tuner's digest).
-const std::string& memo_identity(const std::string& key, const std::function<ir::Kernel()>& build);
+// Its identity on `backend` (kiln::kernel_identity: the variant's part of the tuner's digest),
+// computed once per process and backend.
+const std::string& memo_identity(const std::string& key, const std::function<ir::Kernel()>& build,
+                                 Backend backend);
 // It compiled for `device` (compiled once per device; compile() caches on disk too).
 std::shared_ptr<CompiledKernel> memo_compiled(Device& device, const std::string& key,
                                               const std::function<ir::Kernel()>& build);

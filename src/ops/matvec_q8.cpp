@@ -1,6 +1,7 @@
 // matvec_q8_dp4a: the kernel in the DSL, its variant table, the bench and the tuned entry point.
 #include "ops/matvec_q8.hpp"
 #include "ops/ceil_div.hpp"
+#include "ops/kernel_memo.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +11,6 @@
 #include <limits>
 #include <vector>
 
-#include "ir/hash.hpp"
 #include "kiln/compile.hpp"
 
 namespace kiln::ops {
@@ -541,6 +541,16 @@ ir::Kernel streamed_kernel(const MatvecSchedule& s) {
     return k.finish();
 }
 
+// The memo key of a schedule's kernel: every field the kernel is built from.
+std::string schedule_key(const MatvecSchedule& s) {
+    return fmt::format("matvec_q8/b{}t{}v{}f{}r{}c{}k{}s{}", s.block, s.threads, s.unroll,
+                       form_name(s.form), s.rows_per_warp, s.blocks_per_unit, s.max_k, s.streaming);
+}
+
+std::function<ir::Kernel()> builder(const MatvecSchedule& s) {
+    return [s] { return matvec_q8_kernel(s); };
+}
+
 }  // namespace
 
 std::span<const MatvecVariant> matvec_q8_variants() {
@@ -615,7 +625,8 @@ void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8
 Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
                               int64_t k, const MatvecSchedule& schedule, int iters) {
     check_matvec_q8_args(device, w_q8, x_q8, rows, k);
-    auto kernel = compile(device, matvec_q8_kernel(schedule));
+    check_schedule(schedule);
+    auto kernel = memo_compiled(device, schedule_key(schedule), builder(schedule));
     Buffer y(device, DType::f32, static_cast<size_t>(rows));
     const Buffer w = w_q8.view(DType::u32), x = x_q8.view(DType::u32);
     const int64_t grid = matvec_q8_grid(rows, schedule, device.info().compute_units);
@@ -626,14 +637,6 @@ Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& 
 Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
                               int64_t k) {
     check_matvec_q8_args(device, w_q8, x_q8, rows, k);
-    // Each variant's identity is its kernel's structural hash: computed once per process, since
-    // a tuner hit must cost microseconds.
-    static const std::vector<std::string> identities = [] {
-        std::vector<std::string> ids;
-        for (const MatvecVariant& v : kVariants)
-            ids.push_back(ir::hex(ir::structural_hash(matvec_q8_kernel(v.schedule))));
-        return ids;
-    }();
     Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
     for (size_t i = 0; i < std::size(kVariants); ++i) {
         const MatvecSchedule s = kVariants[i].schedule;
@@ -643,7 +646,9 @@ Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& 
             [&device, &w_q8, &x_q8, rows, k, s](int iters) {
                 return matvec_q8_bench(device, w_q8, x_q8, rows, k, s, iters);
             },
-            identities[i]);
+            // Once per process and backend (kernel_memo), since a tuner hit must cost
+            // microseconds.
+            memo_identity(schedule_key(s), builder(s), device.info().backend));
     }
     return tuned;
 }

@@ -13,7 +13,6 @@
 
 #include <fmt/format.h>
 
-#include "ir/hash.hpp"
 #include "kiln/compile.hpp"
 
 namespace kiln::ops {
@@ -100,7 +99,8 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& x, const Buffer& w, int64
             [&device, &x, &w, rows, n, eps, s](int iters) {
                 return launch_timed(device, x, w, rows, n, eps, s, iters);
             },
-            memo_identity(variant_key(x.dtype(), n, s), builder(x.dtype(), n, s)));
+            memo_identity(variant_key(x.dtype(), n, s), builder(x.dtype(), n, s),
+                          device.info().backend));
     return tuned;
 }
 
