@@ -126,8 +126,8 @@ class Tuner {
     TuneCounters counters_;
 };
 
-// A short digest of a variant set: each variant's name and identity (e.g. the structural hashes
-// of the kernels it launches), so changed code is a different key and re-tunes.
+// A short digest of a variant set: each variant's name and identity (e.g. kernel_identity of
+// the kernels it launches), so changed code is a different key and re-tunes.
 std::string variant_digest(const std::vector<std::pair<std::string, std::string>>& names_and_ids);
 
 template <typename Out = Buffer>
@@ -138,7 +138,7 @@ class Tuned {
     Tuned(std::string op, std::string key, Device& device = best_device())
         : op_(std::move(op)), key_(std::move(key)), device_(&device) {}
 
-    // Adds a variant. `identity` names what the variant runs (kernel hashes); it goes into the
+    // Adds a variant. `identity` names what the variant runs (kernel_identity); it goes into the
     // key's digest. Names must be unique and free of tabs and newlines.
     Tuned& variant(std::string name, Closure run, std::string identity = "") {
         if (name.empty() || name.find_first_of("\t\r\n") != std::string::npos)
