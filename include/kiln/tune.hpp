@@ -42,7 +42,8 @@ struct Timed {
 };
 
 // The timing protocol variants share. iters == 1: `launch` runs once (`before_each` first, if
-// given), timed on the device, no warm-up — what a tuner hit costs. iters > 1: warm-up launches,
+// given), untimed and not waited for, and 0 is returned — what a tuner hit costs: one launch,
+// asynchronous like any other (reading the output waits for it). iters > 1: warm-up launches,
 // then `iters` launches each timed on the device with `before_each` (untimed) before it and, on
 // GPUs, the L2 cache flushed (untimed) before it; returns the median ms per dispatch. The untimed
 // work is queued ahead of the launch without waiting for it, so a GPU's clock counts the
