@@ -1,6 +1,7 @@
 // The autotuned ops on a device: every variant's median time (kiln::time_dispatches, L2 flushed
 // on GPUs), the tuner's choice, a device copy of the same bytes for scale (and for matvec a pass
-// that only reads W: the floor for any kernel reading it), the host cost of a tuner hit.
+// that only reads W: the floor for any kernel reading it), the host cost of a tuner hit (bare,
+// and of each op's entry point).
 // KILN_L2_FLUSH=read times with a clean L2 instead of a dirty one (see time_dispatches).
 // On GPUs every row is also timed as a steady stream over rotating cold inputs (timing "stream",
 // stream_timing.hpp). Figures for issue notes; peers (torch) are timed in the same run by
@@ -112,6 +113,41 @@ double tuner_hit_us(Device& d, size_t variants) {
         n;
     std::filesystem::remove_all(root);
     return us;
+}
+
+// Host cost of a hit of an op's entry point (`call`, returning its output): after one call that
+// tunes or hits, `n` calls timed on the host clock. The outputs are kept until the end, since
+// freeing device memory waits for the device; the launches are queued, not waited for.
+double op_hit_us(Device& d, const std::function<Buffer()>& call) {
+    constexpr int n = 200;
+    call();
+    d.synchronize();
+    std::vector<Buffer> outputs;
+    outputs.reserve(n);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) outputs.push_back(call());
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+        n;
+    d.synchronize();
+    return us;
+}
+
+// The host cost of a hit of ops::rms_norm (1 x 4096, f32) and of ops::matvec_q8 (256 x 4096).
+std::pair<double, double> ops_hit_us(Device& d, Tuner& tuner) {
+    const int64_t n = 4096, rows = 256;
+    Buffer x(d, DType::f32, n), w(d, DType::f32, n);
+    std::vector<float> ones(n, 1.0f);
+    x.upload(ones);
+    w.upload(ones);
+    const double rms = op_hit_us(d, [&] { return ops::rms_norm(d, x, w, n, 1e-6f, tuner); });
+    const auto wq = oracle::quantize_q8_0(std::vector<float>(static_cast<size_t>(rows * n), 0.5f));
+    const auto xq = oracle::quantize_q8_0(ones);
+    Buffer bw(d, DType::u8, wq.size()), bx(d, DType::u8, xq.size());
+    bw.upload(wq);
+    bx.upload(xq);
+    const double matvec = op_hit_us(d, [&] { return ops::matvec_q8(d, bw, bx, rows, n, tuner); });
+    return {rms, matvec};
 }
 
 // Times `launch(set)` as a steady stream over `sets` input sets (stream_timing.hpp) and records
@@ -263,12 +299,21 @@ int run(int argc, char** argv) {
             for (auto [r, k] : shapes) bench_matvec(*d, r, k, tuner);
         }
         const double hit = tuner_hit_us(*d, 8);
+        const auto [rms_hit, matvec_hit] = ops_hit_us(*d, tuner);
         const char* flush = std::getenv("KILN_L2_FLUSH");
         extra_json.push_back(fmt::format(
-            "{{\"device\": {}, \"tuner_hit_host_us\": {:.3f}, \"l2_flush\": {}}}",
-            bench::json_quote(d->info().id), hit, bench::json_quote(flush ? flush : "write")));
+            "{{\"device\": {}, \"tuner_hit_host_us\": {:.3f}, \"rms_norm_hit_host_us\": {:.3f}, "
+            "\"matvec_q8_hit_host_us\": {:.3f}, \"l2_flush\": {}}}",
+            bench::json_quote(d->info().id), hit, rms_hit, matvec_hit,
+            bench::json_quote(flush ? flush : "write")));
         fmt::print("{}: host cost of a tuner hit (8 variants, no launch): {:.2f} us\n",
                    d->info().id, hit);
+        fmt::print(
+            "{}: host cost of a hit of ops::rms_norm (1x4096): {:.2f} us, of ops::matvec_q8 "
+            "(256x4096): {:.2f} us (checks, variant set, key, lookup, output, launch; where "
+            "launches "
+            "run synchronously, as on the CPU, the run too)\n",
+            d->info().id, rms_hit, matvec_hit);
     }
     std::filesystem::remove_all(root);
     std::vector<std::vector<std::string>> table;

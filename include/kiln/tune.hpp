@@ -147,6 +147,7 @@ class Tuned {
         for (const auto& v : variants_)
             if (v.name == name) fail("tuned op {}: two variants named '{}'", op_, name);
         variants_.push_back({std::move(name), std::move(identity), std::move(run)});
+        full_key_.clear();
         return *this;
     }
 
@@ -174,6 +175,7 @@ class Tuned {
     std::string op_, key_;
     Device* device_;
     std::vector<Entry> variants_;
+    mutable std::string full_key_;  // computed once per variant set
     TuneReport report_;
     std::function<void(const std::string&, double)> on_benched_;
 };
@@ -184,9 +186,12 @@ size_t choose_winner(const std::vector<double>& medians, double margin = TUNE_MA
 
 template <typename Out>
 std::string Tuned<Out>::full_key() const {
-    std::vector<std::pair<std::string, std::string>> ids;
-    for (const auto& v : variants_) ids.emplace_back(v.name, v.identity);
-    return key_ + "#" + variant_digest(ids);
+    if (full_key_.empty()) {
+        std::vector<std::pair<std::string, std::string>> ids;
+        for (const auto& v : variants_) ids.emplace_back(v.name, v.identity);
+        full_key_ = key_ + "#" + variant_digest(ids);
+    }
+    return full_key_;
 }
 
 template <typename Out>

@@ -9,6 +9,8 @@
 #include <bit>
 #include <functional>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "kiln/compile.hpp"
@@ -551,6 +553,19 @@ std::function<ir::Kernel()> builder(const MatvecSchedule& s) {
     return [s] { return matvec_q8_kernel(s); };
 }
 
+// Every variant's identity on a backend, in table order: looked up once per process, since a
+// tuner hit must cost microseconds.
+const std::vector<std::string>& variant_identities(Backend backend) {
+    static std::mutex mutex;
+    static std::map<Backend, std::vector<std::string>> cache;
+    std::lock_guard lock(mutex);
+    std::vector<std::string>& ids = cache[backend];
+    if (ids.empty())
+        for (const MatvecVariant& v : kVariants)
+            ids.push_back(memo_identity(schedule_key(v.schedule), builder(v.schedule), backend));
+    return ids;
+}
+
 }  // namespace
 
 std::span<const MatvecVariant> matvec_q8_variants() {
@@ -637,6 +652,7 @@ Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& 
 Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
                               int64_t k) {
     check_matvec_q8_args(device, w_q8, x_q8, rows, k);
+    const std::vector<std::string>& ids = variant_identities(device.info().backend);
     Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
     for (size_t i = 0; i < std::size(kVariants); ++i) {
         const MatvecSchedule s = kVariants[i].schedule;
@@ -646,9 +662,7 @@ Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& 
             [&device, &w_q8, &x_q8, rows, k, s](int iters) {
                 return matvec_q8_bench(device, w_q8, x_q8, rows, k, s, iters);
             },
-            // Once per process and backend (kernel_memo), since a tuner hit must cost
-            // microseconds.
-            memo_identity(schedule_key(s), builder(s), device.info().backend));
+            ids[i]);
     }
     return tuned;
 }
