@@ -138,6 +138,11 @@ TEST_F(TuneTest, FullKeyCarriesTheVariantDigest) {
     EXPECT_TRUE(k.starts_with("rows=1,n=4096#")) << k;
     EXPECT_EQ(k.find_first_not_of("0123456789abcdef", k.size() - 8), std::string::npos) << k;
     EXPECT_EQ(four("rows=1,n=4096").full_key(), k);
+    // A variant added after the key was taken is in the next key.
+    Probe p;
+    t.variant("late", fake(p, 5, 1.0), "late-id");
+    EXPECT_NE(t.full_key(), k);
+    EXPECT_TRUE(t.full_key().starts_with("rows=1,n=4096#"));
     // Names and identities are separated: moving a character across the boundary changes it.
     EXPECT_NE(variant_digest({{"ab", ""}}), variant_digest({{"a", "b"}}));
     EXPECT_NE(variant_digest({{"a", "b"}, {"c", ""}}), variant_digest({{"a", ""}, {"bc", ""}}));
