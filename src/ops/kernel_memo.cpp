@@ -40,6 +40,19 @@ const std::string& memo_identity(const std::string& key, const std::function<ir:
     return it->second;
 }
 
+const std::vector<std::string>& memo_identities(
+    const std::string& set_key, Backend backend,
+    const std::function<std::vector<KeyedBuilder>()>& kernels) {
+    static std::mutex sets_mutex;
+    static std::map<std::pair<std::string, Backend>, std::vector<std::string>> sets;
+    std::lock_guard lock(sets_mutex);
+    auto [it, added] = sets.try_emplace({set_key, backend});
+    if (added)
+        for (const auto& [key, build] : kernels())
+            it->second.push_back(memo_identity(key, build, backend));
+    return it->second;
+}
+
 std::shared_ptr<CompiledKernel> memo_compiled(Device& device, const std::string& key,
                                               const std::function<ir::Kernel()>& build) {
     const ir::Kernel* kernel;

@@ -9,8 +9,6 @@
 #include <bit>
 #include <functional>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include "kiln/compile.hpp"
@@ -553,19 +551,6 @@ std::function<ir::Kernel()> builder(const MatvecSchedule& s) {
     return [s] { return matvec_q8_kernel(s); };
 }
 
-// Every variant's identity on a backend, in table order: looked up once per process, since a
-// tuner hit must cost microseconds.
-const std::vector<std::string>& variant_identities(Backend backend) {
-    static std::mutex mutex;
-    static std::map<Backend, std::vector<std::string>> cache;
-    std::lock_guard lock(mutex);
-    std::vector<std::string>& ids = cache[backend];
-    if (ids.empty())
-        for (const MatvecVariant& v : kVariants)
-            ids.push_back(memo_identity(schedule_key(v.schedule), builder(v.schedule), backend));
-    return ids;
-}
-
 }  // namespace
 
 std::span<const MatvecVariant> matvec_q8_variants() {
@@ -652,7 +637,12 @@ Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& 
 Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
                               int64_t k) {
     check_matvec_q8_args(device, w_q8, x_q8, rows, k);
-    const std::vector<std::string>& ids = variant_identities(device.info().backend);
+    const std::vector<std::string>& ids = memo_identities("matvec_q8", device.info().backend, [] {
+        std::vector<KeyedBuilder> kernels;
+        for (const MatvecVariant& v : kVariants)
+            kernels.emplace_back(schedule_key(v.schedule), builder(v.schedule));
+        return kernels;
+    });
     Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
     for (size_t i = 0; i < std::size(kVariants); ++i) {
         const MatvecSchedule s = kVariants[i].schedule;

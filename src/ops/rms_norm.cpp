@@ -7,11 +7,8 @@
 #include <bit>
 #include <climits>
 #include <cmath>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -92,25 +89,18 @@ Timed<Buffer> launch_timed(Device& device, const Buffer& x, const Buffer& w, int
     return {std::move(out), ms};
 }
 
-// Every variant's identity for (dtype, n) on a backend, in table order: looked up once per
-// process, since a tuner hit must cost microseconds.
-const std::vector<std::string>& variant_identities(DType type, int64_t n, Backend backend) {
-    static std::mutex mutex;
-    static std::map<std::tuple<DType, int64_t, Backend>, std::vector<std::string>> cache;
-    std::lock_guard lock(mutex);
-    std::vector<std::string>& ids = cache[{type, n, backend}];
-    if (ids.empty())
-        for (const auto& s : rms_norm_variants())
-            ids.push_back(memo_identity(variant_key(type, n, s), builder(type, n, s), backend));
-    return ids;
-}
-
 Tuned<Buffer> make_tuned(Device& device, const Buffer& x, const Buffer& w, int64_t n, float eps) {
     const int64_t rows = static_cast<int64_t>(x.count()) / n;
     Tuned<Buffer> tuned("rms_norm", fmt::format("rows={},n={},dtype={}", rows, n, name(x.dtype())),
                         device);
     const auto& variants = rms_norm_variants();
-    const auto& ids = variant_identities(x.dtype(), n, device.info().backend);
+    const auto& ids = memo_identities(
+        fmt::format("rms_norm/{}/n={}", name(x.dtype()), n), device.info().backend, [&] {
+            std::vector<KeyedBuilder> kernels;
+            for (const auto& s : variants)
+                kernels.emplace_back(variant_key(x.dtype(), n, s), builder(x.dtype(), n, s));
+            return kernels;
+        });
     for (size_t i = 0; i < variants.size(); ++i)
         tuned.variant(
             variants[i].name,
