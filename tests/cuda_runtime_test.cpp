@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +51,18 @@ extern "C" __global__ void scalars(unsigned long long* out, int out_len, unsigne
 const char* const kOutOfBoundsSource = R"(
 extern "C" __global__ void wild(float* a, int a_len) {
     a[(long long)1 << 40] = 1.0f;
+}
+)";
+
+// Spins for `ns` nanoseconds of device time, then fills `out` with 0xdeadbeef.
+const char* const kSpinThenFillSource = R"(
+extern "C" __global__ void spin_then_fill(unsigned int* out, int out_len, unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+    for (int i = threadIdx.x; i < out_len; i += blockDim.x) out[i] = 0xdeadbeefu;
 }
 )";
 
@@ -313,6 +326,33 @@ TEST_F(CudaDeviceTest, CopyMovesThePrefixOnly) {
     const std::vector<uint32_t> got = read_all<uint32_t>(*dst);
     for (int i = 0; i < 128; ++i) ASSERT_EQ(got[i], i < 32 ? src_values[i] : 7u) << i;
     EXPECT_THROW(device->copy(*dst, *src, 65 * 4), kiln::Error);
+}
+
+// Memory freed behind queued work is released in stream order: the free returns at once (it
+// does not wait for the kernel still writing that memory), and memory allocated afterwards, very
+// likely the same block, holds what was written to it after the kernel, not the kernel's late
+// writes.
+TEST_F(CudaDeviceTest, FreeingMemoryNeitherWaitsForTheDeviceNorLetsQueuedWorkCorruptItsReuse) {
+    auto module = build(kSpinThenFillSource);
+    const size_t count = 1 << 16, bytes = count * 4;
+    device->allocate(bytes).reset();  // the pool now holds a block of this size
+    device->synchronize();
+    auto busy = device->allocate(bytes);
+    const uint64_t spin_ns = 400'000'000;
+    const KernelArg args[] = {KernelArg::buffer(*busy), KernelArg::value(int32_t{count}, 4),
+                              KernelArg::value(spin_ns, 8)};
+    const auto start = std::chrono::steady_clock::now();
+    device->launch(*module, "spin_then_fill", 1, 256, args);
+    busy.reset();
+    const double free_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(free_ms, 200.0) << "freeing memory waited for the 400 ms kernel still using it";
+
+    std::vector<uint32_t> mine(count);
+    for (size_t i = 0; i < count; ++i) mine[i] = static_cast<uint32_t>(i * 2654435761u);
+    auto reused = device->allocate(bytes);
+    device->write(*reused, 0, mine.data(), bytes);
+    EXPECT_EQ(read_all<uint32_t>(*reused), mine);
 }
 
 TEST_F(CudaDeviceTest, OffsetsAndSizesAreChecked) {

@@ -17,12 +17,20 @@
 
 namespace kiln::cuda {
 
-// The device's primary context and its stream. Memories and modules hold it so that they can
-// be freed after their device is gone.
+// The device's primary context, its stream and kiln's memory pool on it. Memories and modules
+// hold it so that they can be freed after their device is gone.
+//
+// Memory is allocated and freed in stream order from the pool (cuMemAllocFromPoolAsync,
+// cuMemFreeAsync): every kiln operation on the device runs on the one stream, so a block freed
+// behind queued work is reused only by work queued after it. Freeing never waits for the device
+// (cuMemFree synchronizes it), and the pool keeps freed blocks instead of returning them to the
+// driver, so a tuned op's output allocated and freed per call costs no driver allocation. Where
+// the device has no memory pools, plain cuMemAlloc / cuMemFree.
 struct Context {
     CUdevice device = 0;
     CUcontext context = nullptr;
     CUstream stream = nullptr;
+    CUmemoryPool pool = nullptr;
     std::string name;  // for error messages: "cuda:0 (NVIDIA H200)"
 
     Context(CUdevice dev, std::string device_name) : device(dev), name(std::move(device_name)) {
@@ -35,10 +43,15 @@ struct Context {
             api.cuDevicePrimaryCtxRelease(device);
             check(r, fmt::format("creating the stream of {}", name));
         }
+        pool = create_pool(device);
     }
     ~Context() {
         const DriverApi& api = driver();
-        if (api.cuCtxSetCurrent(context) == CUDA_SUCCESS) api.cuStreamDestroy(stream);
+        if (api.cuCtxSetCurrent(context) == CUDA_SUCCESS) {
+            // Blocks still owed by queued frees are released when those complete.
+            if (pool != nullptr) api.cuMemPoolDestroy(pool);
+            api.cuStreamDestroy(stream);
+        }
         api.cuDevicePrimaryCtxRelease(device);
     }
     Context(const Context&) = delete;
@@ -52,6 +65,59 @@ struct Context {
                           "launch)",
                           after, name));
     }
+
+    // `bytes` of device memory, usable by work queued on the stream from now on.
+    CUdeviceptr allocate(size_t bytes) const {
+        const DriverApi& api = driver();
+        CUdeviceptr p = 0;
+        if (pool == nullptr) {
+            check(api.cuMemAlloc(&p, bytes),
+                  fmt::format("cuMemAlloc({} bytes) on {}", bytes, name));
+            return p;
+        }
+        CUresult r = api.cuMemAllocFromPoolAsync(&p, bytes, pool, stream);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+            // Let queued frees land and hand the pool's idle blocks back, then try once more.
+            sync("allocating memory");
+            check(api.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo");
+            r = api.cuMemAllocFromPoolAsync(&p, bytes, pool, stream);
+        }
+        check(r, fmt::format("cuMemAllocFromPoolAsync({} bytes) on {}", bytes, name));
+        return p;
+    }
+    // Frees memory from allocate() once the work queued so far is done; never throws.
+    void release(CUdeviceptr p) const {
+        const DriverApi& api = driver();
+        if (api.cuCtxSetCurrent(context) != CUDA_SUCCESS) return;
+        if (pool == nullptr)
+            api.cuMemFree(p);
+        else
+            api.cuMemFreeAsync(p, stream);
+    }
+
+  private:
+    // A pool of device memory that keeps what is freed, or null where pools are unsupported.
+    static CUmemoryPool create_pool(CUdevice device) {
+        const DriverApi& api = driver();
+        int supported = 0;
+        if (api.cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+                                     device) != CUDA_SUCCESS ||
+            supported == 0)
+            return nullptr;
+        CUmemPoolProps props{};
+        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = device;
+        CUmemoryPool pool = nullptr;
+        if (api.cuMemPoolCreate(&pool, &props) != CUDA_SUCCESS) return nullptr;
+        cuuint64_t keep_all = std::numeric_limits<cuuint64_t>::max();
+        if (api.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all) !=
+            CUDA_SUCCESS) {
+            api.cuMemPoolDestroy(pool);
+            return nullptr;
+        }
+        return pool;
+    }
 };
 
 namespace {
@@ -61,14 +127,9 @@ class CudaMemory final : public DeviceMemory {
     CudaMemory(std::shared_ptr<Context> context, size_t bytes)
         : context_(std::move(context)), bytes_(bytes) {
         // A zero-byte allocation still gets one real byte, so it has a valid address.
-        const size_t real = bytes == 0 ? 1 : bytes;
-        check(driver().cuMemAlloc(&pointer_, real),
-              fmt::format("cuMemAlloc({} bytes) on {}", real, context_->name));
+        pointer_ = context_->allocate(bytes == 0 ? 1 : bytes);
     }
-    ~CudaMemory() override {
-        const DriverApi& api = driver();
-        if (api.cuCtxSetCurrent(context_->context) == CUDA_SUCCESS) api.cuMemFree(pointer_);
-    }
+    ~CudaMemory() override { context_->release(pointer_); }
     CudaMemory(const CudaMemory&) = delete;
     CudaMemory& operator=(const CudaMemory&) = delete;
 
@@ -359,9 +420,10 @@ void CudaDevice::launch(Module& module, const std::string& entry, int64_t grid, 
     for (size_t i = 0; i < args.size(); ++i) {
         const KernelArg& arg = args[i];
         if (arg.memory != nullptr) {
-            values[i] =
-                as_cuda(*arg.memory, *c, fmt::format("launch of '{}' argument {}", entry, i))
-                    .pointer();
+            const auto* memory = dynamic_cast<const CudaMemory*>(arg.memory);
+            if (memory == nullptr || memory->context() != c.get())  // as_cuda says which
+                as_cuda(*arg.memory, *c, fmt::format("launch of '{}' argument {}", entry, i));
+            values[i] = memory->pointer();
         } else {
             if (arg.size != 1 && arg.size != 2 && arg.size != 4 && arg.size != 8) {
                 fail("launch of '{}': scalar argument {} has size {}, expected 1, 2, 4 or 8", entry,
@@ -372,10 +434,12 @@ void CudaDevice::launch(Module& module, const std::string& entry, int64_t grid, 
         params[i] = &values[i];
     }
     if (grid == 0) return;
-    check(driver().cuLaunchKernel(f.handle, static_cast<unsigned>(grid), 1, 1,
-                                  static_cast<unsigned>(block), 1, 1, 0, c->stream,
-                                  params.empty() ? nullptr : params.data(), nullptr),
-          fmt::format("cuLaunchKernel('{}', grid {}, block {})", entry, grid, block));
+    const CUresult r = driver().cuLaunchKernel(f.handle, static_cast<unsigned>(grid), 1, 1,
+                                               static_cast<unsigned>(block), 1, 1, 0, c->stream,
+                                               params.empty() ? nullptr : params.data(), nullptr);
+    // The message is built only on failure: this is every launch's path.
+    if (r != CUDA_SUCCESS)
+        check(r, fmt::format("cuLaunchKernel('{}', grid {}, block {})", entry, grid, block));
 }
 
 void CudaDevice::synchronize() {

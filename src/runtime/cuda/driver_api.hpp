@@ -30,6 +30,12 @@ namespace kiln::cuda {
     X(cuStreamSynchronize)            \
     X(cuMemAlloc)                     \
     X(cuMemFree)                      \
+    X(cuMemPoolCreate)                \
+    X(cuMemPoolDestroy)               \
+    X(cuMemPoolSetAttribute)          \
+    X(cuMemPoolTrimTo)                \
+    X(cuMemAllocFromPoolAsync)        \
+    X(cuMemFreeAsync)                 \
     X(cuMemcpyHtoDAsync)              \
     X(cuMemcpyDtoHAsync)              \
     X(cuMemcpyDtoDAsync)              \
