@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -131,6 +132,12 @@ class Tuner {
 // the kernels it launches), so changed code is a different key and re-tunes.
 std::string variant_digest(const std::vector<std::pair<std::string, std::string>>& names_and_ids);
 
+// variant_digest built up one variant at a time: start from kVariantDigestStart, fold each
+// (name, identity) in declaration order with variant_digest_add, then variant_digest_text.
+inline constexpr uint64_t kVariantDigestStart = 0;
+uint64_t variant_digest_add(uint64_t digest, std::string_view name, std::string_view identity);
+std::string variant_digest_text(uint64_t digest);
+
 template <typename Out = Buffer>
 class Tuned {
   public:
@@ -146,8 +153,8 @@ class Tuned {
             fail("tuned op {}: variant name '{}' is empty or holds a tab or newline", op_, name);
         for (const auto& v : variants_)
             if (v.name == name) fail("tuned op {}: two variants named '{}'", op_, name);
-        variants_.push_back({std::move(name), std::move(identity), std::move(run)});
-        full_key_.clear();
+        digest_ = variant_digest_add(digest_, name, identity);
+        variants_.push_back({std::move(name), std::move(run)});
         return *this;
     }
 
@@ -169,13 +176,13 @@ class Tuned {
 
   private:
     struct Entry {
-        std::string name, identity;
+        std::string name;
         Closure run;
     };
     std::string op_, key_;
     Device* device_;
     std::vector<Entry> variants_;
-    mutable std::string full_key_;  // computed once per variant set
+    uint64_t digest_ = kVariantDigestStart;  // of the variants so far
     TuneReport report_;
     std::function<void(const std::string&, double)> on_benched_;
 };
@@ -186,12 +193,7 @@ size_t choose_winner(const std::vector<double>& medians, double margin = TUNE_MA
 
 template <typename Out>
 std::string Tuned<Out>::full_key() const {
-    if (full_key_.empty()) {
-        std::vector<std::pair<std::string, std::string>> ids;
-        for (const auto& v : variants_) ids.emplace_back(v.name, v.identity);
-        full_key_ = key_ + "#" + variant_digest(ids);
-    }
-    return full_key_;
+    return key_ + "#" + variant_digest_text(digest_);
 }
 
 template <typename Out>
