@@ -7,9 +7,11 @@
 // stream_timing.hpp). Figures for issue notes; peers (torch) are timed in the same run by
 // shared/peers/torch_peers.py (flush) and bench/peers_stream.py (stream).
 //   bench_tuned_ops [--device D] [--ops rms_norm,matvec_q8] [--small 1] [--json FILE]
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <random>
+#include <span>
 
 #include "bench_common.hpp"
 #include "kiln/compile.hpp"
@@ -42,25 +44,30 @@ double copy_ms(Device& d, const Buffer& src) {
 
 // A pass that only reads `src` (whole 16-byte groups, grid-stride, the words XORed; it stores
 // only if the XOR equals `never`, which it does not): the time any kernel that must read those
-// bytes once could reach.
+// bytes once could reach. `evict_first` reads them as the matvec variants that stream W do.
 struct ReadOnlyPass {
     static constexpr int kBlock = 256, kBlocksPerUnit = 8;
     std::shared_ptr<CompiledKernel> kernel;
     Buffer sink;
     int64_t grid;
 
-    explicit ReadOnlyPass(Device& d)
-        : kernel(compile(d, build())),
+    ReadOnlyPass(Device& d, bool evict_first)
+        : kernel(compile(d, build(evict_first))),
           sink(d, DType::u32, 1),
           grid(int64_t{std::max(d.info().compute_units, 1)} * kBlocksPerUnit) {}
     void launch(const Buffer& src) {
         kernel->launch(grid, {src.view(DType::u32), sink, uint32_t{0x9e3779b9u}});
     }
+    static const char* row(bool evict_first) {
+        return evict_first ? "a pass that only reads the Q8_0 bytes, evict-first"
+                           : "a pass that only reads the Q8_0 bytes";
+    }
 
   private:
-    static ir::Kernel build() {
+    static ir::Kernel build(bool evict_first) {
         KernelBuilder k("read_only_pass", kBlock);
         auto in = k.input("src", DType::u32);
+        if (evict_first) k.streaming(in);
         auto out = k.output("out", DType::u32);
         Expr never = k.scalar("never", DType::u32);
         Var acc = k.let(Expr(0u), "acc");
@@ -116,16 +123,14 @@ double tuner_hit_us(Device& d, size_t variants) {
 }
 
 // Host cost of a hit of an op's entry point (`call`, returning its output): after one call that
-// tunes or hits, `n` calls timed on the host clock. The outputs are kept until the end, since
-// freeing device memory waits for the device; the launches are queued, not waited for.
+// tunes or hits, `n` calls timed on the host clock, each output dropped as the next call comes,
+// as a caller's loop would; the launches are queued, not waited for.
 double op_hit_us(Device& d, const std::function<Buffer()>& call) {
     constexpr int n = 200;
     call();
     d.synchronize();
-    std::vector<Buffer> outputs;
-    outputs.reserve(n);
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) outputs.push_back(call());
+    for (int i = 0; i < n; ++i) call();
     const double us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
         n;
@@ -163,7 +168,8 @@ void record_stream(const std::string& op, const std::string& shape, Device& d, i
 
 // Every row of bench_matvec again as a steady stream over rotating copies of W.
 void stream_matvec(Device& d, const Buffer& bw, const Buffer& bx, int64_t rows, int64_t k,
-                   const std::string& shape, ReadOnlyPass& reader, const std::string& winner) {
+                   const std::string& shape, std::span<ReadOnlyPass> readers,
+                   const std::string& winner) {
     const int sets = bench::stream_sets(static_cast<double>(bw.bytes()));
     std::vector<Buffer> ws, words, copies;  // words: each W as the kernels' u32 view
     for (int i = 0; i < sets; ++i) {
@@ -190,8 +196,9 @@ void stream_matvec(Device& d, const Buffer& bw, const Buffer& bx, int64_t rows, 
     }
     add("device copy of the Q8_0 bytes", 2.0 * static_cast<double>(bw.bytes()), false,
         [&](int i) { d.copy(copies[i].memory(), ws[i].memory(), bw.bytes()); });
-    add("a pass that only reads the Q8_0 bytes", static_cast<double>(bw.bytes()), false,
-        [&](int i) { reader.launch(ws[i]); });
+    for (bool evict_first : {false, true})
+        add(ReadOnlyPass::row(evict_first), static_cast<double>(bw.bytes()), false,
+            [&](int i) { readers[evict_first].launch(ws[i]); });
 }
 
 void bench_matvec(Device& d, int64_t rows, int64_t k, Tuner& tuner) {
@@ -212,12 +219,14 @@ void bench_matvec(Device& d, int64_t rows, int64_t k, Tuner& tuner) {
     const double c = copy_ms(d, bw);
     rows_out.push_back({"matvec_q8", shape, d.info().id, "device copy of the Q8_0 bytes", c,
                         2.0 * static_cast<double>(bw.bytes()) / (c * 1e-3) / 1e9, false});
-    ReadOnlyPass reader(d);
-    const double r = time_dispatches(d, TUNE_ITERS, [&] { reader.launch(bw); });
-    rows_out.push_back({"matvec_q8", shape, d.info().id, "a pass that only reads the Q8_0 bytes", r,
-                        gbps(static_cast<double>(bw.bytes()), r), false});
+    std::array<ReadOnlyPass, 2> readers{ReadOnlyPass(d, false), ReadOnlyPass(d, true)};
+    for (bool evict_first : {false, true}) {
+        const double r = time_dispatches(d, TUNE_ITERS, [&] { readers[evict_first].launch(bw); });
+        rows_out.push_back({"matvec_q8", shape, d.info().id, ReadOnlyPass::row(evict_first), r,
+                            gbps(static_cast<double>(bw.bytes()), r), false});
+    }
     if (bench::is_gpu(d.info()))
-        stream_matvec(d, bw, bx, rows, k, shape, reader, t.report().winner);
+        stream_matvec(d, bw, bx, rows, k, shape, readers, t.report().winner);
 }
 
 // Every row of bench_rms_norm again as a steady stream over rotating copies of x (and outputs).
