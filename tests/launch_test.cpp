@@ -66,6 +66,37 @@ TEST(Launch, ChecksEveryArgument) {
     }
 }
 
+// A launch whose buffer lengths and scalars equal the last passing launch's skips evaluating
+// the requirements again; any other launch is checked in full, whatever passed before it.
+TEST(Launch, RequirementsAreCheckedForEveryNewShapeAndScalar) {
+    KernelBuilder k("scale", 64);
+    auto y = k.inout("y", DType::f32);
+    Expr a = k.scalar("a", DType::f32);
+    k.require(a >= 0.0f, "a is not negative");
+    k.require(y.len() % 4 == 0, "y holds whole groups of 4");
+    Expr i = k.absolute_pos();
+    k.if_(i < y.len(), [&] { y[i] = a * y[i]; });
+    Device& d = cpu_device();
+    auto kernel = compile(d, k.finish());
+    Buffer y8(d, DType::f32, 8), y6(d, DType::f32, 6);
+    y8.fill(1.0);
+    y6.fill(1.0);
+    for (int round = 0; round < 2; ++round) {
+        kernel->launch(1, {y8, 2.0f});
+        EXPECT_THAT(error_of([&] {
+                        kernel->launch(1, {y8, -2.0f});
+                    }),
+                    HasSubstr("a is not negative"));
+        kernel->launch(1, {y8, 2.0f});
+        EXPECT_THAT(error_of([&] {
+                        kernel->launch(1, {y6, 2.0f});
+                    }),
+                    HasSubstr("whole groups of 4"));
+    }
+    EXPECT_EQ(y8.download<float>(), std::vector<float>(8, 16.0f));
+    EXPECT_EQ(y6.download<float>(), std::vector<float>(6, 1.0f));
+}
+
 TEST(Launch, BuffersFromAnotherDeviceAreRejected) {
     if (devices().size() < 2) GTEST_SKIP() << "one device only";
     Device& a = *devices()[0];

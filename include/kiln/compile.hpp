@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -65,6 +66,12 @@ class CompiledKernel {
     std::shared_ptr<Module> module_;
     std::string entry_;
     CompileInfo info_;
+    // The requirements depend only on the buffers' lengths and the scalars' bits: the last
+    // such signature they held for, so a launch repeated with the same shapes skips evaluating
+    // them (a tuned op's hit launches the same way every call).
+    mutable std::mutex passed_mutex_;
+    mutable std::vector<uint64_t> passed_;
+    mutable bool passed_valid_ = false;
 };
 
 // Compiles one kernel for a device (memory cache, then disk cache, then the compiler).
