@@ -3,11 +3,12 @@
 a steady stream of launches over input sets rotated so their total (256 MiB) is far beyond the L2,
 queued back to back behind a blocker (torch.cuda._sleep) long enough for the host to queue them
 all, so each launch reads cold inputs and the gaps between launches are the device's own. Median
-over 9 repetitions of the device time per launch.
+over 9 repetitions of the device time per launch. "host_us" is the host's time per call while
+queueing (Python's call of the peer included), the figure to set beside kiln's host cost of a hit.
 
 Same cases, shapes and byte counts as shared/peers/torch_peers.py's rms_norm and matvec groups.
 Needs a CUDA device with torch. Writes JSON lines {"case", "peer", "us", "GB/s", "sets",
-"host_kept_up"} to stdout and, with --out FILE, a JSON list.
+"host_kept_up", "host_us"} to stdout and, with --out FILE, a JSON list.
 
   python3 bench/peers_stream.py [--cases rms_norm,matvec] --out $OUT/peers_stream.json
 """
@@ -28,7 +29,8 @@ def stream_sets(nbytes):
 
 
 def stream_us(torch, sets, launch, cycles_per_ms):
-    """Median device microseconds per launch(i) in a steady stream over `sets` input sets."""
+    """Median device microseconds per launch(i) in a steady stream over `sets` input sets, whether
+    the host kept ahead of the device, and the host's microseconds per call while queueing."""
     launches = sets * math.ceil(LAUNCHES / sets)
 
     def round_(n):
@@ -40,6 +42,7 @@ def stream_us(torch, sets, launch, cycles_per_ms):
     t0 = time.perf_counter()
     round_(sets + launches)
     host_ms = (time.perf_counter() - t0) * 1e3
+    host_us = host_ms * 1e3 / (sets + launches)
     torch.cuda.synchronize()
     blocker_ms = max(2.0 * host_ms, 1.0)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -55,7 +58,7 @@ def stream_us(torch, sets, launch, cycles_per_ms):
             kept_up = False
         end.synchronize()
         per_launch.append(start.elapsed_time(end) / launches)
-    return statistics.median(per_launch) * 1e3, kept_up
+    return statistics.median(per_launch) * 1e3, kept_up, host_us
 
 
 def sleep_cycles_per_ms(torch):
@@ -83,9 +86,10 @@ def main():
     rows = []
 
     def rec(case, peer, sets, launch, nbytes):
-        us, kept_up = stream_us(torch, sets, launch, cycles_per_ms)
+        us, kept_up, host_us = stream_us(torch, sets, launch, cycles_per_ms)
         r = {"case": case, "peer": peer, "us": round(us, 3),
-             "GB/s": round(nbytes / (us * 1e-6) / 1e9, 1), "sets": sets, "host_kept_up": kept_up}
+             "GB/s": round(nbytes / (us * 1e-6) / 1e9, 1), "sets": sets, "host_kept_up": kept_up,
+             "host_us": round(host_us, 2)}
         rows.append(r)
         print(json.dumps(r), flush=True)
 
