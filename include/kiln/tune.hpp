@@ -13,6 +13,7 @@
 //   <root>/<device-id>.tsv, lines "op\tkey\twinner"; the last line for a key wins.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -149,7 +150,8 @@ class Tuned {
     // Adds a variant. `identity` names what the variant runs (kernel_identity); it goes into the
     // key's digest. Names must be unique and free of tabs and newlines.
     Tuned& variant(std::string name, Closure run, std::string identity = "") {
-        if (name.empty() || name.find_first_of("\t\r\n") != std::string::npos)
+        if (name.empty() || std::any_of(name.begin(), name.end(),
+                                        [](char c) { return c == '\t' || c == '\r' || c == '\n'; }))
             fail("tuned op {}: variant name '{}' is empty or holds a tab or newline", op_, name);
         for (const auto& v : variants_)
             if (v.name == name) fail("tuned op {}: two variants named '{}'", op_, name);
@@ -163,6 +165,12 @@ class Tuned {
     // output already computed. Hit: runs only the winner, once.
     Out run(Tuner& tuner);
     Out run() { return run(Tuner::process_default()); }
+
+    // Room for `count` variants, so a set rebuilt on every call does not regrow.
+    Tuned& reserve(size_t count) {
+        variants_.reserve(count);
+        return *this;
+    }
 
     // Called after each variant is benched on a miss, with its name and median ms (progress).
     Tuned& on_benched(std::function<void(const std::string&, double)> callback) {

@@ -644,6 +644,7 @@ Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& 
         return kernels;
     });
     Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
+    tuned.reserve(std::size(kVariants));
     for (size_t i = 0; i < std::size(kVariants); ++i) {
         const MatvecSchedule s = kVariants[i].schedule;
         if (!matvec_q8_serves(s, k)) continue;

@@ -94,6 +94,7 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& x, const Buffer& w, int64
     Tuned<Buffer> tuned("rms_norm", fmt::format("rows={},n={},dtype={}", rows, n, name(x.dtype())),
                         device);
     const auto& variants = rms_norm_variants();
+    tuned.reserve(variants.size());
     const auto& ids = memo_identities(
         fmt::format("rms_norm/{}/n={}", name(x.dtype()), n), device.info().backend, [&] {
             std::vector<KeyedBuilder> kernels;
