@@ -355,6 +355,39 @@ TEST_F(CudaDeviceTest, FreeingMemoryNeitherWaitsForTheDeviceNorLetsQueuedWorkCor
     EXPECT_EQ(read_all<uint32_t>(*reused), mine);
 }
 
+// The driver's free device memory in bytes (cuMemGetInfo on the context the device made
+// current on this thread), looked up directly so the test sees what other libraries would.
+size_t driver_free_bytes() {
+    void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (libcuda == nullptr) return 0;
+    using MemGetInfo = int (*)(size_t*, size_t*);
+    auto mem_get_info = reinterpret_cast<MemGetInfo>(dlsym(libcuda, "cuMemGetInfo_v2"));
+    size_t free = 0, total = 0;
+    if (mem_get_info == nullptr || mem_get_info(&free, &total) != 0) free = 0;
+    dlclose(libcuda);
+    return free;
+}
+
+// A freed buffer's memory stays with the device for reuse until release_cached_memory hands it
+// back to the driver; live buffers keep their contents through a release.
+TEST_F(CudaDeviceTest, ReleaseCachedMemoryHandsFreedMemoryBack) {
+    std::vector<uint32_t> values(4096);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<uint32_t>(i * 40503u);
+    auto live = device->allocate(values.size() * 4);
+    device->write(*live, 0, values.data(), values.size() * 4);
+    device->release_cached_memory();
+    const size_t before = driver_free_bytes();
+    ASSERT_GT(before, 0u) << "cuMemGetInfo unavailable";
+    const size_t big = size_t{2} << 30;
+    device->allocate(big).reset();
+    device->synchronize();
+    const size_t kept = driver_free_bytes();
+    EXPECT_LT(kept + big / 2, before) << "the freed 2 GiB should stay with the device";
+    device->release_cached_memory();
+    EXPECT_GT(driver_free_bytes(), kept + big / 2) << "release_cached_memory kept the 2 GiB";
+    EXPECT_EQ(read_all<uint32_t>(*live), values);
+}
+
 TEST_F(CudaDeviceTest, OffsetsAndSizesAreChecked) {
     auto memory = device->allocate(16);
     std::vector<uint8_t> data(32, 1);

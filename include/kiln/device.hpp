@@ -82,6 +82,10 @@ class Device {
     virtual void launch(Module& module, const std::string& entry, int64_t grid, int block,
                         std::span<const KernelArg> args) = 0;
     virtual void synchronize() = 0;
+    // Hands the memory the device keeps for reuse (that of freed buffers) back to its driver
+    // once the work queued so far is done, so other libraries in the process can allocate it.
+    // A no-op where freed memory is not kept (CPU, OpenCL). Live buffers are untouched.
+    virtual void release_cached_memory() {}
 
     // Runs `work` (which enqueues launches) and returns the device-side milliseconds between
     // its start and its end, waiting for completion.

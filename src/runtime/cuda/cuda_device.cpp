@@ -446,6 +446,12 @@ void CudaDevice::synchronize() {
     current()->sync("synchronize");
 }
 
+void CudaDevice::release_cached_memory() {
+    const std::shared_ptr<Context> c = current();
+    c->sync("release_cached_memory");  // the frees queued so far land in the pool first
+    if (c->pool != nullptr) check(driver().cuMemPoolTrimTo(c->pool, 0), "cuMemPoolTrimTo");
+}
+
 double CudaDevice::time_ms(const std::function<void()>& work) {
     const std::shared_ptr<Context> c = current();
     Event start, end;

@@ -38,6 +38,7 @@ class CudaDevice final : public Device {
     void launch(Module& module, const std::string& entry, int64_t grid, int block,
                 std::span<const KernelArg> args) override;
     void synchronize() override;
+    void release_cached_memory() override;
     double time_ms(const std::function<void()>& work) override;
 
   private:
