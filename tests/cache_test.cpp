@@ -80,6 +80,21 @@ TEST_F(CacheTest, MemoryThenDiskHits) {
         EXPECT_TRUE(e.string().starts_with((root_ / "kernels").string()));
 }
 
+TEST_F(CacheTest, AKernelListedTwiceIsCompiledOnce) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        const ir::Kernel a = kernel_with(run_id() + 1), b = kernel_with(run_id() + 2);
+        const std::vector<ir::Kernel> kernels = {a, b, a, kernel_with(run_id() + 1)};
+        const auto compiled = compile_all(*d, kernels);
+        ASSERT_EQ(compiled.size(), 4u);
+        EXPECT_EQ(compiled[2].get(), compiled[0].get());
+        EXPECT_EQ(compiled[3].get(), compiled[0].get());
+        EXPECT_NE(compiled[1].get(), compiled[0].get());
+        check_runs(*compiled[0], run_id() + 1);
+        check_runs(*compiled[1], run_id() + 2);
+    }
+}
+
 // Run by SecondProcessFindsEveryKernelOnDisk in a child process.
 TEST(CacheChild, CompilesFromDisk) {
     const char* expect = std::getenv("KILN_TEST_CHILD_CONSTANT");

@@ -183,15 +183,23 @@ std::string kernel_identity(Backend backend, const ir::Kernel& kernel) {
 std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
                                                          std::span<const ir::Kernel> kernels) {
     std::vector<std::shared_ptr<CompiledKernel>> result(kernels.size());
-    std::vector<size_t> missing;
+    std::vector<size_t> missing;  // the first of each distinct kernel not in memory
+    std::vector<std::pair<size_t, size_t>> repeats;  // (i, j): kernel i equals missing kernel j
     {
+        std::unordered_map<std::string, size_t> first_of;
         std::lock_guard lock(memory_cache().mutex);
         for (size_t i = 0; i < kernels.size(); ++i) {
-            auto it = memory_cache().kernels.find(memory_key(device, kernels[i]));
-            if (it != memory_cache().kernels.end())
+            std::string key = memory_key(device, kernels[i]);
+            if (auto it = memory_cache().kernels.find(key); it != memory_cache().kernels.end()) {
                 result[i] = it->second;
-            else
+                continue;
+            }
+            // One kernel listed twice is compiled once (a compile unit defines each entry once).
+            const auto [first, added] = first_of.try_emplace(std::move(key), i);
+            if (added)
                 missing.push_back(i);
+            else
+                repeats.emplace_back(i, first->second);
         }
     }
     if (missing.empty()) return result;
@@ -256,6 +264,7 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
         memory_cache().kernels[memory_key(device, k)] = compiled;
         result[missing[j]] = compiled;
     }
+    for (const auto& [i, first] : repeats) result[i] = result[first];
     return result;
 }
 
