@@ -46,11 +46,10 @@ const std::vector<std::string>& memo_identities(
     static std::mutex sets_mutex;
     static std::map<std::pair<std::string, Backend>, std::vector<std::string>> sets;
     std::lock_guard lock(sets_mutex);
-    auto [it, added] = sets.try_emplace({set_key, backend});
-    if (added)
-        for (const auto& [key, build] : kernels())
-            it->second.push_back(memo_identity(key, build, backend));
-    return it->second;
+    if (auto it = sets.find({set_key, backend}); it != sets.end()) return it->second;
+    std::vector<std::string> ids;  // complete before it is kept: a build that throws keeps none
+    for (const auto& [key, build] : kernels()) ids.push_back(memo_identity(key, build, backend));
+    return sets.emplace(std::make_pair(set_key, backend), std::move(ids)).first->second;
 }
 
 std::shared_ptr<CompiledKernel> memo_compiled(Device& device, const std::string& key,

@@ -70,6 +70,7 @@ inline constexpr int64_t kRowCacheBytes = 32 * 1024;
 //   block_b256_c block_b256_u4_c      ... keeping the row in shared memory
 //   block_b256_u4_cw block_b256_u16_cw  ... and loading w before the fold
 //   block_b256_r block_b256_rw        ... keeping the row in registers (and loading w early)
+//   block_b512_rw2                    ... split between two threads per fold lane
 const std::vector<RmsNormSchedule>& rms_norm_variants();
 const RmsNormSchedule& rms_norm_variant(const std::string& name);  // kiln::Error if unknown
 

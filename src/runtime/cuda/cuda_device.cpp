@@ -76,14 +76,17 @@ struct Context {
             return p;
         }
         CUresult r = api.cuMemAllocFromPoolAsync(&p, bytes, pool, stream);
-        if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-            // Let queued frees land and hand the pool's idle blocks back, then try once more.
-            sync("allocating memory");
-            check(api.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo");
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) {  // give idle blocks back, then try once more
+            trim("allocating memory");
             r = api.cuMemAllocFromPoolAsync(&p, bytes, pool, stream);
         }
         check(r, fmt::format("cuMemAllocFromPoolAsync({} bytes) on {}", bytes, name));
         return p;
+    }
+    // Lets the frees queued so far land, then hands the pool's idle blocks to the driver.
+    void trim(std::string_view during) const {
+        sync(during);
+        if (pool != nullptr) check(driver().cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo");
     }
     // Frees memory from allocate() once the work queued so far is done; never throws.
     void release(CUdeviceptr p) const {
@@ -447,9 +450,7 @@ void CudaDevice::synchronize() {
 }
 
 void CudaDevice::release_cached_memory() {
-    const std::shared_ptr<Context> c = current();
-    c->sync("release_cached_memory");  // the frees queued so far land in the pool first
-    if (c->pool != nullptr) check(driver().cuMemPoolTrimTo(c->pool, 0), "cuMemPoolTrimTo");
+    current()->trim("release_cached_memory");
 }
 
 double CudaDevice::time_ms(const std::function<void()>& work) {
