@@ -95,6 +95,17 @@ TEST_F(CacheTest, AKernelListedTwiceIsCompiledOnce) {
     }
 }
 
+TEST(GeneratedSource, AKernelListedTwiceIsWrittenOnce) {
+    // Two schedules can lower to the same kernel (a variant that falls back to another's form).
+    const ir::Kernel a = kernel_with(7.0f), b = kernel_with(8.0f);
+    for (Backend backend : {Backend::cpu, Backend::cuda, Backend::opencl}) {
+        const std::string once = generate_source(backend, std::vector{a, b});
+        EXPECT_EQ(generate_source(backend, std::vector{a, b, a}), once);
+        EXPECT_NE(generate_source(backend, std::vector{a}),
+                  generate_source(backend, std::vector{b}));
+    }
+}
+
 // Run by SecondProcessFindsEveryKernelOnDisk in a child process.
 TEST(CacheChild, CompilesFromDisk) {
     const char* expect = std::getenv("KILN_TEST_CHILD_CONSTANT");

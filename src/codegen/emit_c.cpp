@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -668,7 +669,11 @@ std::string emit_source(const std::vector<const Kernel*>& kernels, const Dialect
     src += dialect.prelude;
     src += scalar_semantics_source;
     src += "\n";
+    // A kernel listed twice is written once: its entry name is its content's hash, and a compile
+    // unit may define each entry only once.
+    std::unordered_set<std::string> written;
     for (const Kernel* kernel : kernels) {
+        if (!written.insert(entry_name(*kernel)).second) continue;
         const Kernel lowered = simplify(lower_folds(*kernel, dialect.warp_size));
         KernelEmitter e{lowered, dialect, analyze_uniformity(lowered)};
         src += "\n" + e.emit(entry_name(*kernel));
