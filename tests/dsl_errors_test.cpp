@@ -113,6 +113,26 @@ TEST(DslErrors, VectorLoadsNeedAWidthOf2Or4AndA4ByteType) {
                 HasSubstr("indices are integers"));
 }
 
+TEST(DslErrors, VectorStoresNeedAWidthOf2Or4AndA4ByteTypeAndWritableMemory) {
+    KernelBuilder k("vec_store");
+    auto a = k.input("a", DType::u32);
+    auto h = k.output("h", DType::f16);
+    auto out = k.output("out", DType::u32);
+    const Expr one = Expr(1u), half = cast(DType::f16, Expr(1.0f));
+    EXPECT_THAT(error_of([&] {
+                    k.store_vector(out, 0, {one, one, one});
+                }),
+                HasSubstr("3 u32 elements"));
+    EXPECT_THAT(error_of([&] { k.store_vector(h, 0, {half, half}); }), HasSubstr("2 f16 elements"));
+    EXPECT_THAT(error_of([&] { k.store_vector(a, 0, {one, one}); }), HasSubstr("read only"));
+    EXPECT_THAT(error_of([&] {
+                    k.store_vector(out, Expr(1.5f), {one, one});
+                }),
+                HasSubstr("indices are integers"));
+    const Expr f = k.scalar("f", DType::f32);
+    EXPECT_THAT(error_of([&] { k.store_vector(out, 0, {one, f}); }), HasSubstr("f32"));
+}
+
 TEST(DslErrors, VectorLoadedValuesVaryWithTheirIndex) {
     // A barrier under a value loaded at a per-thread index is divergent; at a per-block index,
     // it is not.

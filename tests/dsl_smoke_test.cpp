@@ -87,3 +87,83 @@ TEST(Smoke, VectorLoadsOnEveryDevice) {
         }
     }
 }
+
+// store_vector, every width and 4-byte dtype, plain and streaming, into a buffer and into a
+// shared tile, at aligned and unaligned indices (off = 0 or 1, a launch argument) on every
+// device, and into the buffer at an index known to be aligned (CUDA: no run-time test). Each
+// vector holds its source elements reversed, so a store that swaps, drops or misplaces an
+// element is caught.
+TEST(Smoke, VectorStoresOnEveryDevice) {
+    const int block = 64;
+    const size_t n = 1001;  // ragged against the widths
+    struct Case {
+        DType type;
+        int width;
+        bool streaming;
+        bool known_aligned;  // y's index is i*width: a multiple of the width by construction
+    };
+    std::vector<Case> cases;
+    std::vector<ir::Kernel> kernels;
+    for (DType t : {DType::u32, DType::i32, DType::f32}) {
+        for (int width : {2, 4}) {
+            for (auto [streaming, known] :
+                 {std::pair{false, false}, {true, false}, {false, true}}) {
+                KernelBuilder k(fmt::format("vstore_{}_{}_{}_{}", name(t), width, streaming, known),
+                                block);
+                auto x = k.input("x", t);
+                auto y = k.output("y", t);  // vector at i*width + off: x's elements there, reversed
+                auto z =
+                    k.output("z", t);  // element lane*width + j: the tile's lane*width + off + j
+                if (streaming) k.streaming(y);
+                Expr off = k.scalar("off", DType::i32);
+                auto tile = k.shared(t, int64_t{block} * width + 1, "tile");
+                Var i = k.let(k.absolute_pos(), "i");
+                Var lane = k.let(k.thread_index(), "lane");
+                auto reversed = [&](const Expr& at) {
+                    std::vector<Expr> v;
+                    for (int j = width - 1; j >= 0; --j) v.push_back(x[at + j]);
+                    return v;
+                };
+                Var at = k.let(known ? i * width : i * width + off, "at");
+                k.if_(at + width <= y.len(), [&] { k.store_vector(y, at, reversed(at)); });
+                k.store_vector(tile, lane * width + off, reversed(lane * width));
+                k.barrier();
+                k.if_(i < block, [&] {
+                    for (int j = 0; j < width; ++j)
+                        z[lane * width + j] = tile[lane * width + off + j];
+                });
+                kernels.push_back(k.finish());
+                cases.push_back({t, width, streaming, known});
+            }
+        }
+    }
+    std::vector<uint32_t> h(n);
+    for (size_t j = 0; j < n; ++j)
+        h[j] = (static_cast<uint32_t>(j * 2654435761u) & 0x3fffffffu) | 1u;  // no NaN
+    for (Device* d : devices()) {
+        const auto compiled = compile_all(*d, kernels);
+        for (size_t c = 0; c < cases.size(); ++c) {
+            const auto [t, width, streaming, known] = cases[c];
+            const size_t w = static_cast<size_t>(width);
+            for (int o : {0, 1}) {
+                SCOPED_TRACE(fmt::format("{} {} width {} streaming {} known aligned {} off {}",
+                                         d->info().id, name(t), width, streaming, known, o));
+                Buffer bx(*d, t, n), by(*d, t, n), bz(*d, t, size_t(block) * w);
+                bx.upload_raw(h.data(), t, n);
+                by.upload_raw(std::vector<uint32_t>(n, 0).data(), t, n);
+                compiled[c]->launch(static_cast<int64_t>((n + block - 1) / block), {bx, by, bz, o});
+                std::vector<uint32_t> gy(n), gz(size_t(block) * w);
+                by.download_raw(gy.data(), t, n);
+                bz.download_raw(gz.data(), t, gz.size());
+                const size_t off = known ? 0 : static_cast<size_t>(o), whole = (n - off) / w * w;
+                for (size_t p = 0; p < n; ++p) {
+                    const bool stored = p >= off && p < off + whole;
+                    const size_t start = stored ? off + (p - off) / w * w : 0;
+                    ASSERT_EQ(gy[p], stored ? h[start + w - 1 - (p - start)] : 0u) << p;
+                }
+                for (size_t p = 0; p < gz.size(); ++p)
+                    ASSERT_EQ(gz[p], h[p / w * w + w - 1 - p % w]) << p;  // the tile takes off
+            }
+        }
+    }
+}

@@ -1,9 +1,11 @@
 // IR passes: print is readable and complete, the structural hash follows the IR (and a kernel's
 // tuner identity its generated source), simplify folds
-// only what stays bit-exact, verify rejects malformed IR built by hand.
+// only what stays bit-exact, verify rejects malformed IR built by hand, divisibility knows
+// multiples only where the structure proves them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "ir/divisibility.hpp"
 #include "ir/hash.hpp"
 #include "ir/lower_folds.hpp"
 #include "ir/print.hpp"
@@ -69,6 +71,58 @@ ir::ExprRef bin(ir::BinOp op, ir::ExprRef a, ir::ExprRef b) {
 }
 const ir::expr::Const* const_value(const ir::ExprRef& e) {
     return std::get_if<ir::expr::Const>(&e->node);
+}
+
+TEST(Divisibility, KnowsMultiplesFromStructureOnly) {
+    KernelBuilder k("divisors", 64);
+    auto x = k.input("x", DType::i32);
+    auto y = k.output("y", DType::i32);
+    Expr s = k.scalar("s", DType::i32);
+    Expr t = k.thread_index();
+    Var row = k.let(k.block_index() * 4096, "row");             // 64 (the cap)
+    Var lane = k.let(row + t * 4 + 256, "lane");                // 4
+    Var odd = k.let(lane + 1, "odd");                           // 1
+    Var scaled = k.let(s * 8, "scaled");                        // 8
+    Var low = k.let(min(scaled, t * 16), "low");                // 8
+    Var shifted = k.let((t + 1) << 3, "shifted");               // 8
+    Var masked = k.let(s & ~3, "masked");                       // 4
+    Var picked = k.let(select(s > 0, scaled, lane), "picked");  // 4
+    Var loaded = k.let(x[t] * 1, "loaded");                     // 1: data
+    Var zero = k.let(Expr(0), "zero");                          // 64: every power divides 0
+    Var narrow = k.let(cast(DType::u8, t * 256), "narrow");     // 0 mod 256: the cap
+    Var grown = k.let(Expr(0), "grown");  // +8 in a loop: 8; the greatest fixpoint, by induction
+    Var spoiled = k.let(Expr(0), "spoiled");  // +16, then +2 in the loop: 2
+    Var stepped = k.let(Expr(0), "stepped");  // the loop variable from 4, step 12: 4
+    k.for_(
+        4, s,
+        [&](Expr i) {
+            grown = grown + 8;
+            spoiled = spoiled + 16;
+            spoiled = spoiled + 2;
+            stepped = i;
+        },
+        12);
+    y[t] = row + lane + odd + scaled + low + shifted + masked + picked + loaded + zero +
+           cast(DType::i32, narrow) + grown + spoiled + stepped;
+    const ir::Kernel kernel = k.finish();
+    const ir::Divisibility div(kernel);
+    auto of = [&](const Var& v) { return div.of(v.expr().node()); };
+    EXPECT_EQ(of(row), 64);
+    EXPECT_EQ(of(lane), 4);
+    EXPECT_EQ(of(odd), 1);
+    EXPECT_EQ(of(scaled), 8);
+    EXPECT_EQ(of(low), 8);
+    EXPECT_EQ(of(shifted), 8);
+    EXPECT_EQ(of(masked), 4);
+    EXPECT_EQ(of(picked), 4);
+    EXPECT_EQ(of(loaded), 1);
+    EXPECT_EQ(of(zero), 64);
+    EXPECT_EQ(of(narrow), 64);
+    EXPECT_EQ(of(grown), 8);
+    EXPECT_EQ(of(spoiled), 2);
+    EXPECT_EQ(of(stepped), 4);
+    EXPECT_EQ(div.of(s.node()), 1);
+    EXPECT_EQ(div.of(k.block_index().node()), 1);
 }
 
 TEST(Simplify, FoldsIntegersWithKilnSemantics) {
@@ -142,6 +196,23 @@ TEST(Verify, RejectsMalformedIrBuiltByHand) {
     k.body = ir::make(
         ir::stmt::Let{0, ir::make(DType::f32, ir::expr::Binary{ir::BinOp::add, f32c(1), i32c(1)})});
     EXPECT_THROW(ir::verify(k), Error);
+    // Vector stores: into a read-only buffer, of three elements, of a value of another type.
+    auto vector_store_error = [&](ir::Access access, std::vector<ir::ExprRef> values) {
+        k.params[0].access = access;
+        k.body = ir::make(ir::stmt::StoreVector{{ir::MemSpace::global, 0}, i32c(0), values});
+        try {
+            ir::verify(k);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_THAT(vector_store_error(ir::Access::read, {f32c(1), f32c(2)}), HasSubstr("read only"));
+    EXPECT_THAT(vector_store_error(ir::Access::write, {f32c(1), f32c(2), f32c(3)}),
+                HasSubstr("vector store of 3 f32 elements"));
+    EXPECT_THAT(vector_store_error(ir::Access::write, {f32c(1), i32c(2)}),
+                HasSubstr("vector store of i32 into f32 memory"));
+    EXPECT_EQ(vector_store_error(ir::Access::write, {f32c(1), f32c(2)}), "no error");
 }
 
 }  // namespace

@@ -158,6 +158,10 @@ class KernelBuilder {
     // loads otherwise (the same values).
     std::vector<Var> load_vector(const Memory& m, const Expr& index, int width,
                                  const std::string& name = "");
+    // Stores values (2 or 4, for a 4-byte dtype) into elements index, index+1, ... of m: one
+    // wide store where the target has one and the address is aligned to width*4 bytes, element
+    // stores otherwise (the same effect).
+    void store_vector(const Memory& m, const Expr& index, const std::vector<Expr>& values);
 
     // Cooperation: block-shared tiles, barriers at uniform points, per-thread arrays.
     Memory shared(DType type, int64_t size, const std::string& name = "tile");

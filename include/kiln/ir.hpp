@@ -189,6 +189,14 @@ struct LoadVector {
     ExprRef index;
     std::vector<int> locals;
 };
+// Stores values[0], values[1], ... (2 or 4, of mem's dtype, which has 4 bytes) into the
+// consecutive elements index, index+1, ... of mem: one wide store where the target has one and
+// the address is aligned to the whole vector, one store per element otherwise (same effect).
+struct StoreVector {
+    MemRef mem;
+    ExprRef index;
+    std::vector<ExprRef> values;
+};
 struct Fold {
     int result;
     FoldSpec spec;
@@ -201,7 +209,7 @@ struct Fold {
 
 struct StmtNode {
     std::variant<stmt::Seq, stmt::Let, stmt::Assign, stmt::Store, stmt::For, stmt::If,
-                 stmt::Barrier, stmt::LoadVector, stmt::Fold>
+                 stmt::Barrier, stmt::LoadVector, stmt::StoreVector, stmt::Fold>
         node;
 };
 

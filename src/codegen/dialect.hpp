@@ -32,6 +32,10 @@ struct Dialect {
     bool has_shuffle = false;       // CUDA: __shfl_xor_sync
     int warp_size = 1;
     VectorLoad vector_load = VectorLoad::elements;
+    // Bytes every buffer parameter's first element is aligned to (the runtime checks it when it
+    // allocates); 0: not known. With it, a vector access at an index known to be a multiple of
+    // its width (ir/divisibility.hpp) needs no run-time alignment test.
+    int buffer_alignment = 0;
     // Loads and stores of streaming buffers (ir::Param::streaming): {0} is the element's address
     // (and {1} the stored value). Empty: written as plain loads and stores.
     std::string streaming_load;

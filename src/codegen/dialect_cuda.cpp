@@ -32,6 +32,7 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }
         .has_shuffle = true,
         .warp_size = 32,
         .vector_load = VectorLoad::aligned_or_elements,
+        .buffer_alignment = 16,
         .streaming_load = "__ldcs({})",
         .streaming_store = "__stcs({}, {})",
     };

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/divisibility.hpp"
 #include "ir/hash.hpp"
 #include "ir/lower_folds.hpp"
 #include "ir/shared_nodes.hpp"
@@ -25,6 +26,9 @@ namespace kiln::codegen {
 using namespace kiln::ir;
 
 namespace {
+
+// The members of a CUDA vector type (float4 and its kin), in element order.
+constexpr const char* kCudaParts[] = {"x", "y", "z", "w"};
 
 // The C type a value of `t` has in generated code.
 const char* c_type(DType t) {
@@ -99,6 +103,7 @@ struct KernelEmitter {
     const Kernel& k;
     const Dialect& d;
     Uniformity uniformity;
+    Divisibility divisibility;
     bool loops = false;       // CPU: threads are loops
     bool privatized = false;  // CPU with barriers: per-thread values live in [kiln_t] arrays
     std::vector<bool> outer_loop_var;  // CPU: loop variables of uniform loops holding barriers
@@ -406,11 +411,100 @@ struct KernelEmitter {
                     name_shared({n.index});
                     load_vector(n);
                     named.clear();
+                } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
+                    std::vector<ExprRef> roots = n.values;
+                    roots.push_back(n.index);
+                    name_shared(roots);
+                    store_vector(n);
+                    named.clear();
                 } else {
                     fail("kernel {}: fold reached the emitter unlowered", k.name);
                 }
             },
             s->node);
+    }
+
+    // The vector type of `width` elements of t: uint4, int2, float4, ...
+    static std::string vector_type(DType t, size_t width) {
+        return fmt::format("{}{}",
+                           t == DType::f32   ? "float"
+                           : t == DType::i32 ? "int"
+                                             : "uint",
+                           width);
+    }
+
+    // The address space of a vector access's pointer: OpenCL pointers name theirs; CUDA's are
+    // generic (a __shared__ there would declare a shared variable).
+    std::string vector_space(const MemRef& m) const {
+        return d.vector_load != VectorLoad::vload ? ""
+               : m.space == MemSpace::global      ? d.global_space
+               : m.space == MemSpace::shared      ? d.shared_space
+                                                  : "";
+    }
+
+    // Whether a vector access of `width` elements at `index` of m is aligned to its whole width
+    // in every launch: a buffer whose start the runtime aligns, at a multiple of the width.
+    bool known_aligned(const MemRef& m, const ExprRef& index, size_t width) const {
+        return m.space == MemSpace::global && d.buffer_alignment >= static_cast<int>(width) * 4 &&
+               divisibility.of(index) % static_cast<int64_t>(width) == 0;
+    }
+
+    // A vector store: elements index, index+1, ... of the memory take the values, which are
+    // evaluated once, in order, into kiln_v.
+    void store_vector(const stmt::StoreVector& n) {
+        const DType t = mem_dtype(k, n.mem);
+        const size_t width = n.values.size();
+        const bool streaming = streamed(n.mem);
+        const std::string vec = vector_type(t, width);
+        std::vector<std::string> values;
+        for (const auto& v : n.values) values.push_back(expr(v));
+        auto element_stores = [&](auto part) {
+            for (size_t i = 0; i < width; ++i) {
+                const std::string at = fmt::format("kiln_at[{}]", i);
+                line(streaming
+                         ? fmt::format(fmt::runtime(d.streaming_store), "&" + at, part(i)) + ";"
+                         : fmt::format("{} = {};", at, part(i)));
+            }
+        };
+        line("{");
+        ++depth;
+        line(fmt::format("{}{}* kiln_at = &{}[{}];", vector_space(n.mem), c_mem_type(t), mem(n.mem),
+                         expr(n.index)));
+        switch (d.vector_load) {
+            case VectorLoad::elements:
+                element_stores([&](size_t i) { return values[i]; });
+                break;
+            case VectorLoad::aligned_or_elements: {
+                line(fmt::format("const {} kiln_v = make_{}({});", vec, vec,
+                                 fmt::join(values, ", ")));
+                const std::string wide =
+                    streaming ? fmt::format(fmt::runtime(d.streaming_store),
+                                            fmt::format("({}*)kiln_at", vec), "kiln_v") +
+                                    ";"
+                              : fmt::format("*({}*)kiln_at = kiln_v;", vec);
+                if (known_aligned(n.mem, n.index, width)) {
+                    line(wide);
+                    break;
+                }
+                line(fmt::format("if ((((unsigned long long)kiln_at) & {}ull) == 0ull) {{",
+                                 width * 4 - 1));
+                ++depth;
+                line(wide);
+                --depth;
+                line("} else {");
+                ++depth;
+                element_stores([&](size_t i) { return fmt::format("kiln_v.{}", kCudaParts[i]); });
+                --depth;
+                line("}");
+                break;
+            }
+            case VectorLoad::vload:
+                line(fmt::format("vstore{}(({})({}), 0, kiln_at);", width, vec,
+                                 fmt::join(values, ", ")));
+                break;
+        }
+        --depth;
+        line("}");
     }
 
     // A vector load: the locals take elements index, index+1, ... of the memory.
@@ -425,36 +519,33 @@ struct KernelEmitter {
                                  streaming ? streaming_load("&" + at) : at));
             }
         };
-        // The vector type: uint4, int2, float4, ...
-        const std::string vec = fmt::format("{}{}",
-                                            t == DType::f32   ? "float"
-                                            : t == DType::i32 ? "int"
-                                                              : "uint",
-                                            width);
-        // OpenCL pointers name their address space; CUDA's are generic (a __shared__ there
-        // would declare a shared variable).
-        const std::string space = d.vector_load != VectorLoad::vload ? ""
-                                  : n.mem.space == MemSpace::global  ? d.global_space
-                                  : n.mem.space == MemSpace::shared  ? d.shared_space
-                                                                     : "";
+        const std::string vec = vector_type(t, width);
+        const std::string space = vector_space(n.mem);
         line("{");
         ++depth;
         line(fmt::format("const {}{}* kiln_at = &{}[{}];", space, c_mem_type(t), mem(n.mem),
                          expr(n.index)));
-        static constexpr const char* kCudaParts[] = {"x", "y", "z", "w"};
         switch (d.vector_load) {
             case VectorLoad::elements:
                 from("kiln_at");
                 break;
-            case VectorLoad::aligned_or_elements:
+            case VectorLoad::aligned_or_elements: {
+                auto wide = [&] {
+                    line(fmt::format("const {0} kiln_v = {1};", vec,
+                                     streaming
+                                         ? streaming_load(fmt::format("(const {}*)kiln_at", vec))
+                                         : fmt::format("*(const {}*)kiln_at", vec)));
+                    for (size_t i = 0; i < width; ++i)
+                        line(fmt::format("{} = kiln_v.{};", local(n.locals[i]), kCudaParts[i]));
+                };
+                if (known_aligned(n.mem, n.index, width)) {
+                    wide();
+                    break;
+                }
                 line(fmt::format("if ((((unsigned long long)kiln_at) & {}ull) == 0ull) {{",
                                  width * 4 - 1));
                 ++depth;
-                line(fmt::format("const {0} kiln_v = {1};", vec,
-                                 streaming ? streaming_load(fmt::format("(const {}*)kiln_at", vec))
-                                           : fmt::format("*(const {}*)kiln_at", vec)));
-                for (size_t i = 0; i < width; ++i)
-                    line(fmt::format("{} = kiln_v.{};", local(n.locals[i]), kCudaParts[i]));
+                wide();
                 --depth;
                 line("} else {");
                 ++depth;
@@ -462,6 +553,7 @@ struct KernelEmitter {
                 --depth;
                 line("}");
                 break;
+            }
             case VectorLoad::vload:
                 line(fmt::format("const {} kiln_v = vload{}(0, kiln_at);", vec, width));
                 for (size_t i = 0; i < width; ++i)
@@ -675,7 +767,7 @@ std::string emit_source(const std::vector<const Kernel*>& kernels, const Dialect
     for (const Kernel* kernel : kernels) {
         if (!written.insert(entry_name(*kernel)).second) continue;
         const Kernel lowered = simplify(lower_folds(*kernel, dialect.warp_size));
-        KernelEmitter e{lowered, dialect, analyze_uniformity(lowered)};
+        KernelEmitter e{lowered, dialect, analyze_uniformity(lowered), Divisibility(lowered)};
         src += "\n" + e.emit(entry_name(*kernel));
     }
     return src;

@@ -182,6 +182,20 @@ std::vector<Var> KernelBuilder::load_vector(const Memory& m, const Expr& index, 
     return vars;
 }
 
+void KernelBuilder::store_vector(const Memory& m, const Expr& index,
+                                 const std::vector<Expr>& values) {
+    if ((values.size() != 2 && values.size() != 4) || size_of(m.dtype()) != 4)
+        fail("kernel {}: store_vector of {} {} elements; expected 2 or 4 of a 4-byte type",
+             kernel_.name, values.size(), kiln::name(m.dtype()));
+    // Each element goes through an element store's checks (access, index and value types).
+    std::vector<ir::ExprRef> nodes;
+    for (const Expr& v : values) {
+        const auto stores = capture([&] { m[index] = v; });
+        nodes.push_back(std::get<ir::stmt::Store>(stores.at(0)->node).value);
+    }
+    emit(ir::make(ir::stmt::StoreVector{m.ref(), index.node(), std::move(nodes)}));
+}
+
 void KernelBuilder::for_(const Expr& begin, const Expr& end, const std::function<void(Expr)>& body,
                          const Expr& step) {
     Expr b = begin, e = end, s = step;

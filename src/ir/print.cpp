@@ -112,6 +112,10 @@ struct Printer {
                     line(depth,
                          fmt::format("let ({}):{}x{} = {}[{}..]", names, name(mem_dtype(k, n.mem)),
                                      n.locals.size(), mem(n.mem), expr(n.index)));
+                } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
+                    std::string values;
+                    for (const auto& v : n.values) values += (values.empty() ? "" : ", ") + expr(v);
+                    line(depth, fmt::format("{}[{}..] = ({})", mem(n.mem), expr(n.index), values));
                 } else {
                     static_assert(std::is_same_v<N, stmt::Fold>);
                     line(depth,

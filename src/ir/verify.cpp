@@ -21,6 +21,21 @@ struct Verifier {
 
     std::string text(const ExprRef& e) const { return print(e, k); }
 
+    // A vector access ("load" or "store") of `width` elements at `index` of m: checks both and
+    // returns m's element type.
+    DType check_vector(const char* what, MemRef m, const ExprRef& index, size_t width) {
+        expr(index);
+        check_mem(m, std::string_view(what) == "store");
+        const DType t = mem_dtype(k, m);
+        if (!is_integer(index->type))
+            error(fmt::format("vector {} index {} is {}; expected an integer", what, text(index),
+                              name(index->type)));
+        if ((width != 2 && width != 4) || size_of(t) != 4)
+            error(fmt::format("vector {} of {} {} elements; expected 2 or 4 of a 4-byte type", what,
+                              width, name(t)));
+        return t;
+    }
+
     void check_mem(MemRef m, bool is_store) const {
         const auto count = m.space == MemSpace::global   ? k.params.size()
                            : m.space == MemSpace::shared ? k.tiles.size()
@@ -180,18 +195,15 @@ struct Verifier {
                                         "of {}; the block has {} threads",
                                         stmt::kWarpBarrierGroup, k.block_size));
                 } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
-                    expr(n.index);
-                    check_mem(n.mem, false);
-                    const DType t = mem_dtype(k, n.mem);
-                    if (!is_integer(n.index->type))
-                        error(fmt::format("vector load index {} is {}; expected an integer",
-                                          text(n.index), name(n.index->type)));
-                    if ((n.locals.size() != 2 && n.locals.size() != 4) || size_of(t) != 4)
-                        error(
-                            fmt::format("vector load of {} {} elements; expected 2 or 4 of a "
-                                        "4-byte type",
-                                        n.locals.size(), name(t)));
+                    const DType t = check_vector("load", n.mem, n.index, n.locals.size());
                     for (int l : n.locals) declare(l, t);
+                } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
+                    for (const auto& v : n.values) expr(v);
+                    const DType t = check_vector("store", n.mem, n.index, n.values.size());
+                    for (const auto& v : n.values)
+                        if (v->type != t)
+                            error(fmt::format("vector store of {} into {} memory", name(v->type),
+                                              name(t)));
                 } else {
                     const FoldSpec& f = n.spec;
                     expr(n.extent);

@@ -106,6 +106,10 @@ StmtRef rewrite_exprs(const StmtRef& s, const std::function<ExprRef(const ExprRe
                 return s;
             } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
                 return make(stmt::LoadVector{n.mem, x(n.index), n.locals});
+            } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
+                std::vector<ExprRef> values;
+                for (const auto& v : n.values) values.push_back(x(v));
+                return make(stmt::StoreVector{n.mem, x(n.index), std::move(values)});
             } else {
                 return make(
                     stmt::Fold{n.result, n.spec, x(n.extent), n.index, st(n.body), x(n.value)});

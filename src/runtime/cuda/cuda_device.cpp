@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/dialect.hpp"
 #include "kiln/error.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/nvrtc.hpp"
@@ -66,8 +67,21 @@ struct Context {
                           after, name));
     }
 
-    // `bytes` of device memory, usable by work queued on the stream from now on.
+    // `bytes` of device memory, usable by work queued on the stream from now on, aligned as
+    // the CUDA dialect promises its kernels (their wide accesses rely on it).
     CUdeviceptr allocate(size_t bytes) const {
+        const CUdeviceptr p = allocate_from_driver(bytes);
+        const auto alignment = static_cast<CUdeviceptr>(codegen::cuda_dialect().buffer_alignment);
+        if (p % alignment != 0) {
+            release(p);
+            fail(
+                "{}: the driver gave {} bytes at {:#x}, not aligned to {} bytes as kiln's CUDA "
+                "kernels need",
+                name, bytes, p, alignment);
+        }
+        return p;
+    }
+    CUdeviceptr allocate_from_driver(size_t bytes) const {
         const DriverApi& api = driver();
         CUdeviceptr p = 0;
         if (pool == nullptr) {
