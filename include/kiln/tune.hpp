@@ -149,7 +149,7 @@ class Tuned {
 
     // Adds a variant. `identity` names what the variant runs (kernel_identity); it goes into the
     // key's digest. Names must be unique and free of tabs and newlines.
-    Tuned& variant(std::string name, Closure run, std::string identity = "") {
+    Tuned& variant(std::string name, Closure run, std::string_view identity = {}) {
         if (name.empty() || std::any_of(name.begin(), name.end(),
                                         [](char c) { return c == '\t' || c == '\r' || c == '\n'; }))
             fail("tuned op {}: variant name '{}' is empty or holds a tab or newline", op_, name);
