@@ -158,6 +158,33 @@ TEST(RmsNormVariants, RelayedLanesMatchTheOracleOnLongRows) {
     EXPECT_GE(relayed, 1);
 }
 
+TEST(RmsNormVariants, VectorLanesFallBackToAPlainFoldWhereTheyCannotRun) {
+    // Vector lanes need f32, n a multiple of the lanes and at most 64 elements a thread; else the
+    // variant builds exactly the plain fold of its threads (whose bits the oracle test checks at
+    // n = 4099, 7 and 1; n = 1000, 512 and 100 run vectorized there, ragged against 256).
+    int vector_variants = 0;
+    for (const auto& s : ops::rms_norm_variants()) {
+        if (s.vector_lanes == 0) continue;
+        ++vector_variants;
+        ops::RmsNormSchedule plain = s;
+        plain.vector_lanes = 0;
+        plain.prefetch_w = s.prefetch_w && s.block == s.threads;
+        auto hash = [](DType t, int64_t n, const ops::RmsNormSchedule& v) {
+            return ir::structural_hash(ops::rms_norm_kernel(t, n, v));
+        };
+        // Not a multiple of the lanes; more than 64 elements a thread (16384 / 256 per lane).
+        const int64_t ragged = s.vector_lanes == 2 ? 4099 : 4098, long_row = 16384;
+        for (int64_t n : {ragged, long_row}) {
+            SCOPED_TRACE(fmt::format("{} n = {}", s.name, n));
+            EXPECT_EQ(hash(DType::f32, n, s), hash(DType::f32, n, plain));
+        }
+        EXPECT_EQ(hash(DType::f16, 4096, s), hash(DType::f16, 4096, plain)) << s.name;
+        EXPECT_EQ(hash(DType::bf16, 4096, s), hash(DType::bf16, 4096, plain)) << s.name;
+        EXPECT_NE(hash(DType::f32, 4096, s), hash(DType::f32, 4096, plain)) << s.name;
+    }
+    EXPECT_GE(vector_variants, 2);
+}
+
 TEST(RmsNormOracle, KnownValues) {
     // x = [3, 4], w = [1, 2], eps = 0: ss = 25, mean = 12.5, inv = 1 / sqrt(12.5).
     const float inv = 1.0f / std::sqrt(12.5f);
@@ -321,6 +348,13 @@ TEST(RmsNormErrors, BadArgumentsNameTheOpAndTheValues) {
     relay.block = 256;
     EXPECT_THAT(error_of([&] { ops::rms_norm_kernel(DType::f32, 4, relay); }),
                 HasSubstr("needs a block per row and one row per thread"));
+    ops::RmsNormSchedule vector = ops::rms_norm_variant("vec2_b128");
+    vector.vector_lanes = 3;
+    EXPECT_THAT(error_of([&] { ops::rms_norm_kernel(DType::f32, 4, vector); }),
+                HasSubstr("3 vector lanes; expected 0 (off), 2 or 4"));
+    vector.vector_lanes = 4;  // 128 threads per row: 2 lanes each, not 4
+    EXPECT_THAT(error_of([&] { ops::rms_norm_kernel(DType::f32, 4, vector); }),
+                HasSubstr("4 vector lanes need 64 threads per row"));
     EXPECT_THAT(error_of([&] {
                     ops::rms_norm_bench(cpu, x, w, 2, 4, 1e-5f, ops::rms_norm_variants()[0], 1);
                 }),

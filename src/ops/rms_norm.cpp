@@ -55,7 +55,16 @@ void check_schedule(const RmsNormSchedule& s) {
     if (s.lane_threads > 1 && (!s.row_in_registers || s.threads != kLanes))
         fail("rms_norm schedule {}: {} threads per lane needs the row in registers and {} threads",
              s.name, s.lane_threads, kLanes);
-    if ((s.cache_row || s.prefetch_w || s.row_in_registers) &&
+    if (s.vector_lanes != 0 && s.vector_lanes != 2 && s.vector_lanes != 4)
+        fail("rms_norm schedule {}: {} vector lanes; expected 0 (off), 2 or 4", s.name,
+             s.vector_lanes);
+    if (s.vector_lanes != 0 && (s.threads != kLanes / s.vector_lanes || s.rows_per_thread != 1 ||
+                                s.cache_row || s.row_in_registers || s.lane_threads != 1))
+        fail(
+            "rms_norm schedule {}: {} vector lanes need {} threads per row, one row per thread "
+            "and neither a row cache, the row in registers nor threads per lane",
+            s.name, s.vector_lanes, kLanes / s.vector_lanes);
+    if ((s.cache_row || (s.prefetch_w && s.vector_lanes == 0) || s.row_in_registers) &&
         (s.threads * s.lane_threads != s.block || s.rows_per_thread != 1))
         fail(
             "rms_norm schedule {}: caching the row, keeping it in registers or prefetching w needs "
@@ -67,9 +76,74 @@ void check_schedule(const RmsNormSchedule& s) {
 
 // The memo key of a variant's kernel: every comptime value it is built from.
 std::string variant_key(DType type, int64_t n, const RmsNormSchedule& s) {
-    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}p{}g{}l{}", name(type), n, s.name,
+    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}p{}g{}l{}v{}", name(type), n, s.name,
                        s.block, s.threads, s.rows_per_thread, s.unroll, s.cache_row, s.prefetch_w,
-                       s.row_in_registers, s.lane_threads);
+                       s.row_in_registers, s.lane_threads, s.vector_lanes);
+}
+
+// Elements a thread may keep in registers with vector lanes.
+constexpr int kVectorLaneElements = 64;
+
+bool uses_vector_lanes(DType type, int64_t n, const RmsNormSchedule& s) {
+    return s.vector_lanes != 0 && type == DType::f32 && n % s.vector_lanes == 0 &&
+           s.vector_lanes * ceil_div(n, kLanes) <= kVectorLaneElements;
+}
+
+// The vector-lanes kernel body (see RmsNormSchedule::vector_lanes): thread t of its row's
+// T = kLanes / Q threads is lanes Q*t ... Q*t+Q-1 of the canonical fold. Step j loads elements
+// Q*t + j*kLanes ... + Q-1 with one Q-wide load; n is a multiple of Q, so a step's vector is
+// wholly inside the row or wholly past it.
+void vector_lanes_body(KernelBuilder& k, int N, const RmsNormSchedule& s, const Memory& x,
+                       const Memory& w, Memory& out, const Expr& eps) {
+    const int Q = s.vector_lanes, T = kLanes / Q;
+    const int steps = static_cast<int>(ceil_div(N, kLanes));
+    Var rows = k.let(out.len() / N, "rows");
+    Var row = k.let(k.absolute_pos() >> std::countr_zero(static_cast<unsigned>(T)), "row");
+    // Clamp instead of branching: every thread of the block reaches the barriers.
+    Var base = k.let(min(row.expr(), rows - 1) * N, "base");
+    Var t = k.let(k.thread_index() & (T - 1), "t");
+    Var first = k.let(t * Q, "first");
+    auto at = [&](int j) { return first + j * kLanes; };
+    auto whole = [&](int j) { return (j + 1) * int64_t{kLanes} <= N; };
+    // A step past the row loads the row's last vector instead (its values are not used).
+    auto in_row = [&](int j) { return whole(j) ? at(j) : min(at(j), Expr(N - Q)); };
+    auto when_inside = [&](int j, const std::function<void()>& body) {
+        if (whole(j))
+            body();
+        else
+            k.if_(at(j) < N, body);
+    };
+    std::vector<std::vector<Var>> xs, ws;
+    for (int j = 0; j < steps; ++j) xs.push_back(k.load_vector(x, base + in_row(j), Q, "xv"));
+    if (s.prefetch_w)
+        for (int j = 0; j < steps; ++j) ws.push_back(k.load_vector(w, in_row(j), Q, "wv"));
+    // Lane Q*t+q's sum: its elements' squares in order, from +0.
+    std::vector<Var> sums;
+    for (int q = 0; q < Q; ++q) sums.push_back(k.let(Expr(0.0f), "lane_sum"));
+    for (int j = 0; j < steps; ++j)
+        when_inside(j, [&] {
+            for (int q = 0; q < Q; ++q) sums[q] = sums[q] + xs[j][q] * xs[j][q];
+        });
+    // The fold's thread t takes lanes t, t+T, ...: hand the sums over through shared memory,
+    // one row of kLanes per thread group. Fold element i is lane i's sum (+0 + sum == sum: a
+    // sum of squares from +0 is never -0).
+    auto lanes = k.shared(DType::f32, s.block / T * kLanes, "lanes");
+    Var group_lanes = k.let((k.thread_index() - t) * Q, "group_lanes");
+    for (int q = 0; q < Q; ++q) lanes[group_lanes + first + q] = sums[q];
+    k.barrier();
+    Var ss = k.fold(DType::f32, kLanes, rms_norm_fold(N).threads(T),
+                    [&](Expr i) -> Expr { return lanes[group_lanes + i].expr(); });
+    const Expr n_f32 = constant(DType::f32, static_cast<double>(static_cast<float>(N)));
+    Var inv = k.let(1.0f / sqrt(ss / n_f32 + eps), "inv");
+    k.if_(row < rows, [&] {
+        for (int j = 0; j < steps; ++j)
+            when_inside(j, [&] {
+                const std::vector<Var> wj = ws.empty() ? k.load_vector(w, at(j), Q, "wv") : ws[j];
+                std::vector<Expr> ys;
+                for (int q = 0; q < Q; ++q) ys.push_back(xs[j][q] * inv * wj[q]);
+                k.store_vector(out, base + at(j), ys);
+            });
+    });
 }
 
 std::function<ir::Kernel()> builder(DType type, int64_t n, const RmsNormSchedule& s) {
@@ -141,6 +215,9 @@ const std::vector<RmsNormSchedule>& rms_norm_variants() {
         {"block_b256_r", 256, 256, 1, 1, false, false, true},
         {"block_b256_rw", 256, 256, 1, 1, false, true, true},
         {"block_b512_rw2", 512, 256, 1, 1, false, true, true, 2},
+        {"vec2_b128", 128, 128, 1, 1, false, false, false, 1, 2},
+        {"vec2_b128_w", 128, 128, 1, 1, false, true, false, 1, 2},
+        {"vec4_b64_w", 64, 64, 1, 1, false, true, false, 1, 4},
     };
     return variants;
 }
@@ -157,6 +234,12 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
     if (!is_storage_float(type)) fail("rms_norm: dtype {}; expected f32, f16 or bf16", name(type));
     if (n < 1 || n > INT32_MAX) fail("rms_norm: n = {}; expected 1 to {}", n, INT32_MAX);
     check_schedule(s);
+    if (s.vector_lanes != 0 && !uses_vector_lanes(type, n, s)) {
+        RmsNormSchedule plain = s;
+        plain.vector_lanes = 0;
+        plain.prefetch_w = s.prefetch_w && s.block == s.threads;
+        return rms_norm_kernel(type, n, plain);
+    }
     const int N = static_cast<int>(n), T = s.threads, R = s.rows_per_thread, L = s.lane_threads;
     KernelBuilder k(fmt::format("rms_norm_{}", name(type)), s.block);
     auto x = k.input("x", type);
@@ -167,6 +250,10 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
     k.require(x.len() == out.len(), "out is as long as x");
     k.require(x.len() >= N && x.len() % N == 0, fmt::format("x holds one or more rows of {}", N));
     k.require(eps >= 0.0f && eps <= 3.4028234663852886e38, "eps is finite and >= 0");
+    if (s.vector_lanes != 0) {
+        vector_lanes_body(k, static_cast<int>(n), s, x, w, out, eps);
+        return k.finish();
+    }
 
     Fold fold = rms_norm_fold(n).threads(T);
     fold.spec.unroll = s.unroll;

@@ -58,6 +58,15 @@ struct RmsNormSchedule {
     // threads in flight per SM). Four runs were measured too (block_b1024_rw4 on the H200: 47
     // against 36 us at 4096x4096, its relay serializes four stages) and dropped.
     int lane_threads = 1;
+    // Vector lanes (2 or 4; 0 = off), f32 only: each of a row's 256 / vector_lanes threads is
+    // that many adjacent lanes of the fold, so it reads the row with one wide load per step
+    // (elements Q*t ... Q*t+Q-1, then 256 further on, ...), sums each of its lanes in order and
+    // keeps the row in registers; the lane sums reach the fold's tree through shared memory.
+    // Needs threads = 256 / vector_lanes, one row per thread group and n a multiple of
+    // vector_lanes with at most 64 elements a thread; otherwise (or for f16 and bf16) the variant
+    // runs as a plain fold of `threads` threads per row. prefetch_w loads w the same way before
+    // the fold.
+    int vector_lanes = 0;
 };
 
 inline constexpr int64_t kRowCacheBytes = 32 * 1024;
@@ -71,6 +80,8 @@ inline constexpr int64_t kRowCacheBytes = 32 * 1024;
 //   block_b256_u4_cw block_b256_u16_cw  ... and loading w before the fold
 //   block_b256_r block_b256_rw        ... keeping the row in registers (and loading w early)
 //   block_b512_rw2                    ... split between two threads per fold lane
+//   vec2_b128 vec2_b128_w vec4_b64_w  ... each thread 2 or 4 adjacent lanes, read and written
+//                                     with 8- or 16-byte accesses (and w loaded early)
 const std::vector<RmsNormSchedule>& rms_norm_variants();
 const RmsNormSchedule& rms_norm_variant(const std::string& name);  // kiln::Error if unknown
 
