@@ -1,4 +1,5 @@
 // CUDA without a GPU: every conformance kernel's CUDA C, compiled by NVRTC for sm_90.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -11,8 +12,11 @@
 #include "kiln/dsl.hpp"
 #include "ops/test_kernels.hpp"
 #include "runtime/cuda/nvrtc.hpp"
+#include "support/errors.hpp"
 
 using namespace kiln;
+using kiln::test::error_of;
+using ::testing::HasSubstr;
 
 namespace {
 
@@ -190,18 +194,21 @@ TEST(CudaCodegen, VectorAccessesTestAlignmentOnlyWhereItIsNotKnown) {
     };
     const std::string known = build(false, true), tested = build(false, false);
     const std::string streamed = build(true, false);
-    EXPECT_EQ(count_of(known, "& 15ull"), 0u) << known;
-    EXPECT_EQ(count_of(known, "*(const float4*)kiln_at;"), 1u) << known;
-    EXPECT_EQ(count_of(known, "*(float4*)kiln_at = kiln_v;"), 1u) << known;
-    EXPECT_EQ(count_of(known, "kiln_at["), 0u) << known;
+    auto kernel_of = [](const std::string& source) {  // without the prelude
+        return source.substr(source.find("__global__"));
+    };
+    EXPECT_EQ(count_of(kernel_of(known), "& 15ull"), 0u) << known;
+    EXPECT_EQ(count_of(kernel_of(known), "*(const float4*)kiln_at;"), 1u) << known;
+    EXPECT_EQ(count_of(kernel_of(known), "*(float4*)kiln_at = kiln_v;"), 1u) << known;
+    EXPECT_EQ(count_of(kernel_of(known), "kiln_at["), 0u) << known;
     // One make_float4 evaluates the values once; the aligned path stores it whole, the other
     // element by element.
-    EXPECT_EQ(count_of(tested, "& 15ull"), 2u) << tested;
-    EXPECT_EQ(count_of(tested, "make_float4("), 1u) << tested;
-    EXPECT_EQ(count_of(tested, "*(float4*)kiln_at = kiln_v;"), 1u) << tested;
-    EXPECT_EQ(count_of(tested, "kiln_at[3] = kiln_v.w;"), 1u) << tested;
-    EXPECT_EQ(count_of(streamed, "__stcs((float4*)kiln_at, kiln_v);"), 1u) << streamed;
-    EXPECT_EQ(count_of(streamed, "__stcs(&kiln_at["), 4u) << streamed;
+    EXPECT_EQ(count_of(kernel_of(tested), "& 15ull"), 2u) << tested;
+    EXPECT_EQ(count_of(kernel_of(tested), "make_float4("), 1u) << tested;
+    EXPECT_EQ(count_of(kernel_of(tested), "*(float4*)kiln_at = kiln_v;"), 1u) << tested;
+    EXPECT_EQ(count_of(kernel_of(tested), "kiln_at[3] = kiln_v.w;"), 1u) << tested;
+    EXPECT_EQ(count_of(kernel_of(streamed), "__stcs((float4*)kiln_at, kiln_v);"), 1u) << streamed;
+    EXPECT_EQ(count_of(kernel_of(streamed), "__stcs(&kiln_at["), 4u) << streamed;
     std::string why;
     if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
     for (const std::string& source : {known, tested, streamed}) {
@@ -217,6 +224,67 @@ TEST(CudaCodegen, OpenClWritesVectorStoresWithVstore) {
     k.if_(i + 1 < y.len(), [&] { k.store_vector(y, i, {Expr(1u), Expr(2u)}); });
     const std::string opencl = generate_source(Backend::opencl, std::vector{k.finish()});
     EXPECT_EQ(count_of(opencl, "vstore2((uint2)("), 1u) << opencl;
+}
+
+TEST(CudaCodegen, KeptBuffersLoadEvictLastOnCudaOnly) {
+    // Every storage dtype's scalar load, and 8- and 16-byte vector loads, of kept inputs; the
+    // output's stores stay plain.
+    auto build = [](bool keep) {
+        KernelBuilder k("keep_hint", 64);
+        std::vector<Memory> ins;
+        for (DType t : {DType::f32, DType::u32, DType::i32, DType::f16, DType::u8, DType::i8,
+                        DType::i64, DType::boolean})
+            ins.push_back(k.input(fmt::format("in_{}", name(t)), t));
+        auto y = k.output("y", DType::f32);
+        for (const auto& in : ins)
+            if (keep) k.keep_cached(in);
+        Var i = k.let(k.absolute_pos() * 4, "i");
+        k.if_(i + 3 < y.len(), [&] {
+            Var acc = k.let(Expr(0.0f), "acc");
+            for (const auto& in : ins) acc = acc + cast(DType::f32, in[i]);
+            const auto v4 = k.load_vector(ins[0], i, 4, "v4");      // aligned: one 16-byte load
+            const auto v2 = k.load_vector(ins[1], i + 2, 2, "v2");  // an 8-byte load
+            y[i] = acc + v4[3] + cast(DType::f32, v2[1]);
+        });
+        return k.finish();
+    };
+    const ir::Kernel plain = build(false), kept = build(true);
+    EXPECT_NE(ir::print(kept).find("buffer in_f32: f32 read keep"), std::string::npos);
+    const std::string cuda = generate_source(Backend::cuda, std::vector{kept});
+    const std::string kernel = cuda.substr(cuda.find("__global__"));
+    EXPECT_EQ(count_of(kernel, "kiln_keep(&p_in_"), 8u) << kernel;
+    EXPECT_EQ(count_of(kernel, "kiln_keep((const float4*)kiln_at)"), 1u) << kernel;
+    EXPECT_EQ(count_of(kernel, "kiln_keep((const uint2*)kiln_at)"), 1u) << kernel;
+    EXPECT_EQ(count_of(kernel, "p_y[") - count_of(kernel, "kiln_keep(&p_y"), 1u) << kernel;
+    EXPECT_EQ(generate_source(Backend::cuda, std::vector{plain}).find("kiln_keep(&"),
+              std::string::npos);
+    auto unnamed = [](const std::string& source) {
+        return std::regex_replace(source, std::regex("keep_hint_[0-9a-f]+"), "keep_hint");
+    };
+    for (Backend b : {Backend::cpu, Backend::opencl})
+        EXPECT_EQ(unnamed(generate_source(b, std::vector{kept})),
+                  unnamed(generate_source(b, std::vector{plain})));
+    std::string why;
+    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+    std::string log;
+    EXPECT_NO_THROW(cuda::nvrtc_compile(cuda, "sm_90", &log)) << log;
+}
+
+TEST(CudaCodegen, CacheHintsNeedABufferAndKeepNeedsAnInput) {
+    KernelBuilder k("hint_errors", 32);
+    auto tile = k.shared(DType::f32, 32);
+    auto x = k.input("x", DType::f32);
+    auto y = k.output("y", DType::f32);
+    auto z = k.inout("z", DType::f32);
+    EXPECT_THAT(error_of([&] { k.keep_cached(tile); }),
+                HasSubstr("only a buffer parameter can be kept cached"));
+    EXPECT_THAT(error_of([&] { k.keep_cached(y); }),
+                HasSubstr("buffer 'y' is write; only an input (read only) buffer can be kept"));
+    EXPECT_THAT(error_of([&] { k.keep_cached(z); }), HasSubstr("buffer 'z' is read_write"));
+    k.streaming(x);
+    EXPECT_THAT(error_of([&] { k.keep_cached(x); }),
+                HasSubstr("buffer 'x' is already streaming; a buffer takes one cache hint"));
+    EXPECT_NO_THROW(k.streaming(x));  // the same hint twice is no conflict
 }
 
 TEST(CudaCodegen, OnlyBufferParametersCanBeStreaming) {

@@ -167,3 +167,48 @@ TEST(Smoke, VectorStoresOnEveryDevice) {
         }
     }
 }
+
+// Buffers kept cached (CUDA: evict_last loads through inline PTX) read the same values as plain
+// ones, for every storage width, scalar and vector, on every device: a copy through them.
+TEST(Smoke, KeptBuffersReadTheirValuesOnEveryDevice) {
+    const size_t n = 1001;
+    std::vector<DType> types = {DType::u8,  DType::i8,  DType::f16, DType::u32,
+                                DType::i32, DType::f32, DType::i64};
+    std::vector<ir::Kernel> kernels;
+    for (DType t : types) {
+        KernelBuilder k(fmt::format("keep_copy_{}", name(t)), 64);
+        auto x = k.input("x", t);
+        auto y = k.output("y", t);
+        k.keep_cached(x);
+        Var i = k.let(k.absolute_pos(), "i");
+        if (size_of(t) == 4) {  // vectors of 4 where whole (index a multiple of 4), then scalars
+            k.if_(i * 4 + 3 < y.len(), [&] {
+                auto v = k.load_vector(x, i * 4, 4, "v");
+                for (int j = 0; j < 4; ++j) y[i * 4 + j] = v[static_cast<size_t>(j)];
+            });
+            k.if_(i < y.len() && i >= y.len() / 4 * 4, [&] { y[i] = x[i]; });
+        } else {
+            k.if_(i < y.len(), [&] { y[i] = x[i]; });
+        }
+        kernels.push_back(k.finish());
+    }
+    for (Device* d : devices()) {
+        const auto compiled = compile_all(*d, kernels);
+        for (size_t c = 0; c < types.size(); ++c) {
+            const DType t = types[c];
+            SCOPED_TRACE(fmt::format("{} {}", d->info().id, name(t)));
+            std::vector<uint8_t> h(n * size_of(t));
+            for (size_t j = 0; j < h.size(); ++j)
+                h[j] = static_cast<uint8_t>((j * 2654435761u) >> 7);
+            if (t == DType::f16)  // finite halves only: clear each exponent's top bit
+                for (size_t j = 1; j < h.size(); j += 2) h[j] &= 0xbf;
+            if (t == DType::f32)  // finite floats only
+                for (size_t j = 3; j < h.size(); j += 4) h[j] &= 0xbf;
+            Buffer bx(*d, t, n), by(*d, t, n);
+            bx.upload_bytes(h);
+            by.fill(0);
+            compiled[c]->launch((static_cast<int64_t>(n) + 63) / 64, {bx, by});
+            EXPECT_EQ(by.download_bytes(), h);
+        }
+    }
+}

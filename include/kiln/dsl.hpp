@@ -136,6 +136,10 @@ class KernelBuilder {
     // launch, so its lines should be the first the cache gives up (CUDA: ld.global.cs /
     // st.global.cs; other backends: no effect). A hint only: never changes a result.
     void streaming(const Memory& buffer);
+    // Marks a buffer parameter as read again soon (by this launch or the next): its lines should
+    // be the last the cache gives up (CUDA: loads with L1/L2 evict_last; stores stay plain;
+    // other backends: no effect). A hint only: never changes a result.
+    void keep_cached(const Memory& buffer);
 
     // Positions. thread_index in [0, block_size), block_index in [0, grid_size), all i32.
     Expr thread_index();
@@ -190,6 +194,7 @@ class KernelBuilder {
 
   private:
     Memory add_buffer(const std::string& name, DType type, ir::Access access);
+    void set_cache_hint(const Memory& buffer, ir::CacheHint hint);
     std::vector<ir::StmtRef> capture(const std::function<void()>& body);
 
     ir::Kernel kernel_;

@@ -56,6 +56,10 @@ enum class BuiltinKind : uint8_t { thread_index, block_index, grid_size };
 enum class MemSpace : uint8_t { global, shared, local };
 enum class Access : uint8_t { read, write, read_write };
 enum class FoldOp : uint8_t { sum, max, min };
+// How long a buffer's lines should stay in the caches: a hint that never changes a result.
+// streaming: read or written about once per launch, the first lines given up (loads and stores);
+// keep: read again soon, the last lines given up (loads; stores stay plain).
+enum class CacheHint : uint8_t { normal, streaming, keep };
 
 const char* name(UnOp op);
 const char* name(BinOp op);
@@ -63,6 +67,7 @@ const char* name(BuiltinKind b);
 const char* name(MemSpace s);
 const char* name(Access a);
 const char* name(FoldOp op);
+const char* name(CacheHint h);
 bool is_comparison(BinOp op);  // eq ne lt le gt ge: bool result
 bool is_logical(BinOp op);     // logical_and logical_or: bool operands and result
 
@@ -217,8 +222,8 @@ struct Param {
     std::string name;
     bool is_buffer;
     DType dtype;
-    Access access;           // buffers only
-    bool streaming = false;  // buffers only: a cache hint (see KernelBuilder::streaming)
+    Access access;                        // buffers only
+    CacheHint cache = CacheHint::normal;  // buffers only (see KernelBuilder::streaming)
 };
 struct LocalInfo {
     std::string name;

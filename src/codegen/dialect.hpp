@@ -40,6 +40,9 @@ struct Dialect {
     // (and {1} the stored value). Empty: written as plain loads and stores.
     std::string streaming_load;
     std::string streaming_store;
+    // Loads of kept buffers (ir::CacheHint::keep): {0} is the element's (or vector's) address.
+    // Empty: written as plain loads.
+    std::string keep_load;
 };
 
 const Dialect& cpu_dialect();

@@ -16,6 +16,23 @@ typedef unsigned long long uint64_t;
 #define KILN_FN static __device__ __forceinline__
 KILN_FN uint32_t kiln_f32_bits(float f) { return __float_as_uint(f); }
 KILN_FN float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }
+// Loads that ask L1 and L2 to keep the line (evict_last), for buffers marked keep_cached.
+#define KILN_KEEP(type, reg, ...) \
+  asm("{ .reg .b64 kiln_pol; createpolicy.fractional.L2::evict_last.b64 kiln_pol, 1.0; " \
+      "ld.global.L1::evict_last.L2::cache_hint." type " " reg ", kiln_pol; }" : __VA_ARGS__ : "l"(p))
+KILN_FN float kiln_keep(const float* p) { float v; KILN_KEEP("f32", "%0, [%1]", "=f"(v)); return v; }
+KILN_FN uint32_t kiln_keep(const uint32_t* p) { uint32_t v; KILN_KEEP("b32", "%0, [%1]", "=r"(v)); return v; }
+KILN_FN int32_t kiln_keep(const int32_t* p) { return (int32_t)kiln_keep((const uint32_t*)p); }
+KILN_FN uint16_t kiln_keep(const uint16_t* p) { unsigned short v; KILN_KEEP("b16", "%0, [%1]", "=h"(v)); return v; }
+KILN_FN uint8_t kiln_keep(const uint8_t* p) { uint32_t v; KILN_KEEP("u8", "%0, [%1]", "=r"(v)); return (uint8_t)v; }
+KILN_FN int8_t kiln_keep(const int8_t* p) { return (int8_t)kiln_keep((const uint8_t*)p); }
+KILN_FN int64_t kiln_keep(const int64_t* p) { unsigned long long v; KILN_KEEP("b64", "%0, [%1]", "=l"(v)); return (int64_t)v; }
+KILN_FN uint2 kiln_keep(const uint2* p) { uint2 v; KILN_KEEP("v2.b32", "{%0, %1}, [%2]", "=r"(v.x), "=r"(v.y)); return v; }
+KILN_FN uint4 kiln_keep(const uint4* p) { uint4 v; KILN_KEEP("v4.b32", "{%0, %1, %2, %3}, [%4]", "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)); return v; }
+KILN_FN int2 kiln_keep(const int2* p) { const uint2 u = kiln_keep((const uint2*)p); return make_int2((int)u.x, (int)u.y); }
+KILN_FN int4 kiln_keep(const int4* p) { const uint4 u = kiln_keep((const uint4*)p); return make_int4((int)u.x, (int)u.y, (int)u.z, (int)u.w); }
+KILN_FN float2 kiln_keep(const float2* p) { const uint2 u = kiln_keep((const uint2*)p); return make_float2(__uint_as_float(u.x), __uint_as_float(u.y)); }
+KILN_FN float4 kiln_keep(const float4* p) { const uint4 u = kiln_keep((const uint4*)p); return make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z), __uint_as_float(u.w)); }
 )",
         .global_space = "",
         .restrict_kw = "__restrict__",
@@ -35,6 +52,7 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return __uint_as_float(u); }
         .buffer_alignment = 16,
         .streaming_load = "__ldcs({})",
         .streaming_store = "__stcs({}, {})",
+        .keep_load = "kiln_keep({})",
     };
     return d;
 }

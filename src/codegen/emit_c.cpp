@@ -127,14 +127,31 @@ struct KernelEmitter {
         return fmt::format("v{}", id);
     }
 
-    // Whether accesses to `m` take the dialect's streaming form, and that form of a load from
-    // `address`.
-    bool streamed(MemRef m) const {
-        return m.space == MemSpace::global && !d.streaming_load.empty() &&
-               k.params.at(static_cast<size_t>(m.id)).streaming;
+    // The cache hint accesses to `m` are written with on this dialect (normal where it has none).
+    CacheHint hint(MemRef m) const {
+        if (m.space != MemSpace::global) return CacheHint::normal;
+        const CacheHint h = k.params.at(static_cast<size_t>(m.id)).cache;
+        const bool written = (h == CacheHint::streaming && !d.streaming_load.empty()) ||
+                             (h == CacheHint::keep && !d.keep_load.empty());
+        return written ? h : CacheHint::normal;
     }
-    std::string streaming_load(const std::string& address) const {
-        return fmt::format(fmt::runtime(d.streaming_load), address);
+    // Whether stores to `m` take the dialect's streaming form.
+    bool streamed(MemRef m) const { return hint(m) == CacheHint::streaming; }
+    // A load from `address` (a pointer into m), with m's cache hint.
+    std::string load_at(MemRef m, const std::string& address) const {
+        switch (hint(m)) {
+            case CacheHint::streaming:
+                return fmt::format(fmt::runtime(d.streaming_load), address);
+            case CacheHint::keep:
+                return fmt::format(fmt::runtime(d.keep_load), address);
+            case CacheHint::normal:
+                break;
+        }
+        return "*" + address;
+    }
+    // A load of `element` (an lvalue of m, e.g. "p_x[i]"), with m's cache hint.
+    std::string hinted_load(MemRef m, const std::string& element) const {
+        return hint(m) == CacheHint::normal ? element : load_at(m, "&" + element);
     }
 
     std::string mem(MemRef m) const {
@@ -309,8 +326,8 @@ struct KernelEmitter {
                 } else if constexpr (std::is_same_v<N, expr::BufferLen>) {
                     return param_name(n.param) + "_len";
                 } else if constexpr (std::is_same_v<N, expr::Load>) {
-                    std::string v = fmt::format("{}[{}]", mem(n.mem), expr(n.index));
-                    if (streamed(n.mem)) v = streaming_load("&" + v);
+                    const std::string v =
+                        hinted_load(n.mem, fmt::format("{}[{}]", mem(n.mem), expr(n.index)));
                     return e->type == DType::boolean ? "(" + v + " != 0)" : v;
                 } else if constexpr (std::is_same_v<N, expr::Unary>) {
                     return unary(e, n);
@@ -511,13 +528,10 @@ struct KernelEmitter {
     void load_vector(const stmt::LoadVector& n) {
         const DType t = mem_dtype(k, n.mem);
         const size_t width = n.locals.size();
-        const bool streaming = streamed(n.mem);
         auto from = [&](const std::string& base) {
-            for (size_t i = 0; i < width; ++i) {
-                const std::string at = fmt::format("{}[{}]", base, i);
+            for (size_t i = 0; i < width; ++i)
                 line(fmt::format("{} = {};", local(n.locals[i]),
-                                 streaming ? streaming_load("&" + at) : at));
-            }
+                                 hinted_load(n.mem, fmt::format("{}[{}]", base, i))));
         };
         const std::string vec = vector_type(t, width);
         const std::string space = vector_space(n.mem);
@@ -531,10 +545,8 @@ struct KernelEmitter {
                 break;
             case VectorLoad::aligned_or_elements: {
                 auto wide = [&] {
-                    line(fmt::format("const {0} kiln_v = {1};", vec,
-                                     streaming
-                                         ? streaming_load(fmt::format("(const {}*)kiln_at", vec))
-                                         : fmt::format("*(const {}*)kiln_at", vec)));
+                    line(fmt::format("const {} kiln_v = {};", vec,
+                                     load_at(n.mem, fmt::format("(const {}*)kiln_at", vec))));
                     for (size_t i = 0; i < width; ++i)
                         line(fmt::format("{} = kiln_v.{};", local(n.locals[i]), kCudaParts[i]));
                 };

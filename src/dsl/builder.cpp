@@ -108,11 +108,28 @@ Memory KernelBuilder::inout(const std::string& name, DType type) {
 }
 
 void KernelBuilder::streaming(const Memory& buffer) {
+    set_cache_hint(buffer, ir::CacheHint::streaming);
+}
+
+void KernelBuilder::keep_cached(const Memory& buffer) {
+    set_cache_hint(buffer, ir::CacheHint::keep);
+}
+
+void KernelBuilder::set_cache_hint(const Memory& buffer, ir::CacheHint hint) {
     const ir::MemRef m = buffer.ref();
+    const char* what = hint == ir::CacheHint::keep ? "kept cached" : "streaming";
     if (m.space != ir::MemSpace::global)
-        fail("kernel {}: only a buffer parameter can be streaming; got a tile or array",
-             kernel_.name);
-    kernel_.params.at(static_cast<size_t>(m.id)).streaming = true;
+        fail("kernel {}: only a buffer parameter can be {}; got a tile or array", kernel_.name,
+             what);
+    ir::Param& p = kernel_.params.at(static_cast<size_t>(m.id));
+    // Kept loads are not ordered against the kernel's own stores: only inputs can be kept.
+    if (hint == ir::CacheHint::keep && p.access != ir::Access::read)
+        fail("kernel {}: buffer '{}' is {}; only an input (read only) buffer can be kept cached",
+             kernel_.name, p.name, name(p.access));
+    if (p.cache != ir::CacheHint::normal && p.cache != hint)
+        fail("kernel {}: buffer '{}' is already {}; a buffer takes one cache hint", kernel_.name,
+             p.name, name(p.cache));
+    p.cache = hint;
 }
 
 Expr KernelBuilder::scalar(const std::string& name, DType type) {

@@ -93,6 +93,18 @@ const char* name(MemSpace s) {
     return "?";
 }
 
+const char* name(CacheHint h) {
+    switch (h) {
+        case CacheHint::normal:
+            return "normal";
+        case CacheHint::streaming:
+            return "streaming";
+        case CacheHint::keep:
+            return "keep";
+    }
+    return "?";
+}
+
 const char* name(Access a) {
     switch (a) {
         case Access::read:

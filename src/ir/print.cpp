@@ -144,8 +144,11 @@ std::string print(const Kernel& kernel) {
     p.line(0, fmt::format("kernel {} block {} {{", kernel.name, kernel.block_size));
     for (const auto& param : kernel.params) {
         if (param.is_buffer)
-            p.line(1, fmt::format("buffer {}: {} {}{}", param.name, name(param.dtype),
-                                  name(param.access), param.streaming ? " streaming" : ""));
+            p.line(
+                1,
+                fmt::format(
+                    "buffer {}: {} {}{}", param.name, name(param.dtype), name(param.access),
+                    param.cache == CacheHint::normal ? "" : fmt::format(" {}", name(param.cache))));
         else
             p.line(1, fmt::format("scalar {}: {}", param.name, name(param.dtype)));
     }
