@@ -76,9 +76,9 @@ void check_schedule(const RmsNormSchedule& s) {
 
 // The memo key of a variant's kernel: every comptime value it is built from.
 std::string variant_key(DType type, int64_t n, const RmsNormSchedule& s) {
-    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}p{}g{}l{}v{}", name(type), n, s.name,
+    return fmt::format("rms_norm/{}/n={}/{}/b{}t{}r{}u{}c{}p{}g{}l{}v{}k{}", name(type), n, s.name,
                        s.block, s.threads, s.rows_per_thread, s.unroll, s.cache_row, s.prefetch_w,
-                       s.row_in_registers, s.lane_threads, s.vector_lanes);
+                       s.row_in_registers, s.lane_threads, s.vector_lanes, s.keep_x);
 }
 
 // Elements a thread may keep in registers with vector lanes.
@@ -218,6 +218,10 @@ const std::vector<RmsNormSchedule>& rms_norm_variants() {
         {"vec2_b128", 128, 128, 1, 1, false, false, false, 1, 2},
         {"vec2_b128_w", 128, 128, 1, 1, false, true, false, 1, 2},
         {"vec4_b64_w", 64, 64, 1, 1, false, true, false, 1, 4},
+        {"block_b256_rw_k", 256, 256, 1, 1, false, true, true, 1, 0, true},
+        {"block_b512_rw2_k", 512, 256, 1, 1, false, true, true, 2, 0, true},
+        {"vec2_b128_k", 128, 128, 1, 1, false, false, false, 1, 2, true},
+        {"vec2_b128_wk", 128, 128, 1, 1, false, true, false, 1, 2, true},
     };
     return variants;
 }
@@ -250,6 +254,7 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
     k.require(x.len() == out.len(), "out is as long as x");
     k.require(x.len() >= N && x.len() % N == 0, fmt::format("x holds one or more rows of {}", N));
     k.require(eps >= 0.0f && eps <= 3.4028234663852886e38, "eps is finite and >= 0");
+    if (s.keep_x) k.keep_cached(x);
     if (s.vector_lanes != 0) {
         vector_lanes_body(k, static_cast<int>(n), s, x, w, out, eps);
         return k.finish();

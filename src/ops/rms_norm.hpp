@@ -67,6 +67,8 @@ struct RmsNormSchedule {
     // runs as a plain fold of `threads` threads per row. prefetch_w loads w the same way before
     // the fold.
     int vector_lanes = 0;
+    // x's loads ask the caches to keep its lines (KernelBuilder::keep_cached; CUDA evict_last).
+    bool keep_x = false;
 };
 
 inline constexpr int64_t kRowCacheBytes = 32 * 1024;
@@ -82,6 +84,8 @@ inline constexpr int64_t kRowCacheBytes = 32 * 1024;
 //   block_b512_rw2                    ... split between two threads per fold lane
 //   vec2_b128 vec2_b128_w vec4_b64_w  ... each thread 2 or 4 adjacent lanes, read and written
 //                                     with 8- or 16-byte accesses (and w loaded early)
+//   block_b256_rw_k block_b512_rw2_k vec2_b128_k vec2_b128_wk
+//                                     ... with x's lines kept in the caches (keep_x)
 const std::vector<RmsNormSchedule>& rms_norm_variants();
 const RmsNormSchedule& rms_norm_variant(const std::string& name);  // kiln::Error if unknown
 
