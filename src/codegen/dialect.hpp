@@ -7,11 +7,11 @@
 
 namespace kiln::codegen {
 
-// How a vector load (ir::stmt::LoadVector) is written.
+// How vector loads and stores (ir::stmt::LoadVector, StoreVector) are written.
 enum class VectorLoad {
-    elements,             // one load per element
-    aligned_or_elements,  // CUDA: one uint4-style load when the address is aligned to it
-    vload,                // OpenCL: vloadN (any element-aligned address)
+    elements,             // one access per element
+    aligned_or_elements,  // CUDA: one uint4-style access where the address is aligned to it
+    vload,                // OpenCL: vloadN / vstoreN (any element-aligned address)
 };
 
 struct Dialect {

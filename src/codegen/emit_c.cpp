@@ -466,8 +466,8 @@ struct KernelEmitter {
                divisibility.of(index) % static_cast<int64_t>(width) == 0;
     }
 
-    // A vector store: elements index, index+1, ... of the memory take the values, which are
-    // evaluated once, in order, into kiln_v.
+    // A vector store: elements index, index+1, ... of the memory take the values, each evaluated
+    // once (on CUDA, in order, into kiln_v).
     void store_vector(const stmt::StoreVector& n) {
         const DType t = mem_dtype(k, n.mem);
         const size_t width = n.values.size();
