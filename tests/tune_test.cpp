@@ -118,6 +118,56 @@ TEST_F(TuneTest, FirstRunBenchesEveryVariantThenTheWinnerRunsOnce) {
     for (int i : {0, 2, 3}) EXPECT_EQ(probes_[i].calls(), 1u) << i;
 }
 
+TEST_F(TuneTest, AVariantTableMakesOnlyTheClosuresThatRun) {
+    // The same four variants as four(), declared as a table: a miss makes every closure once, a
+    // hit makes the winner's alone, and the key equals the one-by-one declaration's.
+    const std::vector<std::string> names = {"a", "b", "c", "d"}, ids = {"1", "2", "3", "4"};
+    const int values[] = {10, 20, 30, 40};
+    const double ms[] = {1.0, 0.5, 0.8, 0.9};
+    std::vector<int> made(4, 0);
+    auto table = [&](const std::string& key) {
+        Tuned<int> t("fake_op", key, cpu_device());
+        t.variants(
+            names.size(), [&](size_t i) -> std::string_view { return names[i]; },
+            [&](size_t i) -> std::string_view { return ids[i]; },
+            [&](size_t i) {
+                ++made[i];
+                return fake(probes_[i], values[i], ms[i]);
+            });
+        return t;
+    };
+    Tuned<int> one_by_one("fake_op", "n=8", cpu_device());
+    for (size_t i = 0; i < names.size(); ++i)
+        one_by_one.variant(names[i], fake(probes_[i], values[i], ms[i]), ids[i]);
+    EXPECT_EQ(table("n=8").full_key(), one_by_one.full_key());
+    EXPECT_EQ(made, (std::vector<int>{0, 0, 0, 0}));  // declaring makes nothing
+
+    Tuner tuner(root_);
+    auto miss = table("n=8");
+    EXPECT_EQ(miss.run(tuner), 20);
+    EXPECT_EQ(miss.report().benched, 4);
+    EXPECT_EQ(made, (std::vector<int>{1, 1, 1, 1}));
+    auto hit = table("n=8");
+    EXPECT_EQ(hit.run(tuner), 20);
+    EXPECT_TRUE(hit.report().hit);
+    EXPECT_EQ(made, (std::vector<int>{1, 2, 1, 1}));
+    EXPECT_EQ(probes_[1].iters, (std::vector<int>{TUNE_ITERS, 1}));
+
+    // Names are checked as variant() checks them, against the variants declared before too.
+    Tuned<int> bad("fake_op", "n=8", cpu_device());
+    bad.variant("b", fake(probes_[0], 1, 1.0));
+    const auto make = [&](size_t i) { return fake(probes_[i], 1, 1.0); };
+    EXPECT_THROW(bad.variants(
+                     2, [&](size_t i) -> std::string_view { return names[i]; },
+                     [](size_t) -> std::string_view { return ""; }, make),
+                 Error);
+    Tuned<int> tab("fake_op", "n=8", cpu_device());
+    EXPECT_THROW(tab.variants(
+                     1, [](size_t) -> std::string_view { return "a\tb"; },
+                     [](size_t) -> std::string_view { return ""; }, make),
+                 Error);
+}
+
 TEST_F(TuneTest, DistinctKeysAreIndependentDecisions) {
     Tuner tuner(root_);
     auto one = four("n=1");

@@ -150,13 +150,23 @@ class Tuned {
     // Adds a variant. `identity` names what the variant runs (kernel_identity); it goes into the
     // key's digest. Names must be unique and free of tabs and newlines.
     Tuned& variant(std::string name, Closure run, std::string_view identity = {}) {
-        if (name.empty() || std::any_of(name.begin(), name.end(),
-                                        [](char c) { return c == '\t' || c == '\r' || c == '\n'; }))
-            fail("tuned op {}: variant name '{}' is empty or holds a tab or newline", op_, name);
-        for (const auto& v : variants_)
-            if (v.name == name) fail("tuned op {}: two variants named '{}'", op_, name);
-        digest_ = variant_digest_add(digest_, name, identity);
-        variants_.push_back({std::move(name), std::move(run)});
+        add(std::move(name), identity).run = std::move(run);
+        return *this;
+    }
+
+    // Adds `count` variants whose closures are made only when they run: a hit makes the
+    // winner's alone, a miss every one. Variant i is named name(i) and has identity(i) (both read
+    // during this call, checked and digested as variant() does); make(i) returns its closure.
+    // The digest is the one the same variants declared one by one would give.
+    Tuned& variants(size_t count, const std::function<std::string_view(size_t)>& name,
+                    const std::function<std::string_view(size_t)>& identity,
+                    std::function<Closure(size_t)> make) {
+        makers_.push_back(std::move(make));
+        for (size_t i = 0; i < count; ++i) {
+            Entry& e = add(std::string(name(i)), identity(i));
+            e.maker = makers_.size() - 1;
+            e.index = i;
+        }
         return *this;
     }
 
@@ -183,13 +193,38 @@ class Tuned {
     std::string full_key() const;
 
   private:
+    static constexpr size_t kMadeAlready = static_cast<size_t>(-1);
     struct Entry {
         std::string name;
-        Closure run;
+        Closure run;                  // empty until made, for variants()
+        size_t maker = kMadeAlready;  // index into makers_
+        size_t index = 0;             // the variant's index in its maker's table
     };
+
+    // Checks a new variant's name, folds it into the digest and appends its entry.
+    Entry& add(std::string name, std::string_view identity) {
+        if (name.empty() || std::any_of(name.begin(), name.end(),
+                                        [](char c) { return c == '\t' || c == '\r' || c == '\n'; }))
+            fail("tuned op {}: variant name '{}' is empty or holds a tab or newline", op_, name);
+        for (const auto& v : variants_)
+            if (v.name == name) fail("tuned op {}: two variants named '{}'", op_, name);
+        digest_ = variant_digest_add(digest_, name, identity);
+        variants_.push_back({std::move(name), {}});
+        return variants_.back();
+    }
+    // The variant's closure, made now if it has not been.
+    const Closure& closure(Entry& e) {
+        if (e.maker != kMadeAlready) {
+            e.run = makers_[e.maker](e.index);
+            e.maker = kMadeAlready;
+        }
+        return e.run;
+    }
+
     std::string op_, key_;
     Device* device_;
     std::vector<Entry> variants_;
+    std::vector<std::function<Closure(size_t)>> makers_;
     uint64_t digest_ = kVariantDigestStart;  // of the variants so far
     TuneReport report_;
     std::function<void(const std::string&, double)> on_benched_;
@@ -216,7 +251,7 @@ Out Tuned<Out>::run(Tuner& tuner) {
                 report_.winner = v.name;
                 report_.hit = true;
                 tuner.count_run(0, true, false);
-                return v.run(1).output;
+                return closure(v)(1).output;
             }
         report_.retuned = true;  // the cached winner is no longer offered
     }
@@ -225,7 +260,7 @@ Out Tuned<Out>::run(Tuner& tuner) {
     size_t fastest = 0;
     std::vector<double> medians;
     for (size_t i = 0; i < variants_.size(); ++i) {
-        Timed<Out> r = variants_[i].run(TUNE_ITERS);
+        Timed<Out> r = closure(variants_[i])(TUNE_ITERS);
         medians.push_back(r.ms);
         report_.variant_ms.emplace_back(variants_[i].name, r.ms);
         if (on_benched_) on_benched_(variants_[i].name, r.ms);

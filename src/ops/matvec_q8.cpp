@@ -644,17 +644,20 @@ Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& 
         return kernels;
     });
     Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
-    tuned.reserve(std::size(kVariants));
-    for (size_t i = 0; i < std::size(kVariants); ++i) {
-        const MatvecSchedule s = kVariants[i].schedule;
-        if (!matvec_q8_serves(s, k)) continue;
-        tuned.variant(
-            kVariants[i].name,
-            [&device, &w_q8, &x_q8, rows, k, s](int iters) {
+    std::vector<size_t> served;  // the variants whose schedule serves k
+    served.reserve(std::size(kVariants));
+    for (size_t i = 0; i < std::size(kVariants); ++i)
+        if (matvec_q8_serves(kVariants[i].schedule, k)) served.push_back(i);
+    tuned.reserve(served.size());
+    tuned.variants(
+        served.size(), [&](size_t i) -> std::string_view { return kVariants[served[i]].name; },
+        [&](size_t i) -> std::string_view { return ids[served[i]]; },
+        [&device, &w_q8, &x_q8, rows, k, served](size_t i) -> Tuned<Buffer>::Closure {
+            const MatvecSchedule& s = kVariants[served[i]].schedule;
+            return [&device, &w_q8, &x_q8, rows, k, &s](int iters) {
                 return matvec_q8_bench(device, w_q8, x_q8, rows, k, s, iters);
-            },
-            ids[i]);
-    }
+            };
+        });
     return tuned;
 }
 

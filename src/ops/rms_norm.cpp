@@ -176,13 +176,14 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& x, const Buffer& w, int64
                 kernels.emplace_back(variant_key(x.dtype(), n, s), builder(x.dtype(), n, s));
             return kernels;
         });
-    for (size_t i = 0; i < variants.size(); ++i)
-        tuned.variant(
-            variants[i].name,
-            [&device, &x, &w, rows, n, eps, s = &variants[i]](int iters) {
+    tuned.variants(
+        variants.size(), [&](size_t i) -> std::string_view { return variants[i].name; },
+        [&](size_t i) -> std::string_view { return ids[i]; },
+        [&device, &x, &w, rows, n, eps](size_t i) -> Tuned<Buffer>::Closure {
+            return [&device, &x, &w, rows, n, eps, s = &rms_norm_variants()[i]](int iters) {
                 return launch_timed(device, x, w, rows, n, eps, *s, iters);
-            },
-            ids[i]);
+            };
+        });
     return tuned;
 }
 
