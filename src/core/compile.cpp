@@ -142,14 +142,17 @@ void CompiledKernel::launch(int64_t grid, std::span<const Arg> args) const {
             scalars[i] = v;
         }
     }
-    // Each argument's bits for the requirements: a buffer's length, a scalar's value.
-    std::vector<uint64_t> signature(args.size());
-    for (size_t i = 0; i < args.size(); ++i)
-        signature[i] = args[i].buffer ? args[i].buffer->count() : args[i].bits;
+    // Each argument's bits for the requirements: a buffer's length, a scalar's value. Compared
+    // in place with the last passing signature, so a repeated launch allocates nothing here.
+    auto bits_of = [&](size_t i) -> uint64_t {
+        return args[i].buffer ? args[i].buffer->count() : args[i].bits;
+    };
     bool known_to_hold;
     {
         std::lock_guard lock(passed_mutex_);
-        known_to_hold = passed_valid_ && passed_ == signature;
+        known_to_hold = passed_valid_ && passed_.size() == args.size();
+        for (size_t i = 0; known_to_hold && i < args.size(); ++i)
+            known_to_hold = passed_[i] == bits_of(i);
     }
     if (!known_to_hold) {
         for (const auto& r : k.requirements) {
@@ -162,7 +165,8 @@ void CompiledKernel::launch(int64_t grid, std::span<const Arg> args) const {
                 fail("kernel {}: launch arguments break its requirement: {}", k.name, r.what);
         }
         std::lock_guard lock(passed_mutex_);
-        passed_ = std::move(signature);
+        passed_.resize(args.size());
+        for (size_t i = 0; i < args.size(); ++i) passed_[i] = bits_of(i);
         passed_valid_ = true;
     }
     if (grid == 0) return;

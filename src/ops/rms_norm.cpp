@@ -81,6 +81,12 @@ std::string variant_key(DType type, int64_t n, const RmsNormSchedule& s) {
                        s.row_in_registers, s.lane_threads, s.vector_lanes, s.keep_x);
 }
 
+// inv = 1 / sqrt(ss / n + eps), the op's scale for a row whose sum of squares is ss.
+Var inverse_rms(KernelBuilder& k, const Expr& ss, int64_t n, const Expr& eps) {
+    const Expr n_f32 = constant(DType::f32, static_cast<double>(static_cast<float>(n)));
+    return k.let(1.0f / sqrt(ss / n_f32 + eps), "inv");
+}
+
 // Elements a thread may keep in registers with vector lanes.
 constexpr int kVectorLaneElements = 64;
 
@@ -133,8 +139,7 @@ void vector_lanes_body(KernelBuilder& k, int N, const RmsNormSchedule& s, const 
     k.barrier();
     Var ss = k.fold(DType::f32, kLanes, rms_norm_fold(N).threads(T),
                     [&](Expr i) -> Expr { return lanes[group_lanes + i].expr(); });
-    const Expr n_f32 = constant(DType::f32, static_cast<double>(static_cast<float>(N)));
-    Var inv = k.let(1.0f / sqrt(ss / n_f32 + eps), "inv");
+    Var inv = inverse_rms(k, ss, N, eps);
     k.if_(row < rows, [&] {
         for (int j = 0; j < steps; ++j)
             when_inside(j, [&] {
@@ -263,7 +268,6 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
 
     Fold fold = rms_norm_fold(n).threads(T);
     fold.spec.unroll = s.unroll;
-    const Expr n_f32 = constant(DType::f32, static_cast<double>(static_cast<float>(n)));
     Var rows = k.let(out.len() / N, "rows");
     // Thread group `group` (T*L consecutive threads) takes rows group*R ... group*R + R-1; t is
     // this thread's fold lane (its index within its T).
@@ -349,7 +353,7 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
                           [&](Expr) -> Expr { return lane_sum; });
         };
         Var ss = fold_row();
-        Var inv = k.let(1.0f / sqrt(ss / n_f32 + eps), "inv");
+        Var inv = inverse_rms(k, ss, n, eps);
         k.if_(row < rows, [&] {
             auto normalize = [&](const Expr& i, const Expr& w_i) {
                 Expr y =
