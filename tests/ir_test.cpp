@@ -175,6 +175,27 @@ TEST(LowerFolds, LeavesNoFoldAndUsesBarriersOnlyWithoutShuffles) {
     EXPECT_EQ(shared.tiles.size(), 1u);
 }
 
+TEST(LowerFolds, WritesLoopsThatRunOnceInEveryThreadWithoutTheLoop) {
+    // For loops in the lowered kernel (row_fold itself has none around its fold).
+    auto loops = [](int64_t n, int threads) {
+        const auto k =
+            ops::row_fold(DType::f32, n, Fold::sum().lanes(32).chunk(4).threads(threads), 64);
+        int count = 0;
+        ir::for_each_stmt(ir::lower_folds(k, 32).body, [&](const ir::StmtNode& s) {
+            count += std::holds_alternative<ir::stmt::For>(s.node) ? 1 : 0;
+        });
+        return count;
+    };
+    // One lane a thread, n = lanes * chunk: one whole step in every thread, no tail.
+    EXPECT_EQ(loops(128, 32), 0);
+    // n = 100: lane 0 takes a whole step, lane 31 none; the loops stay.
+    EXPECT_GT(loops(100, 32), 0);
+    // Several lanes a thread start at 0 together: n = 100 is one checked step in every thread.
+    EXPECT_EQ(loops(100, 8), 0);
+    // n = 1000 takes seven whole steps: the loops stay.
+    EXPECT_GT(loops(1000, 8), 0);
+}
+
 TEST(Verify, RejectsMalformedIrBuiltByHand) {
     ir::Kernel k;
     k.name = "hand";

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 
+#include "ir/simplify.hpp"
 #include "ir/visit.hpp"
 
 namespace kiln::ir {
@@ -125,8 +127,51 @@ struct Lowerer {
         const int64_t span = single ? (U - 1) * round + V : U * round;
         ExprRef main_end = bin(BinOp::sub, extent, i32(span - 1));
         ExprRef begin = single ? bin(BinOp::mul, lanes[0], i32(V)) : i32(0);
+        if (straight_line(out, f, begin, span, base, step)) return;
         out.push_back(make(stmt::For{base, begin, main_end, i32(round * U), step(U, false)}));
         out.push_back(make(stmt::For{base, local(k, base), extent, i32(round), step(1, true)}));
+    }
+
+    // lane_loops without their loops, where the fold's extent is a compile-time constant and
+    // both loops run at most once, the same number of times in every thread: one whole step
+    // and one checked step at most, in that order. A loop whose start is a thread's lane cannot
+    // be bounded by the compiler, which then writes it as a general loop with a remainder (its
+    // branches cost a latency-bound fold about 0.1 us on the H200). `begin` is the first
+    // element of the lane (one lane: at most (W-1)*V) or of the round (several lanes: 0).
+    template <typename Step>
+    bool straight_line(std::vector<StmtRef>& out, const stmt::Fold& f, const ExprRef& begin,
+                       int64_t span, int base, const Step& step) {
+        int64_t n = 0;
+        if (!is_const(simplify(f.extent), &n)) return false;
+        const int V = f.spec.chunk, W = f.spec.lanes, U = std::max(1, f.spec.unroll);
+        const int64_t round = static_cast<int64_t>(W) * V, stride = round * U;
+        int64_t last_begin = 0;
+        if (!is_const(begin, &last_begin)) last_begin = static_cast<int64_t>(W - 1) * V;
+        auto whole_steps = [&](int64_t b) {
+            return b + span <= n ? (n - span - b) / stride + 1 : 0;
+        };
+        const int64_t whole = whole_steps(0);
+        auto checked_steps = [&](int64_t b) {
+            const int64_t from = b + whole * stride;
+            return from < n ? (n - from + round - 1) / round : 0;
+        };
+        const int64_t checked = checked_steps(0);
+        if (whole > 1 || whole != whole_steps(last_begin) || checked > 1 ||
+            checked != checked_steps(last_begin))
+            return false;
+        if (whole == 1) {
+            out.push_back(make(stmt::Let{base, begin}));
+            out.push_back(step(U, false));
+        }
+        if (checked == 1) {
+            if (whole == 1)
+                out.push_back(
+                    make(stmt::Assign{base, bin(BinOp::add, local(k, base), i32(stride))}));
+            else
+                out.push_back(make(stmt::Let{base, begin}));
+            out.push_back(step(1, true));
+        }
+        return true;
     }
 
     StmtRef lower(const stmt::Fold& f) {
