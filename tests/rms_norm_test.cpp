@@ -13,6 +13,7 @@
 #include <set>
 
 #include "ir/hash.hpp"
+#include "ir/print.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/semantics.hpp"
 #include "ops/rms_norm.hpp"
@@ -183,6 +184,22 @@ TEST(RmsNormVariants, VectorLanesFallBackToAPlainFoldWhereTheyCannotRun) {
         EXPECT_NE(hash(DType::f32, 4096, s), hash(DType::f32, 4096, plain)) << s.name;
     }
     EXPECT_GE(vector_variants, 2);
+}
+
+TEST(RmsNormVariants, KeepVariantsKeepXAndTheWTheyLoadBeforeTheFold) {
+    // keep_x keeps x's lines, and w's where w is loaded before the fold (prefetch_w). A w loaded
+    // between the normalize pass's stores stays plain: kept loads would wait for each store.
+    int kept = 0;
+    for (const auto& s : ops::rms_norm_variants()) {
+        SCOPED_TRACE(s.name);
+        const std::string ir = ir::print(ops::rms_norm_kernel(DType::f32, 4096, s));
+        EXPECT_EQ(ir.find("buffer x: f32 read keep") != std::string::npos, s.keep_x);
+        EXPECT_EQ(ir.find("buffer w: f32 read keep") != std::string::npos,
+                  s.keep_x && s.prefetch_w);
+        kept += s.keep_x && s.prefetch_w ? 1 : 0;
+    }
+    EXPECT_GE(kept, 1);
+    EXPECT_FALSE(ops::rms_norm_variant("vec2_b128_k").prefetch_w);
 }
 
 TEST(RmsNormOracle, KnownValues) {

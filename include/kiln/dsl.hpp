@@ -138,7 +138,9 @@ class KernelBuilder {
     void streaming(const Memory& buffer);
     // Marks a buffer parameter as read again soon (by this launch or the next): its lines should
     // be the last the cache gives up (CUDA: loads with L1/L2 evict_last; stores stay plain;
-    // other backends: no effect). A hint only: never changes a result.
+    // other backends: no effect). A hint only: never changes a result. CUDA's assembler cannot
+    // tell a kept load's address from the kernel's stores, so it neither moves kept loads past a
+    // barrier nor a store: load kept buffers before the kernel stores, not between its stores.
     void keep_cached(const Memory& buffer);
 
     // Positions. thread_index in [0, block_size), block_index in [0, grid_size), all i32.

@@ -260,7 +260,15 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
     k.require(x.len() == out.len(), "out is as long as x");
     k.require(x.len() >= N && x.len() % N == 0, fmt::format("x holds one or more rows of {}", N));
     k.require(eps >= 0.0f && eps <= 3.4028234663852886e38, "eps is finite and >= 0");
-    if (s.keep_x) k.keep_cached(x);
+    // keep_x: x's lines kept, and w's where w is loaded before the fold (every row reads w).
+    // Kept loads are not read-only loads to CUDA's assembler, so it keeps w's early loads in
+    // flight beside x's instead of sinking them past the fold's barrier to their use (where a
+    // plain w load takes an L2 round trip after the tree). Where w is loaded in the normalize
+    // pass, between the stores, kept loads would wait for each store: w stays plain there.
+    if (s.keep_x) {
+        k.keep_cached(x);
+        if (s.prefetch_w) k.keep_cached(w);
+    }
     if (s.vector_lanes != 0) {
         vector_lanes_body(k, static_cast<int>(n), s, x, w, out, eps);
         return k.finish();
