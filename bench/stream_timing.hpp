@@ -2,10 +2,13 @@
 // inputs. The inputs are rotated among `sets` copies whose total is far beyond the cache, so a
 // set is always evicted before its next turn; the launches are queued back to back behind a
 // blocker (untimed device work long enough for the host to queue them all), so the gaps between
-// them are the device's own, not the host's. This is the steady state of a model's forward
-// pass (each layer's weights read once, cold) and the way a bandwidth ceiling is measured.
-// time_dispatches (flush, then one timed launch) instead counts a lone launch's ramp and the
-// flush's dirty lines. bench/peers_stream.py times the torch peers the same way.
+// them are the device's own, not the host's. The blocker only computes, as torch.cuda._sleep
+// does for bench/peers_stream.py: a fill would leave the L2 full of dirty lines that the timed
+// launches then write back (about 0.1 us a launch at 32 x 4096 rms_norm, any kernel). This is the
+// steady state of a model's forward pass (each layer's weights read once, cold) and the way a
+// bandwidth ceiling is measured. time_dispatches (flush, then one timed launch) instead counts a
+// lone launch's ramp and the flush's dirty lines. bench/peers_stream.py times the torch peers the
+// same way.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +20,8 @@
 
 #include "bench_common.hpp"
 #include "kiln/buffer.hpp"
+#include "kiln/compile.hpp"
+#include "kiln/dsl.hpp"
 
 namespace kiln::bench {
 
@@ -36,34 +41,64 @@ struct StreamTiming {
     bool host_kept_up = true;  // every repetition's launches were queued before the blocker ended
 };
 
+// Untimed device work that touches no memory: one block stepping an integer recurrence (its
+// result is stored only if it equals `never`, which it does not), calibrated to milliseconds.
+class Blocker {
+  public:
+    explicit Blocker(Device& d) : kernel_(compile(d, build())), sink_(d, DType::u32, 1) {
+        constexpr int64_t kProbe = int64_t{1} << 20;
+        run(kProbe);  // warm-up
+        const double ms = d.time_ms([&] { run(kProbe); });
+        steps_per_ms_ = static_cast<double>(kProbe) / std::max(ms, 1e-4);
+    }
+    void block(double ms) {
+        for (double steps = ms * steps_per_ms_; steps > 0; steps -= kMaxSteps)
+            run(static_cast<int64_t>(std::min(steps, double{kMaxSteps})) + 1);
+    }
+
+  private:
+    static constexpr int64_t kMaxSteps = int64_t{1} << 30;
+    static ir::Kernel build() {
+        KernelBuilder k("stream_blocker", 32);
+        auto out = k.output("out", DType::u32);
+        Expr steps = k.scalar("steps", DType::i32);
+        Expr never = k.scalar("never", DType::u32);
+        Var acc = k.let(Expr(0x9e3779b9u), "acc");
+        k.for_(
+            Expr(0), steps, [&](Expr) { acc = acc * 1664525u + 1013904223u; }, Expr(1));
+        k.if_(acc == never, [&] { out[0] = acc; });
+        return k.finish();
+    }
+    void run(int64_t steps) {
+        kernel_->launch(1, {sink_, static_cast<int32_t>(steps), uint32_t{0x5bd1e995u}});
+    }
+    std::shared_ptr<CompiledKernel> kernel_;
+    Buffer sink_;
+    double steps_per_ms_ = 1;
+};
+
 // `launch(i)` enqueues one launch over input set i (0 <= i < sets).
 inline StreamTiming stream_ms(Device& d, int sets, const std::function<void(int)>& launch) {
-    const uint64_t memory = d.info().memory_bytes;
-    const size_t blocker_bytes =
-        memory > 0 ? std::min<size_t>(size_t{1} << 30, memory / 16 & ~size_t{3}) : size_t{1} << 30;
-    Buffer blocker(d, DType::u32, blocker_bytes / 4);
-    const uint32_t pattern = 0x5bd1e995u;
-    auto block = [&] { d.fill(blocker.memory(), &pattern, sizeof pattern); };
+    Blocker blocker(d);
     const int launches = sets * ((kStreamLaunches + sets - 1) / sets);
     auto round = [&](int n) {
         for (int i = 0; i < n; ++i) launch(i % sets);
     };
     round(sets);  // warm-up: module loads, first touches
     d.synchronize();
-    // Calibrate the blocker: enough fills to outlast queueing a round and the timed launches.
+    // Block long enough to outlast queueing a round and the timed launches.
     const auto t0 = std::chrono::steady_clock::now();
     round(sets + launches);
     const double host_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     d.synchronize();
-    const double fill_ms = d.time_ms(block);
-    const int fills = static_cast<int>(std::ceil(2.0 * host_ms / std::max(fill_ms, 1e-3))) + 1;
+    const double block_ms = std::max(2.0 * host_ms, 1.0);
     StreamTiming out;
     std::vector<double> per_launch;
     for (int r = 0; r < kStreamReps; ++r) {
-        for (int f = 0; f < fills; ++f) block();
+        blocker.block(block_ms);
         const auto queued0 = std::chrono::steady_clock::now();
-        round(sets);  // untimed: writes back the blocker's dirty lines, leaves the steady state
+        round(sets);  // untimed: leaves the steady state
         double queued_ms = 0;
         const double ms = d.time_ms([&] {
             round(launches);
@@ -71,7 +106,7 @@ inline StreamTiming stream_ms(Device& d, int sets, const std::function<void(int)
                                                                   queued0)
                             .count();
         });
-        if (queued_ms > fills * fill_ms) out.host_kept_up = false;
+        if (queued_ms > block_ms) out.host_kept_up = false;
         per_launch.push_back(ms / launches);
     }
     out.ms = median(per_launch);
