@@ -1,5 +1,6 @@
 // The autotuner: select-and-cache with fake variants, the margin, the TSV file (concurrent
 // appends, garbage, unwritable directories), digests, time_dispatches, and real DSL kernels.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 extern char** environ;
 
 using namespace kiln;
+using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 namespace {
@@ -166,6 +168,67 @@ TEST_F(TuneTest, AVariantTableMakesOnlyTheClosuresThatRun) {
                      1, [](size_t) -> std::string_view { return "a\tb"; },
                      [](size_t) -> std::string_view { return ""; }, make),
                  Error);
+}
+
+TEST_F(TuneTest, AVariantTableIsCheckedOnceAndGivesTheSameKey) {
+    // A VariantTable built once serves every call: its variants run and hit like the same
+    // variants declared one by one, under the same key; closures are made only when they run.
+    const VariantTable table("fake_op", {"a", "b", "c", "d"}, {"1", "2", "3", "4"});
+    const int values[] = {10, 20, 30, 40};
+    const double ms[] = {1.0, 0.5, 0.8, 0.9};
+    std::vector<int> made(4, 0);
+    auto tuned = [&](const std::string& key) {
+        Tuned<int> t("fake_op", key, cpu_device());
+        t.variants(table, [&](size_t i) {
+            ++made[i];
+            return fake(probes_[i], values[i], ms[i]);
+        });
+        return t;
+    };
+    Tuned<int> one_by_one("fake_op", "n=8", cpu_device());
+    for (size_t i = 0; i < table.size(); ++i)
+        one_by_one.variant(table.name(i), fake(probes_[i], values[i], ms[i]), table.identity(i));
+    EXPECT_EQ(tuned("n=8").full_key(), one_by_one.full_key());
+    Tuner tuner(root_);
+    auto miss = tuned("n=8");
+    EXPECT_EQ(miss.run(tuner), 20);
+    EXPECT_EQ(miss.report().winner, "b");
+    EXPECT_EQ(made, (std::vector<int>{1, 1, 1, 1}));
+    auto hit = tuned("n=8");
+    EXPECT_EQ(hit.run(tuner), 20);
+    EXPECT_TRUE(hit.report().hit);
+    EXPECT_EQ(made, (std::vector<int>{1, 2, 1, 1}));
+    // After other variants the table's names are checked against theirs and digested in turn.
+    Tuned<int> after("fake_op", "n=8", cpu_device());
+    after.variant("e", fake(probes_[0], 1, 1.0), "5");
+    after.variants(table, [&](size_t i) { return fake(probes_[i], values[i], ms[i]); });
+    Tuned<int> after_by_one("fake_op", "n=8", cpu_device());
+    after_by_one.variant("e", fake(probes_[0], 1, 1.0), "5");
+    for (size_t i = 0; i < table.size(); ++i)
+        after_by_one.variant(table.name(i), fake(probes_[i], 1, 1.0), table.identity(i));
+    EXPECT_EQ(after.full_key(), after_by_one.full_key());
+    Tuned<int> clash("fake_op", "n=8", cpu_device());
+    clash.variant("c", fake(probes_[0], 1, 1.0));
+    EXPECT_THROW(clash.variants(table, [&](size_t i) { return fake(probes_[i], 1, 1.0); }), Error);
+    // A table checks its names when it is built.
+    auto error_of = [](const std::function<void()>& f) -> std::string {
+        try {
+            f();
+        } catch (const Error& e) {
+            return e.what();
+        }
+        return "no error";
+    };
+    EXPECT_THAT(error_of([] {
+                    VariantTable("op_x", {"a", "a"}, {"1", "2"});
+                }),
+                HasSubstr("two variants named 'a'"));
+    EXPECT_THAT(error_of([] { VariantTable("op_x", {"a\tb"}, {"1"}); }),
+                HasSubstr("tab or newline"));
+    EXPECT_THAT(error_of([] {
+                    VariantTable("op_x", {"a", "b"}, {"1"});
+                }),
+                HasSubstr("2 variant names but 1 identities"));
 }
 
 TEST_F(TuneTest, DistinctKeysAreIndependentDecisions) {

@@ -139,6 +139,27 @@ inline constexpr uint64_t kVariantDigestStart = 0;
 uint64_t variant_digest_add(uint64_t digest, std::string_view name, std::string_view identity);
 std::string variant_digest_text(uint64_t digest);
 
+// A variant set's names and identities, checked and digested once, for an op that declares the
+// same set on every call (Tuned::variants(table, make)): a hit then neither checks names nor
+// hashes them. Names must be unique and free of tabs and newlines (kiln::Error naming `op`).
+class VariantTable {
+  public:
+    VariantTable(std::string_view op, std::vector<std::string> names,
+                 std::vector<std::string> identities);
+    size_t size() const { return names_.size(); }
+    const std::string& name(size_t i) const { return names_[i]; }
+    const std::string& identity(size_t i) const { return identities_[i]; }
+    // variant_digest_add folded over the set from kVariantDigestStart.
+    uint64_t digest() const { return digest_; }
+
+  private:
+    std::vector<std::string> names_, identities_;
+    uint64_t digest_ = kVariantDigestStart;
+};
+
+// The check every variant name passes: non-empty, no tab or newline (kiln::Error naming `op`).
+void check_variant_name(std::string_view op, std::string_view name);
+
 template <typename Out = Buffer>
 class Tuned {
   public:
@@ -170,6 +191,22 @@ class Tuned {
         return *this;
     }
 
+    // Adds the table's variants, whose closures are made only when they run (as above): the
+    // table's names and digest serve as they are, so the table must outlive this Tuned. The key
+    // is the one the same variants declared one by one would give.
+    Tuned& variants(const VariantTable& table, std::function<Closure(size_t)> make) {
+        if (!variants_.empty())  // the table's digest starts from an empty set
+            return variants(
+                table.size(), [&](size_t i) -> std::string_view { return table.name(i); },
+                [&](size_t i) -> std::string_view { return table.identity(i); }, std::move(make));
+        makers_.push_back(std::move(make));
+        variants_.reserve(table.size());
+        for (size_t i = 0; i < table.size(); ++i)
+            variants_.push_back({{}, &table.name(i), {}, makers_.size() - 1, i});
+        digest_ = table.digest();
+        return *this;
+    }
+
     // Miss: benches every variant (TUNE_ITERS dispatches each), keeps the fastest by median
     // (the first-declared unless a challenger beats it by TUNE_MARGIN), records it, returns its
     // output already computed. Hit: runs only the winner, once.
@@ -195,21 +232,21 @@ class Tuned {
   private:
     static constexpr size_t kMadeAlready = static_cast<size_t>(-1);
     struct Entry {
-        std::string name;
+        std::string owned;  // the name, unless a VariantTable holds it
+        const std::string* in_table = nullptr;
         Closure run;                  // empty until made, for variants()
         size_t maker = kMadeAlready;  // index into makers_
         size_t index = 0;             // the variant's index in its maker's table
+        const std::string& name() const { return in_table ? *in_table : owned; }
     };
 
     // Checks a new variant's name, folds it into the digest and appends its entry.
     Entry& add(std::string name, std::string_view identity) {
-        if (name.empty() || std::any_of(name.begin(), name.end(),
-                                        [](char c) { return c == '\t' || c == '\r' || c == '\n'; }))
-            fail("tuned op {}: variant name '{}' is empty or holds a tab or newline", op_, name);
+        check_variant_name(op_, name);
         for (const auto& v : variants_)
-            if (v.name == name) fail("tuned op {}: two variants named '{}'", op_, name);
+            if (v.name() == name) fail("tuned op {}: two variants named '{}'", op_, name);
         digest_ = variant_digest_add(digest_, name, identity);
-        variants_.push_back({std::move(name), {}});
+        variants_.push_back({std::move(name)});
         return variants_.back();
     }
     // The variant's closure, made now if it has not been.
@@ -247,8 +284,8 @@ Out Tuned<Out>::run(Tuner& tuner) {
     report_ = TuneReport{op_, key, device_id, "", 0, false, false, tuner.file_for(device_id), {}};
     if (auto cached = tuner.winner(device_id, op_, key)) {
         for (auto& v : variants_)
-            if (v.name == *cached) {
-                report_.winner = v.name;
+            if (v.name() == *cached) {
+                report_.winner = v.name();
                 report_.hit = true;
                 tuner.count_run(0, true, false);
                 return closure(v)(1).output;
@@ -262,8 +299,8 @@ Out Tuned<Out>::run(Tuner& tuner) {
     for (size_t i = 0; i < variants_.size(); ++i) {
         Timed<Out> r = closure(variants_[i])(TUNE_ITERS);
         medians.push_back(r.ms);
-        report_.variant_ms.emplace_back(variants_[i].name, r.ms);
-        if (on_benched_) on_benched_(variants_[i].name, r.ms);
+        report_.variant_ms.emplace_back(variants_[i].name(), r.ms);
+        if (on_benched_) on_benched_(variants_[i].name(), r.ms);
         if (i == 0) {
             first_output.emplace(std::move(r.output));
         } else if (fastest == 0 || r.ms < medians[fastest]) {
@@ -272,7 +309,7 @@ Out Tuned<Out>::run(Tuner& tuner) {
         }
     }
     const size_t best = choose_winner(medians);
-    report_.winner = variants_[best].name;
+    report_.winner = variants_[best].name();
     report_.benched = static_cast<int>(variants_.size());
     tuner.record(device_id, op_, key, report_.winner);
     tuner.count_run(report_.benched, false, report_.retuned);

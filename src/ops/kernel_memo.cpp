@@ -40,16 +40,21 @@ const std::string& memo_identity(const std::string& key, const std::function<ir:
     return it->second;
 }
 
-const std::vector<std::string>& memo_identities(
-    const std::string& set_key, Backend backend,
-    const std::function<std::vector<KeyedBuilder>()>& kernels) {
-    static std::mutex sets_mutex;
-    static std::map<std::pair<std::string, Backend>, std::vector<std::string>> sets;
-    std::lock_guard lock(sets_mutex);
-    if (auto it = sets.find({set_key, backend}); it != sets.end()) return it->second;
-    std::vector<std::string> ids;  // complete before it is kept: a build that throws keeps none
-    for (const auto& [key, build] : kernels()) ids.push_back(memo_identity(key, build, backend));
-    return sets.emplace(std::make_pair(set_key, backend), std::move(ids)).first->second;
+const VariantTable& memo_variant_table(const std::string& set_key, Backend backend,
+                                       std::string_view op,
+                                       const std::function<std::vector<NamedKernel>()>& variants) {
+    static std::mutex tables_mutex;
+    static std::map<std::pair<std::string, Backend>, std::unique_ptr<VariantTable>> tables;
+    std::lock_guard lock(tables_mutex);
+    if (auto it = tables.find({set_key, backend}); it != tables.end()) return *it->second;
+    // Complete before it is kept: a build that throws keeps nothing.
+    std::vector<std::string> names, ids;
+    for (const NamedKernel& v : variants()) {
+        names.push_back(v.name);
+        ids.push_back(memo_identity(v.key, v.build, backend));
+    }
+    auto table = std::make_unique<VariantTable>(op, std::move(names), std::move(ids));
+    return *tables.emplace(std::make_pair(set_key, backend), std::move(table)).first->second;
 }
 
 std::shared_ptr<CompiledKernel> memo_compiled(Device& device, const std::string& key,

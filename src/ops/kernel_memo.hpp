@@ -11,6 +11,7 @@
 
 #include "kiln/compile.hpp"
 #include "kiln/ir.hpp"
+#include "kiln/tune.hpp"
 
 namespace kiln::ops {
 
@@ -20,13 +21,17 @@ const ir::Kernel& memo_kernel(const std::string& key, const std::function<ir::Ke
 // computed once per process and backend.
 const std::string& memo_identity(const std::string& key, const std::function<ir::Kernel()>& build,
                                  Backend backend);
-// The identities on `backend` of a variant set's kernels, in order: `kernels()` gives each one's
-// memo key and builder. Looked up once per (set_key, backend), since a tuner hit must cost
-// microseconds.
-using KeyedBuilder = std::pair<std::string, std::function<ir::Kernel()>>;
-const std::vector<std::string>& memo_identities(
-    const std::string& set_key, Backend backend,
-    const std::function<std::vector<KeyedBuilder>()>& kernels);
+// The variant table of a set (kiln::VariantTable: names, and the identities on `backend` of the
+// kernels they launch, checked and digested once): `variants()` gives each variant's name and
+// its kernel's memo key and builder, in order. Built once per (set_key, backend), since a tuner
+// hit must cost microseconds; the table lives as long as the process.
+struct NamedKernel {
+    std::string name, key;
+    std::function<ir::Kernel()> build;
+};
+const VariantTable& memo_variant_table(const std::string& set_key, Backend backend,
+                                       std::string_view op,
+                                       const std::function<std::vector<NamedKernel>()>& variants);
 // It compiled for `device` (compiled once per device; compile() caches on disk too).
 std::shared_ptr<CompiledKernel> memo_compiled(Device& device, const std::string& key,
                                               const std::function<ir::Kernel()>& build);

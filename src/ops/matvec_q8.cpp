@@ -637,27 +637,32 @@ Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& 
 Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
                               int64_t k) {
     check_matvec_q8_args(device, w_q8, x_q8, rows, k);
-    const std::vector<std::string>& ids = memo_identities("matvec_q8", device.info().backend, [] {
-        std::vector<KeyedBuilder> kernels;
-        for (const MatvecVariant& v : kVariants)
-            kernels.emplace_back(schedule_key(v.schedule), builder(v.schedule));
-        return kernels;
-    });
-    Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
-    std::vector<size_t> served;  // the variants whose schedule serves k
+    // The variants whose schedule serves k, as a bit set: the table is built once per set.
+    std::vector<size_t> served;
     served.reserve(std::size(kVariants));
+    uint64_t served_bits = 0;
+    static_assert(std::size(kVariants) <= 64);
     for (size_t i = 0; i < std::size(kVariants); ++i)
-        if (matvec_q8_serves(kVariants[i].schedule, k)) served.push_back(i);
-    tuned.reserve(served.size());
-    tuned.variants(
-        served.size(), [&](size_t i) -> std::string_view { return kVariants[served[i]].name; },
-        [&](size_t i) -> std::string_view { return ids[served[i]]; },
-        [&device, &w_q8, &x_q8, rows, k, served](size_t i) -> Tuned<Buffer>::Closure {
-            const MatvecSchedule& s = kVariants[served[i]].schedule;
-            return [&device, &w_q8, &x_q8, rows, k, &s](int iters) {
-                return matvec_q8_bench(device, w_q8, x_q8, rows, k, s, iters);
-            };
+        if (matvec_q8_serves(kVariants[i].schedule, k)) {
+            served.push_back(i);
+            served_bits |= uint64_t{1} << i;
+        }
+    const VariantTable& table = memo_variant_table(
+        fmt::format("matvec_q8/{:x}", served_bits), device.info().backend, "matvec_q8_dp4a", [&] {
+            std::vector<NamedKernel> kernels;
+            for (size_t i : served)
+                kernels.push_back({kVariants[i].name, schedule_key(kVariants[i].schedule),
+                                   builder(kVariants[i].schedule)});
+            return kernels;
         });
+    Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
+    tuned.variants(table,
+                   [&device, &w_q8, &x_q8, rows, k, served](size_t i) -> Tuned<Buffer>::Closure {
+                       const MatvecSchedule& s = kVariants[served[i]].schedule;
+                       return [&device, &w_q8, &x_q8, rows, k, &s](int iters) {
+                           return matvec_q8_bench(device, w_q8, x_q8, rows, k, s, iters);
+                       };
+                   });
     return tuned;
 }
 

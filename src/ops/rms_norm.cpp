@@ -172,23 +172,19 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& x, const Buffer& w, int64
     const int64_t rows = static_cast<int64_t>(x.count()) / n;
     Tuned<Buffer> tuned("rms_norm", fmt::format("rows={},n={},dtype={}", rows, n, name(x.dtype())),
                         device);
-    const auto& variants = rms_norm_variants();
-    tuned.reserve(variants.size());
-    const auto& ids = memo_identities(
-        fmt::format("rms_norm/{}/n={}", name(x.dtype()), n), device.info().backend, [&] {
-            std::vector<KeyedBuilder> kernels;
-            for (const auto& s : variants)
-                kernels.emplace_back(variant_key(x.dtype(), n, s), builder(x.dtype(), n, s));
+    const VariantTable& table = memo_variant_table(
+        fmt::format("rms_norm/{}/n={}", name(x.dtype()), n), device.info().backend, "rms_norm",
+        [&] {
+            std::vector<NamedKernel> kernels;
+            for (const auto& s : rms_norm_variants())
+                kernels.push_back({s.name, variant_key(x.dtype(), n, s), builder(x.dtype(), n, s)});
             return kernels;
         });
-    tuned.variants(
-        variants.size(), [&](size_t i) -> std::string_view { return variants[i].name; },
-        [&](size_t i) -> std::string_view { return ids[i]; },
-        [&device, &x, &w, rows, n, eps](size_t i) -> Tuned<Buffer>::Closure {
-            return [&device, &x, &w, rows, n, eps, s = &rms_norm_variants()[i]](int iters) {
-                return launch_timed(device, x, w, rows, n, eps, *s, iters);
-            };
-        });
+    tuned.variants(table, [&device, &x, &w, rows, n, eps](size_t i) -> Tuned<Buffer>::Closure {
+        return [&device, &x, &w, rows, n, eps, s = &rms_norm_variants()[i]](int iters) {
+            return launch_timed(device, x, w, rows, n, eps, *s, iters);
+        };
+    });
     return tuned;
 }
 
