@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <optional>
 
 #include "ir/simplify.hpp"
 #include "ir/visit.hpp"
@@ -135,9 +134,10 @@ struct Lowerer {
     // lane_loops without their loops, where the fold's extent is a compile-time constant and
     // both loops run at most once, the same number of times in every thread: one whole step
     // and one checked step at most, in that order. A loop whose start is a thread's lane cannot
-    // be bounded by the compiler, which then writes it as a general loop with a remainder (its
-    // branches cost a latency-bound fold about 0.1 us on the H200). `begin` is the first
-    // element of the lane (one lane: at most (W-1)*V) or of the round (several lanes: 0).
+    // be bounded by the compiler, which then writes it as a general loop with a remainder (NVCC:
+    // about 40 instructions and six branches for rms_norm's fold of its 256 lane sums). `begin`
+    // is the first element of the lane (one lane: at most (W-1)*V) or of the round (several
+    // lanes: 0).
     template <typename Step>
     bool straight_line(std::vector<StmtRef>& out, const stmt::Fold& f, const ExprRef& begin,
                        int64_t span, int base, const Step& step) {
