@@ -13,7 +13,6 @@
 //   <root>/<device-id>.tsv, lines "op\tkey\twinner"; the last line for a key wins.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -212,12 +211,6 @@ class Tuned {
     // output already computed. Hit: runs only the winner, once.
     Out run(Tuner& tuner);
     Out run() { return run(Tuner::process_default()); }
-
-    // Room for `count` variants, so a set rebuilt on every call does not regrow.
-    Tuned& reserve(size_t count) {
-        variants_.reserve(count);
-        return *this;
-    }
 
     // Called after each variant is benched on a miss, with its name and median ms (progress).
     Tuned& on_benched(std::function<void(const std::string&, double)> callback) {
