@@ -55,6 +55,15 @@ struct KernelArg {
     static KernelArg value(uint64_t bits, uint8_t size) { return {nullptr, bits, size}; }
 };
 
+// Device work recorded once by Device::record and submitted again, whole, by each replay().
+class Recording {
+  public:
+    virtual ~Recording() = default;
+    // Enqueues the recorded work again: the same kernels, grids and arguments, on the same
+    // memory, in the same order. Asynchronous where the device is.
+    virtual void replay() = 0;
+};
+
 class Device {
   public:
     virtual ~Device() = default;
@@ -90,6 +99,15 @@ class Device {
     // Runs `work` (which enqueues launches) and returns the device-side milliseconds between
     // its start and its end, waiting for completion.
     virtual double time_ms(const std::function<void()>& work) = 0;
+
+    // Records the launches, fills and copies `work` enqueues, without running them, so that
+    // replay() submits them all at once: on CUDA a graph, which the device runs without the
+    // gaps between separately queued launches. The memory they use must be allocated before
+    // recording and outlive the recording. On CUDA, anything else the device is asked to do while
+    // recording (allocate, free, read, write, wait, time, record) is a kiln::Error and the
+    // recording fails; the device stays usable. A device without such graphs (CPU, OpenCL)
+    // keeps `work` and runs it again on each replay.
+    virtual std::unique_ptr<Recording> record(std::function<void()> work);
 };
 
 // The process registry: every device found, CPU first. Discovery runs once; a backend that is

@@ -5,9 +5,13 @@
 
 #ifdef KILN_HAVE_CUDA_HEADERS
 
+#include <atomic>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -59,8 +63,51 @@ struct Context {
     Context& operator=(const Context&) = delete;
 
     void make_current() const { check(driver().cuCtxSetCurrent(context), "cuCtxSetCurrent"); }
+
+    // While CudaDevice::record captures the stream, everything the stream is given becomes part
+    // of the recording. Fails unless `what` may use the stream now: anything when nothing is
+    // being recorded; while recording, only what a recording can hold (`recordable`: launches,
+    // fills, copies, replays) and only from the recording thread.
+    void check_stream_use(std::string_view what, bool recordable) const {
+        if (!recording_.load(std::memory_order_acquire)) return;
+        if (std::this_thread::get_id() != recorder_)
+            fail(
+                "{} on {}: another thread is recording work on this device; expected its "
+                "record() to return first",
+                what, name);
+        if (!recordable)
+            fail(
+                "{} on {} while recording: a recording holds only launches, fills and copies of "
+                "memory allocated before it",
+                what, name);
+    }
+    // Marks the stream as being recorded by this thread; fails if it already is.
+    void begin_recording() {
+        std::lock_guard lock(recording_mutex_);
+        check_stream_use("record", false);
+        recorder_ = std::this_thread::get_id();
+        recording_.store(true, std::memory_order_release);
+    }
+    // Ends the mark, frees what was released meanwhile and returns how many of those the
+    // recording thread itself released (memory the recorded work may use).
+    size_t end_recording() {
+        std::vector<std::pair<CUdeviceptr, bool>> released;
+        {
+            std::lock_guard lock(recording_mutex_);
+            recording_.store(false, std::memory_order_release);
+            released.swap(released_while_recording_);
+        }
+        size_t by_recorder = 0;
+        for (const auto& [p, recorder] : released) {
+            release(p);
+            by_recorder += recorder ? 1 : 0;
+        }
+        return by_recorder;
+    }
+
     // Waits for the stream; an asynchronous fault of earlier work surfaces here.
     void sync(std::string_view after) const {
+        check_stream_use(after, false);
         check(driver().cuStreamSynchronize(stream),
               fmt::format("{} on {} (cuStreamSynchronize; the fault may come from an earlier "
                           "launch)",
@@ -70,6 +117,7 @@ struct Context {
     // `bytes` of device memory, usable by work queued on the stream from now on, aligned as
     // the CUDA dialect promises its kernels (their wide accesses rely on it).
     CUdeviceptr allocate(size_t bytes) const {
+        check_stream_use("allocate", false);
         const CUdeviceptr p = allocate_from_driver(bytes);
         const auto alignment = static_cast<CUdeviceptr>(codegen::cuda_dialect().buffer_alignment);
         if (p % alignment != 0) {
@@ -102,8 +150,17 @@ struct Context {
         sync(during);
         if (pool != nullptr) check(driver().cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo");
     }
-    // Frees memory from allocate() once the work queued so far is done; never throws.
+    // Frees memory from allocate() once the work queued so far is done; never throws. While
+    // the stream is being recorded the free waits for the recording's end (a free would become
+    // part of it).
     void release(CUdeviceptr p) const {
+        if (recording_.load(std::memory_order_acquire)) {
+            std::lock_guard lock(recording_mutex_);
+            if (recording_.load(std::memory_order_relaxed)) {
+                released_while_recording_.emplace_back(p, std::this_thread::get_id() == recorder_);
+                return;
+            }
+        }
         const DriverApi& api = driver();
         if (api.cuCtxSetCurrent(context) != CUDA_SUCCESS) return;
         if (pool == nullptr)
@@ -113,6 +170,11 @@ struct Context {
     }
 
   private:
+    std::atomic<bool> recording_{false};
+    std::thread::id recorder_;
+    mutable std::mutex recording_mutex_;
+    mutable std::vector<std::pair<CUdeviceptr, bool>> released_while_recording_;
+
     // A pool of device memory that keeps what is freed, or null where pools are unsupported.
     static CUmemoryPool create_pool(CUdevice device) {
         const DriverApi& api = driver();
@@ -222,6 +284,40 @@ class Event {
     CUevent event_ = nullptr;
 };
 
+// A recorded graph, instantiated once; each replay launches it on the device's stream.
+class CudaRecording final : public Recording {
+  public:
+    CudaRecording(std::shared_ptr<Context> context, CUgraphExec exec)
+        : context_(std::move(context)), exec_(exec) {}
+    ~CudaRecording() override {
+        // A graph still running is freed when it completes.
+        const DriverApi& api = driver();
+        if (api.cuCtxSetCurrent(context_->context) == CUDA_SUCCESS) api.cuGraphExecDestroy(exec_);
+    }
+    CudaRecording(const CudaRecording&) = delete;
+    CudaRecording& operator=(const CudaRecording&) = delete;
+
+    void replay() override {
+        context_->make_current();
+        context_->check_stream_use("replay", true);
+        const CUresult r = driver().cuGraphLaunch(exec_, context_->stream);
+        if (r != CUDA_SUCCESS)
+            check(r, fmt::format("cuGraphLaunch (replay) on {}", context_->name));
+    }
+
+  private:
+    std::shared_ptr<Context> context_;
+    CUgraphExec exec_ = nullptr;
+};
+
+// A captured graph destroyed however the recording ends.
+struct GraphOwner {
+    CUgraph graph = nullptr;
+    ~GraphOwner() {
+        if (graph != nullptr) driver().cuGraphDestroy(graph);
+    }
+};
+
 int attribute(CUdevice device, CUdevice_attribute which, const char* what) {
     int value = 0;
     check(driver().cuDeviceGetAttribute(&value, which, device),
@@ -318,6 +414,7 @@ std::shared_ptr<DeviceMemory> CudaDevice::allocate(size_t bytes) {
 
 void CudaDevice::write(DeviceMemory& dst, size_t offset, const void* src, size_t bytes) {
     const std::shared_ptr<Context> c = current();
+    c->check_stream_use("write", false);
     const CudaMemory& m = as_cuda(dst, *c, "write");
     check_range("write", offset, bytes, m.bytes());
     if (bytes == 0) return;
@@ -329,6 +426,7 @@ void CudaDevice::write(DeviceMemory& dst, size_t offset, const void* src, size_t
 
 void CudaDevice::read(const DeviceMemory& src, size_t offset, void* dst, size_t bytes) {
     const std::shared_ptr<Context> c = current();
+    c->check_stream_use("read", false);
     const CudaMemory& m = as_cuda(src, *c, "read");
     check_range("read", offset, bytes, m.bytes());
     if (bytes == 0) return;
@@ -340,6 +438,7 @@ void CudaDevice::read(const DeviceMemory& src, size_t offset, void* dst, size_t 
 
 void CudaDevice::fill(DeviceMemory& dst, const void* pattern, size_t pattern_bytes) {
     const std::shared_ptr<Context> c = current();
+    c->check_stream_use("fill", true);
     const CudaMemory& m = as_cuda(dst, *c, "fill");
     if (pattern_bytes != 1 && pattern_bytes != 2 && pattern_bytes != 4 && pattern_bytes != 8) {
         fail("fill: pattern must be 1, 2, 4 or 8 bytes, got {}", pattern_bytes);
@@ -383,6 +482,7 @@ void CudaDevice::fill(DeviceMemory& dst, const void* pattern, size_t pattern_byt
 
 void CudaDevice::copy(DeviceMemory& dst, const DeviceMemory& src, size_t bytes) {
     const std::shared_ptr<Context> c = current();
+    c->check_stream_use("copy", true);
     const CudaMemory& d = as_cuda(dst, *c, "copy (destination)");
     const CudaMemory& s = as_cuda(src, *c, "copy (source)");
     check_range("copy (destination)", 0, bytes, d.bytes());
@@ -419,6 +519,7 @@ void CudaDevice::launch(Module& module, const std::string& entry, int64_t grid, 
         fail("launch of '{}': block of {} threads is outside [1, 1024]", entry, block);
     }
     const std::shared_ptr<Context> c = current();
+    c->check_stream_use("launch", true);
     auto* m = dynamic_cast<CudaModule*>(&module);
     if (m == nullptr) fail("launch of '{}': the module was not loaded by a CUDA device", entry);
     if (m->context() != c.get()) {
@@ -469,6 +570,7 @@ void CudaDevice::release_cached_memory() {
 
 double CudaDevice::time_ms(const std::function<void()>& work) {
     const std::shared_ptr<Context> c = current();
+    c->check_stream_use("time_ms", false);
     Event start, end;
     const DriverApi& api = driver();
     check(api.cuEventRecord(start.get(), c->stream), "cuEventRecord (start)");
@@ -481,6 +583,46 @@ double CudaDevice::time_ms(const std::function<void()>& work) {
     float ms = 0;
     check(api.cuEventElapsedTime(&ms, start.get(), end.get()), "cuEventElapsedTime");
     return ms;
+}
+
+std::unique_ptr<Recording> CudaDevice::record(std::function<void()> work) {
+    if (!work)
+        fail("record on {}: no work given; expected a function that enqueues work", info_.id);
+    const std::shared_ptr<Context> c = current();
+    const DriverApi& api = driver();
+    c->begin_recording();
+    // Thread-local mode: a call on this thread that could wait on the captured stream is an
+    // error instead of a silent wait.
+    if (const CUresult r = api.cuStreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+        r != CUDA_SUCCESS) {
+        c->end_recording();
+        check(r, fmt::format("cuStreamBeginCapture on {}", c->name));
+    }
+    GraphOwner captured;
+    auto end_capture = [&] {
+        c->make_current();  // `work` may have switched this thread to another context
+        const CUresult r = api.cuStreamEndCapture(c->stream, &captured.graph);
+        return std::pair{r, c->end_recording()};
+    };
+    try {
+        work();
+    } catch (...) {
+        end_capture();  // the stream must leave capture mode whatever the work did
+        throw;
+    }
+    const auto [ended, freed] = end_capture();
+    if (freed > 0)
+        fail(
+            "record on {}: the work freed {} buffer(s) while recording, which its replays could "
+            "use; expected the memory the recorded work uses to outlive the recording",
+            c->name, freed);
+    check(ended, fmt::format("cuStreamEndCapture on {} (the recorded work did something a CUDA "
+                             "graph cannot hold)",
+                             c->name));
+    CUgraphExec exec = nullptr;
+    check(api.cuGraphInstantiate(&exec, captured.graph, 0),
+          fmt::format("cuGraphInstantiate on {}", c->name));
+    return std::make_unique<CudaRecording>(c, exec);
 }
 
 }  // namespace kiln::cuda

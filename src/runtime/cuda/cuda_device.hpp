@@ -40,6 +40,8 @@ class CudaDevice final : public Device {
     void synchronize() override;
     void release_cached_memory() override;
     double time_ms(const std::function<void()>& work) override;
+    // Captures the work into a CUDA graph (stream capture), instantiated once.
+    std::unique_ptr<Recording> record(std::function<void()> work) override;
 
   private:
     // The device's context and stream, retained on first call and made current on this thread.

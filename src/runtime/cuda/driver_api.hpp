@@ -28,6 +28,12 @@ namespace kiln::cuda {
     X(cuStreamCreate)                 \
     X(cuStreamDestroy)                \
     X(cuStreamSynchronize)            \
+    X(cuStreamBeginCapture)           \
+    X(cuStreamEndCapture)             \
+    X(cuGraphInstantiate)             \
+    X(cuGraphLaunch)                  \
+    X(cuGraphExecDestroy)             \
+    X(cuGraphDestroy)                 \
     X(cuMemAlloc)                     \
     X(cuMemFree)                      \
     X(cuMemPoolCreate)                \
