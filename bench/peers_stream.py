@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""The torch peers of bench_tuned_ops's "stream" rows, timed the same way (bench/stream_timing.hpp):
-a steady stream of launches over input sets rotated so their total (256 MiB) is far beyond the L2,
-queued back to back behind a blocker (torch.cuda._sleep) long enough for the host to queue them
-all, so each launch reads cold inputs and the gaps between launches are the device's own. Median
-over 9 repetitions of the device time per launch. "host_us" is the host's time per call while
-queueing (Python's call of the peer included), the figure to set beside kiln's host cost of a hit.
+"""The torch peers of bench_tuned_ops's "stream" and "graph" rows, timed the same way
+(bench/stream_timing.hpp): a steady stream of launches over input sets rotated so their total
+(256 MiB) is far beyond the L2, so each launch reads cold inputs. "stream": queued back to back
+behind a blocker (torch.cuda._sleep) long enough for the host to queue them all, so the gaps
+between launches are the device's own. "graph": the same launches captured once in a CUDA graph
+(torch.cuda.CUDAGraph) and timed as replays, which leave out the gaps between queued launches.
+Median over 9 repetitions of the device time per launch. "host_us" is the host's time per call
+while queueing (Python's call of the peer included), the figure to set beside kiln's host cost
+of a hit.
 
 Same cases, shapes and byte counts as shared/peers/torch_peers.py's rms_norm and matvec groups.
-Needs a CUDA device with torch. Writes JSON lines {"case", "peer", "us", "GB/s", "sets",
+Needs a CUDA device with torch. Writes JSON lines {"case", "peer", "timing", "us", "GB/s", "sets",
 "host_kept_up", "host_us"} to stdout and, with --out FILE, a JSON list.
 
   python3 bench/peers_stream.py [--cases rms_norm,matvec] --out $OUT/peers_stream.json
@@ -61,6 +64,37 @@ def stream_us(torch, sets, launch, cycles_per_ms):
     return statistics.median(per_launch) * 1e3, kept_up, host_us
 
 
+def graph_us(torch, sets, launch, cycles_per_ms):
+    """Median device microseconds per launch(i) when the stream's launches, captured once in a
+    CUDA graph, are replayed: each timed replay follows an untimed one behind the blocker."""
+    launches = sets * math.ceil(LAUNCHES / sets)
+    side = torch.cuda.Stream()  # warm-up off the capture, as torch.cuda.graph asks
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(sets):
+            launch(i)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(launches):
+            launch(i % sets)
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    per_launch = []
+    for _ in range(REPS):
+        torch.cuda._sleep(int(cycles_per_ms))
+        graph.replay()  # untimed: reaches the steady state
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        per_launch.append(start.elapsed_time(end) / launches)
+    del graph
+    return statistics.median(per_launch) * 1e3
+
+
 def sleep_cycles_per_ms(torch):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     cycles = 10_000_000
@@ -87,11 +121,14 @@ def main():
 
     def rec(case, peer, sets, launch, nbytes):
         us, kept_up, host_us = stream_us(torch, sets, launch, cycles_per_ms)
-        r = {"case": case, "peer": peer, "us": round(us, 3),
-             "GB/s": round(nbytes / (us * 1e-6) / 1e9, 1), "sets": sets, "host_kept_up": kept_up,
-             "host_us": round(host_us, 2)}
-        rows.append(r)
-        print(json.dumps(r), flush=True)
+        graph = graph_us(torch, sets, launch, cycles_per_ms)
+        for timing, t in (("stream", us), ("graph", graph)):
+            r = {"case": case, "peer": peer, "timing": timing, "us": round(t, 3),
+                 "GB/s": round(nbytes / (t * 1e-6) / 1e9, 1), "sets": sets}
+            if timing == "stream":
+                r.update({"host_kept_up": kept_up, "host_us": round(host_us, 2)})
+            rows.append(r)
+            print(json.dumps(r), flush=True)
 
     def rms(x, w):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w

@@ -1,4 +1,5 @@
-// stream_ms: the device time per launch in a steady stream of launches that each read cold
+// stream_ms (and graph_ms, the same stream replayed from a recording): the device time per
+// launch in a steady stream of launches that each read cold
 // inputs. The inputs are rotated among `sets` copies whose total is far beyond the cache, so a
 // set is always evicted before its next turn; the launches are queued back to back behind a
 // blocker (untimed device work long enough for the host to queue them all), so the gaps between
@@ -111,6 +112,30 @@ inline StreamTiming stream_ms(Device& d, int sets, const std::function<void(int)
     }
     out.ms = median(per_launch);
     return out;
+}
+
+// The device time per launch of the same steady stream replayed from one recording
+// (Device::record): on CUDA a graph, whose launches run without the gaps that separately queued
+// launches leave between them (METHOD.md: capture a graph and time its replays; a model's
+// decode loop runs this way). The recording holds `launches` launches over the sets in turn;
+// each timed replay follows an untimed one behind the blocker, as in stream_ms.
+inline double graph_ms(Device& d, int sets, const std::function<void(int)>& launch) {
+    Blocker blocker(d);
+    const int launches = sets * ((kStreamLaunches + sets - 1) / sets);
+    for (int i = 0; i < sets; ++i) launch(i);  // warm-up: module loads, first touches
+    d.synchronize();
+    const std::unique_ptr<Recording> recording = d.record([&] {
+        for (int i = 0; i < launches; ++i) launch(i % sets);
+    });
+    recording->replay();  // warm-up: the graph's first upload
+    d.synchronize();
+    std::vector<double> per_launch;
+    for (int r = 0; r < kStreamReps; ++r) {
+        blocker.block(1.0);
+        recording->replay();  // untimed: reaches the steady state
+        per_launch.push_back(d.time_ms([&] { recording->replay(); }) / launches);
+    }
+    return median(per_launch);
 }
 
 }  // namespace kiln::bench

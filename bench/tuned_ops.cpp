@@ -3,13 +3,16 @@
 // that only reads W: the floor for any kernel reading it), the host cost of a tuner hit (bare,
 // and of each op's entry point).
 // KILN_L2_FLUSH=read times with a clean L2 instead of a dirty one (see time_dispatches).
-// On GPUs every row is also timed as a steady stream over rotating cold inputs (timing "stream",
-// stream_timing.hpp). Figures for issue notes; peers (torch) are timed in the same run by
-// shared/peers/torch_peers.py (flush) and bench/peers_stream.py (stream).
+// On GPUs every row is also timed as a steady stream over rotating cold inputs, queued (timing
+// "stream") and replayed from a recording (timing "graph"; stream_timing.hpp). Figures for issue
+// notes; peers (torch) are timed in the same run by shared/peers/torch_peers.py (flush) and
+// bench/peers_stream.py (stream and graph).
 //   bench_tuned_ops [--device D] [--ops rms_norm,matvec_q8] [--small 1] [--json FILE]
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <span>
 
@@ -31,7 +34,7 @@ struct Row {
     std::string op, shape, device, variant;
     double ms = 0, gbps = 0;
     bool winner = false;
-    std::string timing = "flush";  // time_dispatches, or "stream" (stream_timing.hpp)
+    std::string timing = "flush";  // time_dispatches, or "stream" / "graph" (stream_timing.hpp)
 };
 
 std::vector<Row> rows_out;
@@ -155,8 +158,8 @@ std::pair<double, double> ops_hit_us(Device& d, Tuner& tuner) {
     return {rms, matvec};
 }
 
-// Times `launch(set)` as a steady stream over `sets` input sets (stream_timing.hpp) and records
-// the row.
+// Times `launch(set)` as a steady stream over `sets` input sets, queued and replayed from a
+// recording (stream_timing.hpp), and records the two rows.
 void record_stream(const std::string& op, const std::string& shape, Device& d, int sets,
                    const std::string& variant, double bytes, bool winner,
                    const std::function<void(int)>& launch) {
@@ -164,6 +167,8 @@ void record_stream(const std::string& op, const std::string& shape, Device& d, i
     rows_out.push_back({op, shape, d.info().id,
                         variant + (s.host_kept_up ? "" : " (host fell behind)"), s.ms,
                         gbps(bytes, s.ms), winner, "stream"});
+    const double g = bench::graph_ms(d, sets, launch);
+    rows_out.push_back({op, shape, d.info().id, variant, g, gbps(bytes, g), winner, "graph"});
 }
 
 // Every row of bench_matvec again as a steady stream over rotating copies of W.
@@ -325,6 +330,15 @@ int run(int argc, char** argv) {
             d->info().id, rms_hit, matvec_hit);
     }
     std::filesystem::remove_all(root);
+    // Each shape's rows (in the order the shapes ran) grouped by timing: flush, stream, graph.
+    std::map<std::pair<std::string, std::string>, size_t> shape_order;
+    for (const Row& r : rows_out) shape_order.try_emplace({r.op, r.shape}, shape_order.size());
+    auto sort_key = [&](const Row& r) {
+        const int timing = r.timing == "flush" ? 0 : r.timing == "stream" ? 1 : 2;
+        return std::pair{shape_order.at({r.op, r.shape}), timing};
+    };
+    std::stable_sort(rows_out.begin(), rows_out.end(),
+                     [&](const Row& a, const Row& b) { return sort_key(a) < sort_key(b); });
     std::vector<std::vector<std::string>> table;
     for (const auto& r : rows_out)
         table.push_back({r.op, r.shape, r.timing, r.variant + (r.winner ? " *" : ""),
