@@ -48,6 +48,16 @@ std::vector<ir::Kernel> every_test_kernel() {
     return ks;
 }
 
+// CPU and OpenCL source of two kernels that differ only in a CUDA-only hint are the same but for
+// the kernel's hashed name.
+void expect_same_source_off_cuda(const ir::Kernel& hinted, const ir::Kernel& plain) {
+    const std::regex hashed_name(plain.name + "_[0-9a-f]+");
+    for (Backend b : {Backend::cpu, Backend::opencl})
+        EXPECT_EQ(std::regex_replace(generate_source(b, std::vector{hinted}), hashed_name, "k"),
+                  std::regex_replace(generate_source(b, std::vector{plain}), hashed_name, "k"))
+            << name(b);
+}
+
 TEST(CudaCodegen, EveryTestKernelCompilesWithNvrtcForSm90) {
     std::string why;
     if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
@@ -162,13 +172,37 @@ TEST(CudaCodegen, StreamingBuffersLoadAndStoreEvictFirstOnCudaOnly) {
     EXPECT_EQ(cuda.find("__ldcs(&p_w"), std::string::npos);
     EXPECT_EQ(count_of(cuda, "__stcs(&p_y["), 1u);
     // Elsewhere the hint changes nothing but the kernel's hashed name.
-    auto unnamed = [](const std::string& source) {
-        return std::regex_replace(source, std::regex("stream_hint_[0-9a-f]+"), "stream_hint");
-    };
-    for (Backend b : {Backend::cpu, Backend::opencl})
-        EXPECT_EQ(unnamed(generate_source(b, std::vector{streamed})),
-                  unnamed(generate_source(b, std::vector{plain})));
+    expect_same_source_off_cuda(streamed, plain);
     EXPECT_EQ(generate_source(Backend::cuda, std::vector{plain}).find("__ldcs"), std::string::npos);
+    std::string why;
+    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+    std::string log;
+    EXPECT_NO_THROW(cuda::nvrtc_compile(cuda, "sm_90", &log)) << log;
+}
+
+TEST(CudaCodegen, MinimumBlocksPerUnitBoundTheLaunchOnCudaOnly) {
+    auto build = [](int min_blocks) {
+        KernelBuilder k("occupancy", 128);
+        auto x = k.input("x", DType::f32);
+        auto y = k.output("y", DType::f32);
+        if (min_blocks > 0) k.min_blocks_per_unit(min_blocks);
+        Expr i = k.absolute_pos();
+        k.if_(i < y.len(), [&] { y[i] = x[i] * 2.0f; });
+        return k.finish();
+    };
+    const ir::Kernel plain = build(0), bounded = build(6);
+    EXPECT_EQ(plain.min_blocks_per_unit, 0);
+    EXPECT_EQ(bounded.min_blocks_per_unit, 6);
+    EXPECT_NE(ir::print(bounded).find("block 128 min_blocks_per_unit 6 {"), std::string::npos);
+    EXPECT_EQ(ir::print(plain).find("min_blocks_per_unit"), std::string::npos);
+    EXPECT_NE(ir::structural_hash(plain), ir::structural_hash(bounded));
+    EXPECT_NE(ir::structural_hash(bounded), ir::structural_hash(build(5)));
+    const std::string cuda = generate_source(Backend::cuda, std::vector{bounded});
+    EXPECT_NE(cuda.find("__launch_bounds__(128, 6) occupancy_"), std::string::npos) << cuda;
+    EXPECT_NE(generate_source(Backend::cuda, std::vector{plain}).find("__launch_bounds__(128) "),
+              std::string::npos);
+    // Elsewhere the hint changes nothing but the kernel's hashed name.
+    expect_same_source_off_cuda(bounded, plain);
     std::string why;
     if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
     std::string log;
@@ -258,12 +292,7 @@ TEST(CudaCodegen, KeptBuffersLoadEvictLastOnCudaOnly) {
     EXPECT_EQ(count_of(kernel, "p_y[") - count_of(kernel, "kiln_keep(&p_y"), 1u) << kernel;
     EXPECT_EQ(generate_source(Backend::cuda, std::vector{plain}).find("kiln_keep(&"),
               std::string::npos);
-    auto unnamed = [](const std::string& source) {
-        return std::regex_replace(source, std::regex("keep_hint_[0-9a-f]+"), "keep_hint");
-    };
-    for (Backend b : {Backend::cpu, Backend::opencl})
-        EXPECT_EQ(unnamed(generate_source(b, std::vector{kept})),
-                  unnamed(generate_source(b, std::vector{plain})));
+    expect_same_source_off_cuda(kept, plain);
     std::string why;
     if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
     std::string log;

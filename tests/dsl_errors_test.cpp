@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "kiln/dsl.hpp"
 #include "support/errors.hpp"
 
@@ -151,6 +153,11 @@ TEST(DslErrors, VectorLoadedValuesVaryWithTheirIndex) {
 TEST(DslErrors, BuilderMisuse) {
     EXPECT_THAT(error_of([] { KernelBuilder k("x", 2048); }), HasSubstr("block size 2048"));
     EXPECT_THAT(error_of([] { KernelBuilder k("bad name"); }), HasSubstr("letters, digits"));
+    for (int blocks : {0, -1, 33})
+        EXPECT_THAT(error_of([&] { KernelBuilder("occupancy", 64).min_blocks_per_unit(blocks); }),
+                    HasSubstr(fmt::format("minimum blocks per compute unit {} is out of range; "
+                                          "expected 1 to 32",
+                                          blocks)));
     KernelBuilder k("dup");
     k.input("a", DType::f32);
     EXPECT_THAT(error_of([&] { k.output("a", DType::f32); }),

@@ -234,6 +234,12 @@ TEST(Verify, RejectsMalformedIrBuiltByHand) {
     EXPECT_THAT(vector_store_error(ir::Access::write, {f32c(1), i32c(2)}),
                 HasSubstr("vector store of i32 into f32 memory"));
     EXPECT_EQ(vector_store_error(ir::Access::write, {f32c(1), f32c(2)}), "no error");
+    // A minimum of blocks per compute unit outside [0, 32].
+    for (int blocks : {-1, 33}) {
+        k.min_blocks_per_unit = blocks;
+        EXPECT_THAT(vector_store_error(ir::Access::write, {f32c(1), f32c(2)}),
+                    HasSubstr("minimum blocks per compute unit"));
+    }
 }
 
 }  // namespace

@@ -142,6 +142,12 @@ class KernelBuilder {
     // tell a kept load's address from the kernel's stores, so it neither moves kept loads past a
     // barrier nor a store: load kept buffers before the kernel stores, not between its stores.
     void keep_cached(const Memory& buffer);
+    // Asks for at least `blocks` blocks of this kernel to fit on one compute unit at once
+    // (1 to 32). CUDA's assembler then bounds each thread's registers to fit them and, within
+    // that bound, issues more loads before it waits for any; without it, it may use fewer
+    // registers and wait for each load nearer its issue. Other backends: no effect. A hint
+    // only: never changes a result.
+    void min_blocks_per_unit(int blocks);
 
     // Positions. thread_index in [0, block_size), block_index in [0, grid_size), all i32.
     Expr thread_index();

@@ -242,9 +242,17 @@ struct Requirement {
     std::string what;
 };
 
+// The most blocks a kernel may ask to have on one compute unit at once (a Hopper SM's limit).
+inline constexpr int kMaxMinBlocksPerUnit = 32;
+
 struct Kernel {
     std::string name;
     int block_size = 1;
+    // At least this many blocks are meant to run at once on one compute unit (0: no promise).
+    // A compiler hint (CUDA's __launch_bounds__ minimum): it bounds each thread's registers
+    // and, within that bound, lets the compiler keep more loads in flight. Never changes a
+    // result.
+    int min_blocks_per_unit = 0;
     std::vector<Param> params;
     std::vector<LocalInfo> locals;
     std::vector<ArrayInfo> tiles;   // shared tiles, MemRef{shared, i}

@@ -674,7 +674,10 @@ struct KernelEmitter {
         const std::string joined = fmt::format("{}", fmt::join(params, ", "));
         if (d.name == "cuda")
             return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({})",
-                               k.block_size, entry, joined);
+                               k.min_blocks_per_unit > 0
+                                   ? fmt::format("{}, {}", k.block_size, k.min_blocks_per_unit)
+                                   : fmt::format("{}", k.block_size),
+                               entry, joined);
         return fmt::format("__kernel __attribute__((reqd_work_group_size({}, 1, 1))) void {}({})",
                            k.block_size, entry, joined);
     }

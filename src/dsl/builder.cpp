@@ -115,6 +115,13 @@ void KernelBuilder::keep_cached(const Memory& buffer) {
     set_cache_hint(buffer, ir::CacheHint::keep);
 }
 
+void KernelBuilder::min_blocks_per_unit(int blocks) {
+    if (blocks < 1 || blocks > ir::kMaxMinBlocksPerUnit)
+        fail("kernel {}: minimum blocks per compute unit {} is out of range; expected 1 to {}",
+             kernel_.name, blocks, ir::kMaxMinBlocksPerUnit);
+    kernel_.min_blocks_per_unit = blocks;
+}
+
 void KernelBuilder::set_cache_hint(const Memory& buffer, ir::CacheHint hint) {
     const ir::MemRef m = buffer.ref();
     const char* what = hint == ir::CacheHint::keep ? "kept cached" : "streaming";

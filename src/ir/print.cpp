@@ -141,7 +141,12 @@ std::string print(const ExprRef& e, const Kernel& kernel) {
 
 std::string print(const Kernel& kernel) {
     Printer p{kernel, {}};
-    p.line(0, fmt::format("kernel {} block {} {{", kernel.name, kernel.block_size));
+    // The minimum blocks per unit is printed only when set, so kernels without it keep the
+    // text (and so the hash) they had before it existed.
+    p.line(0, kernel.min_blocks_per_unit > 0
+                  ? fmt::format("kernel {} block {} min_blocks_per_unit {} {{", kernel.name,
+                                kernel.block_size, kernel.min_blocks_per_unit)
+                  : fmt::format("kernel {} block {} {{", kernel.name, kernel.block_size));
     for (const auto& param : kernel.params) {
         if (param.is_buffer)
             p.line(

@@ -234,6 +234,9 @@ void verify(const Kernel& kernel) {
     if (kernel.block_size < 1 || kernel.block_size > 1024)
         fail("kernel {}: block size {} is out of range; expected 1 to 1024", kernel.name,
              kernel.block_size);
+    if (kernel.min_blocks_per_unit < 0 || kernel.min_blocks_per_unit > ir::kMaxMinBlocksPerUnit)
+        fail("kernel {}: minimum blocks per compute unit {} is out of range; expected 0 to {}",
+             kernel.name, kernel.min_blocks_per_unit, ir::kMaxMinBlocksPerUnit);
     std::set<std::string> names;
     for (const auto& p : kernel.params)
         if (!names.insert(p.name).second)
