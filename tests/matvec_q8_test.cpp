@@ -255,6 +255,11 @@ TEST(MatvecQ8, BadArgumentsAreErrors) {
             ops::matvec_q8_kernel({128, 32, 1, ops::MatvecForm::staged, 1, 2, 4096});
         },
         "staged schedule with 2 blocks per compute unit and max_k 4096");
+    expect_error(
+        [&] {
+            ops::matvec_q8_kernel({128, 32, 1, ops::MatvecForm::staged, 1, 0, 0, false, 33});
+        },
+        "schedule min_blocks 33; expected 0 to 32");
     EXPECT_THROW(oracle::matvec_q8(Bytes(68), Bytes(68), 1, 96), Error);
 }
 

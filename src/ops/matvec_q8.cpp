@@ -9,6 +9,7 @@
 #include <bit>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "kiln/compile.hpp"
@@ -25,14 +26,14 @@ constexpr std::array<MatvecVariant, 19> kVariants{{
     {"b128_v2", {128, 32, 2, pair_per_lane}},
     {"b256_v8", {256, 32, 8, pair_per_lane}},
     {"b128_t8_v2", {128, 8, 2, pair_per_lane}},
-    {"s128_v1", {128, 32, 1, staged}},
-    {"s128_v2", {128, 32, 2, staged}},
-    {"s128_v1_s", {128, 32, 1, staged, 1, 0, 0, true}},
-    {"s128_v2_s", {128, 32, 2, staged, 1, 0, 0, true}},
-    {"s256_v1", {256, 32, 1, staged}},
+    {"s128_v1", {128, 32, 1, staged, 1, 0, 0, false, 6}},
+    {"s128_v2", {128, 32, 2, staged, 1, 0, 0, false, 6}},
+    {"s128_v1_s", {128, 32, 1, staged, 1, 0, 0, true, 6}},
+    {"s128_v2_s", {128, 32, 2, staged, 1, 0, 0, true, 6}},
+    {"s256_v1", {256, 32, 1, staged, 1, 0, 0, false, 3}},
     {"s64_v1", {64, 32, 1, staged}},
     {"s64_v2", {64, 32, 2, staged}},
-    {"s256_v2", {256, 32, 2, staged}},
+    {"s256_v2", {256, 32, 2, staged, 1, 0, 0, false, 3}},
     {"w64_v1_r1", {64, 32, 1, warp_words, 1}},
     {"w128_v1_r1", {128, 32, 1, warp_words, 1}},
     {"w128_v1_r4", {128, 32, 1, warp_words, 4}},
@@ -107,6 +108,9 @@ void check_schedule(const MatvecSchedule& s) {
             "{}",
             form_name(s.form), s.blocks_per_unit, s.max_k,
             s.form == streamed ? "1 to 8 blocks and a positive multiple of 64" : "0 and 0");
+    if (s.min_blocks < 0 || s.min_blocks > ir::kMaxMinBlocksPerUnit)
+        fail("matvec_q8_dp4a: schedule min_blocks {}; expected 0 to {}", s.min_blocks,
+             ir::kMaxMinBlocksPerUnit);
     const int64_t bytes = shared_bytes(s);
     if (bytes > kMaxSharedBytes)
         fail(
@@ -192,8 +196,11 @@ struct WordCopy {
 // Copies `words` (a multiple of 4) consecutive words for each run: thread t takes the groups of
 // 4 words t, t+threads, ... with one vector load each, 16 bytes wide where `from` is 16-byte
 // aligned (in W when k % 256 == 0: a row is then 17*k/64 words, a multiple of 4). Every load of
-// every run is issued before the first store waits for one, so they are all in flight at once;
-// each run's loads address one base with constant offsets.
+// every run is issued before the first store waits for one, so they are all in flight at once.
+// That includes a run's last, partial step, where only some threads have a group: the others
+// load the run's last group again (in bounds, and a line the warp fetches anyway) and do not
+// store it. Were that load guarded, the compiler would put it in one branch with its store, which
+// waits for it there, after the other stores have waited for theirs.
 void copy_words(KernelBuilder& k, const std::vector<WordCopy>& runs, int words) {
     const int groups = words / 4;
     struct Group {
@@ -201,33 +208,38 @@ void copy_words(KernelBuilder& k, const std::vector<WordCopy>& runs, int words) 
         Expr tile_at;
         int offset;  // words from the thread's first group
         std::vector<Var> v;
+        std::optional<Expr> has;  // set where only some threads have the group
     };
     std::vector<Group> loaded;
-    std::vector<std::function<void()>> partial;  // groups only some threads have
     for (const WordCopy& run : runs) {
         Var src_at = k.let(run.from + cast(DType::i64, run.t * 4), "src_at");
         Var tile_at = k.let(run.to + run.t * 4, "tile_at");
         for (int c = 0; c * run.threads < groups; ++c) {
             const int offset = c * run.threads * 4;
-            auto load = [&k, &run, src_at, offset] {
-                return k.load_vector(run.src, src_at + offset, 4, "word");
-            };
-            auto store = [&run, tile_at, offset](const std::vector<Var>& v) {
-                for (int j = 0; j < 4; ++j)
-                    run.tile[tile_at + (offset + j)] = v[static_cast<size_t>(j)];
-            };
             if ((c + 1) * run.threads <= groups) {
-                loaded.push_back({&run, tile_at, offset, load()});
+                loaded.push_back({&run,
+                                  tile_at,
+                                  offset,
+                                  k.load_vector(run.src, src_at + offset, 4, "word"),
+                                  {}});
             } else {
-                const Expr has = run.t + c * run.threads < groups;
-                partial.push_back([&k, has, load, store] { k.if_(has, [&] { store(load()); }); });
+                Expr group = min(run.t + c * run.threads, Expr(groups - 1));
+                Var at = k.let(run.from + cast(DType::i64, group * 4), "src_at");
+                loaded.push_back({&run, tile_at, offset, k.load_vector(run.src, at, 4, "word"),
+                                  run.t + c * run.threads < groups});
             }
         }
     }
-    for (const auto& p : partial) p();
-    for (const Group& g : loaded)
-        for (int j = 0; j < 4; ++j)
-            g.run->tile[g.tile_at + (g.offset + j)] = g.v[static_cast<size_t>(j)];
+    for (const Group& g : loaded) {
+        auto store = [&] {
+            for (int j = 0; j < 4; ++j)
+                g.run->tile[g.tile_at + (g.offset + j)] = g.v[static_cast<size_t>(j)];
+        };
+        if (g.has)
+            k.if_(*g.has, store);
+        else
+            store();
+    }
 }
 
 // What the staged and warp_words forms share: the parameters, and a warp per row (slot `slot`
@@ -298,6 +310,7 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
     const int round = kMatvecQ8Lanes * s.unroll;  // pairs per round
     const int words = round * kQ8PairWords;       // words per row per round
     KernelBuilder k(fmt::format("matvec_q8_s{}_v{}", s.block, s.unroll), s.block);
+    if (s.min_blocks > 0) k.min_blocks_per_unit(s.min_blocks);
     const WarpRow r = warp_row(k, rows_per_block, s);
     auto w_tile = k.shared(DType::u32, int64_t{rows_per_block} * words, "w_tile");
     auto x_tile = k.shared(DType::u32, words, "x_tile");
@@ -309,9 +322,9 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
         // t+32, ...; words past the row's end are clamped copies no lane reads.
         auto whole_round = [&] {
             copy_words(k,
-                       {{r.w, cast(DType::i64, r.w_row + offset), w_tile, tile_row, kMatvecQ8Lanes,
-                         r.lane},
-                        {r.x, cast(DType::i64, offset), x_tile, 0, s.block, k.thread_index()}},
+                       {{r.x, cast(DType::i64, offset), x_tile, 0, s.block, k.thread_index()},
+                        {r.w, cast(DType::i64, r.w_row + offset), w_tile, tile_row, kMatvecQ8Lanes,
+                         r.lane}},
                        words);
         };
         auto ragged_round = [&] {

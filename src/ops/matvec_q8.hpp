@@ -64,6 +64,12 @@ struct MatvecSchedule {
     // W is a streaming buffer (KernelBuilder::streaming): read once, its lines the first the
     // cache gives up.
     bool streaming = false;
+    // Blocks asked to fit on one compute unit at once (KernelBuilder::min_blocks_per_unit; 0:
+    // no ask). The staged form of 128 or 256 threads asks for 768 threads' worth: CUDA's
+    // assembler then keeps a round's loads of W and x all in flight before the first store to
+    // the tiles waits for one, in registers that still fit the whole grid of a 4096-row W at
+    // once; unasked, it waited for each load near its issue.
+    int min_blocks = 0;
 };
 
 struct MatvecVariant {
