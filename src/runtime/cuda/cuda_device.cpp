@@ -65,35 +65,47 @@ struct Context {
     void make_current() const { check(driver().cuCtxSetCurrent(context), "cuCtxSetCurrent"); }
 
     // While CudaDevice::record captures the stream, everything the stream is given becomes part
-    // of the recording. Fails unless `what` may use the stream now: anything when nothing is
-    // being recorded; while recording, only what a recording can hold (`recordable`: launches,
-    // fills, copies, replays) and only from the recording thread.
-    void check_stream_use(std::string_view what, bool recordable) const {
-        if (!recording_.load(std::memory_order_acquire)) return;
-        if (std::this_thread::get_id() != recorder_)
+    // of the recording. Each call that gives the stream work holds what this returns while it
+    // does, so a recording cannot begin or end in the middle of it. Fails unless `what` may use
+    // the stream now: anything when nothing is being recorded; while recording, only what a
+    // recording can hold (`recordable`: launches, fills, copies, replays), and only from the
+    // recording thread (which holds no lock: the recording is its own).
+    [[nodiscard]] std::unique_lock<std::mutex> use_stream(std::string_view what,
+                                                          bool recordable) const {
+        if (recording_.load(std::memory_order_acquire) && std::this_thread::get_id() == recorder_) {
+            if (!recordable)
+                fail(
+                    "{} on {} while recording: a recording holds only launches, fills and copies "
+                    "of memory allocated before it",
+                    what, name);
+            return {};
+        }
+        std::unique_lock lock(recording_mutex_);
+        if (recording_.load(std::memory_order_relaxed))
             fail(
                 "{} on {}: another thread is recording work on this device; expected its "
                 "record() to return first",
                 what, name);
-        if (!recordable)
-            fail(
-                "{} on {} while recording: a recording holds only launches, fills and copies of "
-                "memory allocated before it",
-                what, name);
+        return lock;
     }
-    // Marks the stream as being recorded by this thread; fails if it already is.
+    // Starts capturing the stream for this thread (see CudaDevice::record).
     void begin_recording() {
-        std::lock_guard lock(recording_mutex_);
-        check_stream_use("record", false);
-        recorder_ = std::this_thread::get_id();
+        const std::unique_lock lock = use_stream("record", false);
+        recorder_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+        check(driver().cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+              fmt::format("cuStreamBeginCapture on {}", name));
         recording_.store(true, std::memory_order_release);
     }
-    // Ends the mark, frees what was released meanwhile and returns how many of those the
-    // recording thread itself released (memory the recorded work may use).
-    size_t end_recording() {
+    // Ends the capture into *graph (null where it failed) and returns the driver's result and
+    // how many buffers the recording thread freed meanwhile (memory the recorded work may
+    // use); frees those and any other thread's. Never throws.
+    std::pair<CUresult, size_t> end_recording(CUgraph* graph) {
+        const DriverApi& api = driver();
         std::vector<std::pair<CUdeviceptr, bool>> released;
+        CUresult r = api.cuCtxSetCurrent(context);  // the work may have made another current
         {
             std::lock_guard lock(recording_mutex_);
+            if (r == CUDA_SUCCESS) r = api.cuStreamEndCapture(stream, graph);
             recording_.store(false, std::memory_order_release);
             released.swap(released_while_recording_);
         }
@@ -102,12 +114,12 @@ struct Context {
             release(p);
             by_recorder += recorder ? 1 : 0;
         }
-        return by_recorder;
+        return {r, by_recorder};
     }
 
     // Waits for the stream; an asynchronous fault of earlier work surfaces here.
     void sync(std::string_view after) const {
-        check_stream_use(after, false);
+        (void)use_stream(after, false);  // checked only: other threads may enqueue meanwhile
         check(driver().cuStreamSynchronize(stream),
               fmt::format("{} on {} (cuStreamSynchronize; the fault may come from an earlier "
                           "launch)",
@@ -117,7 +129,6 @@ struct Context {
     // `bytes` of device memory, usable by work queued on the stream from now on, aligned as
     // the CUDA dialect promises its kernels (their wide accesses rely on it).
     CUdeviceptr allocate(size_t bytes) const {
-        check_stream_use("allocate", false);
         const CUdeviceptr p = allocate_from_driver(bytes);
         const auto alignment = static_cast<CUdeviceptr>(codegen::cuda_dialect().buffer_alignment);
         if (p % alignment != 0) {
@@ -133,14 +144,19 @@ struct Context {
         const DriverApi& api = driver();
         CUdeviceptr p = 0;
         if (pool == nullptr) {
+            (void)use_stream("allocate", false);  // checked only: cuMemAlloc is not stream work
             check(api.cuMemAlloc(&p, bytes),
                   fmt::format("cuMemAlloc({} bytes) on {}", bytes, name));
             return p;
         }
-        CUresult r = api.cuMemAllocFromPoolAsync(&p, bytes, pool, stream);
+        auto allocate_on_stream = [&] {
+            const std::unique_lock stream_use = use_stream("allocate", false);
+            return api.cuMemAllocFromPoolAsync(&p, bytes, pool, stream);
+        };
+        CUresult r = allocate_on_stream();
         if (r == CUDA_ERROR_OUT_OF_MEMORY) {  // give idle blocks back, then try once more
             trim("allocating memory");
-            r = api.cuMemAllocFromPoolAsync(&p, bytes, pool, stream);
+            r = allocate_on_stream();
         }
         check(r, fmt::format("cuMemAllocFromPoolAsync({} bytes) on {}", bytes, name));
         return p;
@@ -154,12 +170,11 @@ struct Context {
     // the stream is being recorded the free waits for the recording's end (a free would become
     // part of it).
     void release(CUdeviceptr p) const {
-        if (recording_.load(std::memory_order_acquire)) {
-            std::lock_guard lock(recording_mutex_);
-            if (recording_.load(std::memory_order_relaxed)) {
-                released_while_recording_.emplace_back(p, std::this_thread::get_id() == recorder_);
-                return;
-            }
+        std::lock_guard lock(recording_mutex_);
+        if (recording_.load(std::memory_order_relaxed)) {
+            released_while_recording_.emplace_back(
+                p, std::this_thread::get_id() == recorder_.load(std::memory_order_relaxed));
+            return;
         }
         const DriverApi& api = driver();
         if (api.cuCtxSetCurrent(context) != CUDA_SUCCESS) return;
@@ -171,7 +186,7 @@ struct Context {
 
   private:
     std::atomic<bool> recording_{false};
-    std::thread::id recorder_;
+    std::atomic<std::thread::id> recorder_;
     mutable std::mutex recording_mutex_;
     mutable std::vector<std::pair<CUdeviceptr, bool>> released_while_recording_;
 
@@ -299,7 +314,7 @@ class CudaRecording final : public Recording {
 
     void replay() override {
         context_->make_current();
-        context_->check_stream_use("replay", true);
+        const std::unique_lock stream_use = context_->use_stream("replay", true);
         const CUresult r = driver().cuGraphLaunch(exec_, context_->stream);
         if (r != CUDA_SUCCESS)
             check(r, fmt::format("cuGraphLaunch (replay) on {}", context_->name));
@@ -414,31 +429,33 @@ std::shared_ptr<DeviceMemory> CudaDevice::allocate(size_t bytes) {
 
 void CudaDevice::write(DeviceMemory& dst, size_t offset, const void* src, size_t bytes) {
     const std::shared_ptr<Context> c = current();
-    c->check_stream_use("write", false);
+    std::unique_lock stream_use = c->use_stream("write", false);
     const CudaMemory& m = as_cuda(dst, *c, "write");
     check_range("write", offset, bytes, m.bytes());
     if (bytes == 0) return;
     if (src == nullptr) fail("write: source pointer is null for {} bytes", bytes);
     check(driver().cuMemcpyHtoDAsync(m.pointer() + offset, src, bytes, c->stream),
           fmt::format("cuMemcpyHtoDAsync({} bytes at offset {})", bytes, offset));
+    stream_use.unlock();
     c->sync("write");
 }
 
 void CudaDevice::read(const DeviceMemory& src, size_t offset, void* dst, size_t bytes) {
     const std::shared_ptr<Context> c = current();
-    c->check_stream_use("read", false);
+    std::unique_lock stream_use = c->use_stream("read", false);
     const CudaMemory& m = as_cuda(src, *c, "read");
     check_range("read", offset, bytes, m.bytes());
     if (bytes == 0) return;
     if (dst == nullptr) fail("read: destination pointer is null for {} bytes", bytes);
     check(driver().cuMemcpyDtoHAsync(dst, m.pointer() + offset, bytes, c->stream),
           fmt::format("cuMemcpyDtoHAsync({} bytes at offset {})", bytes, offset));
+    stream_use.unlock();
     c->sync("read");
 }
 
 void CudaDevice::fill(DeviceMemory& dst, const void* pattern, size_t pattern_bytes) {
     const std::shared_ptr<Context> c = current();
-    c->check_stream_use("fill", true);
+    const std::unique_lock stream_use = c->use_stream("fill", true);
     const CudaMemory& m = as_cuda(dst, *c, "fill");
     if (pattern_bytes != 1 && pattern_bytes != 2 && pattern_bytes != 4 && pattern_bytes != 8) {
         fail("fill: pattern must be 1, 2, 4 or 8 bytes, got {}", pattern_bytes);
@@ -482,7 +499,7 @@ void CudaDevice::fill(DeviceMemory& dst, const void* pattern, size_t pattern_byt
 
 void CudaDevice::copy(DeviceMemory& dst, const DeviceMemory& src, size_t bytes) {
     const std::shared_ptr<Context> c = current();
-    c->check_stream_use("copy", true);
+    const std::unique_lock stream_use = c->use_stream("copy", true);
     const CudaMemory& d = as_cuda(dst, *c, "copy (destination)");
     const CudaMemory& s = as_cuda(src, *c, "copy (source)");
     check_range("copy (destination)", 0, bytes, d.bytes());
@@ -519,7 +536,7 @@ void CudaDevice::launch(Module& module, const std::string& entry, int64_t grid, 
         fail("launch of '{}': block of {} threads is outside [1, 1024]", entry, block);
     }
     const std::shared_ptr<Context> c = current();
-    c->check_stream_use("launch", true);
+    const std::unique_lock stream_use = c->use_stream("launch", true);
     auto* m = dynamic_cast<CudaModule*>(&module);
     if (m == nullptr) fail("launch of '{}': the module was not loaded by a CUDA device", entry);
     if (m->context() != c.get()) {
@@ -570,7 +587,8 @@ void CudaDevice::release_cached_memory() {
 
 double CudaDevice::time_ms(const std::function<void()>& work) {
     const std::shared_ptr<Context> c = current();
-    c->check_stream_use("time_ms", false);
+    // Checked only: the timed work enqueues through the same checks.
+    (void)c->use_stream("time_ms", false);
     Event start, end;
     const DriverApi& api = driver();
     check(api.cuEventRecord(start.get(), c->stream), "cuEventRecord (start)");
@@ -589,28 +607,17 @@ std::unique_ptr<Recording> CudaDevice::record(std::function<void()> work) {
     if (!work)
         fail("record on {}: no work given; expected a function that enqueues work", info_.id);
     const std::shared_ptr<Context> c = current();
-    const DriverApi& api = driver();
-    c->begin_recording();
-    // Thread-local mode: a call on this thread that could wait on the captured stream is an
+    // Thread-local capture: a call on this thread that could wait on the captured stream is an
     // error instead of a silent wait.
-    if (const CUresult r = api.cuStreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
-        r != CUDA_SUCCESS) {
-        c->end_recording();
-        check(r, fmt::format("cuStreamBeginCapture on {}", c->name));
-    }
+    c->begin_recording();
     GraphOwner captured;
-    auto end_capture = [&] {
-        c->make_current();  // `work` may have switched this thread to another context
-        const CUresult r = api.cuStreamEndCapture(c->stream, &captured.graph);
-        return std::pair{r, c->end_recording()};
-    };
     try {
         work();
     } catch (...) {
-        end_capture();  // the stream must leave capture mode whatever the work did
+        c->end_recording(&captured.graph);  // the stream leaves capture whatever the work did
         throw;
     }
-    const auto [ended, freed] = end_capture();
+    const auto [ended, freed] = c->end_recording(&captured.graph);
     if (freed > 0)
         fail(
             "record on {}: the work freed {} buffer(s) while recording, which its replays could "
@@ -620,7 +627,7 @@ std::unique_ptr<Recording> CudaDevice::record(std::function<void()> work) {
                              "graph cannot hold)",
                              c->name));
     CUgraphExec exec = nullptr;
-    check(api.cuGraphInstantiate(&exec, captured.graph, 0),
+    check(driver().cuGraphInstantiate(&exec, captured.graph, 0),
           fmt::format("cuGraphInstantiate on {}", c->name));
     return std::make_unique<CudaRecording>(c, exec);
 }
