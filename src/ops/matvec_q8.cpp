@@ -318,7 +318,8 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
     Var partial = k.let(Expr(0.0f), "partial");
     auto stage = [&](const Expr& offset) {
         // A round inside the row (all but a ragged last one) is copied in 16-byte loads
-        // (copy_words). A ragged last round is copied a word at a time, lane t taking words t,
+        // (copy_words), x's first: its lines are in the L2, so its stores wait least. A ragged
+        // last round is copied a word at a time, lane t taking words t,
         // t+32, ...; words past the row's end are clamped copies no lane reads.
         auto whole_round = [&] {
             copy_words(k,
