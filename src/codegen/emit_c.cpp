@@ -6,6 +6,7 @@
 #include "codegen/emit_c.hpp"
 
 #include <cmath>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -466,6 +467,26 @@ struct KernelEmitter {
                divisibility.of(index) % static_cast<int64_t>(width) == 0;
     }
 
+    // CUDA's vector access at kiln_at: `wide` alone where the index is known to be aligned,
+    // else `wide` behind a run-time test of kiln_at's alignment and `elements` otherwise.
+    void aligned_or_elements(const MemRef& m, const ExprRef& index, size_t width,
+                             const std::function<void()>& wide,
+                             const std::function<void()>& elements) {
+        if (known_aligned(m, index, width)) {
+            wide();
+            return;
+        }
+        line(fmt::format("if ((((unsigned long long)kiln_at) & {}ull) == 0ull) {{", width * 4 - 1));
+        ++depth;
+        wide();
+        --depth;
+        line("} else {");
+        ++depth;
+        elements();
+        --depth;
+        line("}");
+    }
+
     // A vector store: elements index, index+1, ... of the memory take the values, each evaluated
     // once (on CUDA, in order, into kiln_v).
     void store_vector(const stmt::StoreVector& n) {
@@ -499,20 +520,12 @@ struct KernelEmitter {
                                             fmt::format("({}*)kiln_at", vec), "kiln_v") +
                                     ";"
                               : fmt::format("*({}*)kiln_at = kiln_v;", vec);
-                if (known_aligned(n.mem, n.index, width)) {
-                    line(wide);
-                    break;
-                }
-                line(fmt::format("if ((((unsigned long long)kiln_at) & {}ull) == 0ull) {{",
-                                 width * 4 - 1));
-                ++depth;
-                line(wide);
-                --depth;
-                line("} else {");
-                ++depth;
-                element_stores([&](size_t i) { return fmt::format("kiln_v.{}", kCudaParts[i]); });
-                --depth;
-                line("}");
+                aligned_or_elements(
+                    n.mem, n.index, width, [&] { line(wide); },
+                    [&] {
+                        element_stores(
+                            [&](size_t i) { return fmt::format("kiln_v.{}", kCudaParts[i]); });
+                    });
                 break;
             }
             case VectorLoad::vload:
@@ -550,20 +563,7 @@ struct KernelEmitter {
                     for (size_t i = 0; i < width; ++i)
                         line(fmt::format("{} = kiln_v.{};", local(n.locals[i]), kCudaParts[i]));
                 };
-                if (known_aligned(n.mem, n.index, width)) {
-                    wide();
-                    break;
-                }
-                line(fmt::format("if ((((unsigned long long)kiln_at) & {}ull) == 0ull) {{",
-                                 width * 4 - 1));
-                ++depth;
-                wide();
-                --depth;
-                line("} else {");
-                ++depth;
-                from("kiln_at");
-                --depth;
-                line("}");
+                aligned_or_elements(n.mem, n.index, width, wide, [&] { from("kiln_at"); });
                 break;
             }
             case VectorLoad::vload:
