@@ -651,28 +651,27 @@ Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& 
 Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
                               int64_t k) {
     check_matvec_q8_args(device, w_q8, x_q8, rows, k);
-    // The variants whose schedule serves k, as a bit set: the table is built once per set.
-    std::vector<size_t> served;
-    served.reserve(std::size(kVariants));
-    uint64_t served_bits = 0;
+    // The variants whose schedule serves k, as a bit set over kVariants: the table is built once
+    // per set, and a hit allocates nothing for it.
     static_assert(std::size(kVariants) <= 64);
+    uint64_t served = 0;
     for (size_t i = 0; i < std::size(kVariants); ++i)
-        if (matvec_q8_serves(kVariants[i].schedule, k)) {
-            served.push_back(i);
-            served_bits |= uint64_t{1} << i;
-        }
+        if (matvec_q8_serves(kVariants[i].schedule, k)) served |= uint64_t{1} << i;
     const VariantTable& table = memo_variant_table(
-        fmt::format("matvec_q8/{:x}", served_bits), device.info().backend, "matvec_q8_dp4a", [&] {
+        fmt::format("matvec_q8/{:x}", served), device.info().backend, "matvec_q8_dp4a", [&] {
             std::vector<NamedKernel> kernels;
-            for (size_t i : served)
-                kernels.push_back({kVariants[i].name, schedule_key(kVariants[i].schedule),
-                                   builder(kVariants[i].schedule)});
+            for (uint64_t rest = served; rest != 0; rest &= rest - 1) {
+                const MatvecVariant& v = kVariants[std::countr_zero(rest)];
+                kernels.push_back({v.name, schedule_key(v.schedule), builder(v.schedule)});
+            }
             return kernels;
         });
     Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
     tuned.variants(table,
                    [&device, &w_q8, &x_q8, rows, k, served](size_t i) -> Tuned<Buffer>::Closure {
-                       const MatvecSchedule& s = kVariants[served[i]].schedule;
+                       uint64_t rest = served;  // the table's variant i: the i-th set bit
+                       for (; i > 0; --i) rest &= rest - 1;
+                       const MatvecSchedule& s = kVariants[std::countr_zero(rest)].schedule;
                        return [&device, &w_q8, &x_q8, rows, k, &s](int iters) {
                            return matvec_q8_bench(device, w_q8, x_q8, rows, k, s, iters);
                        };
