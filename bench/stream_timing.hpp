@@ -1,6 +1,5 @@
 // stream_ms (and graph_ms, the same stream replayed from a recording): the device time per
-// launch in a steady stream of launches that each read cold
-// inputs. The inputs are rotated among `sets` copies whose total is far beyond the cache, so a
+// launch in a steady stream of launches that each read cold inputs. The inputs are rotated among `sets` copies whose total is far beyond the cache, so a
 // set is always evicted before its next turn; the launches are queued back to back behind a
 // blocker (untimed device work long enough for the host to queue them all), so the gaps between
 // them are the device's own, not the host's. The blocker only computes, as torch.cuda._sleep

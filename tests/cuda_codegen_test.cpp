@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <regex>
 
 #include "ir/hash.hpp"
@@ -46,6 +47,16 @@ std::vector<ir::Kernel> every_test_kernel() {
     ks.push_back(ops::comptime_poly(7, 64, 3));
     ks.push_back(ops::packed_bytes(64));
     return ks;
+}
+
+// Each source compiles with NVRTC for sm_90 (the test is skipped where NVRTC is missing).
+void expect_nvrtc_compiles(std::initializer_list<std::string> sources) {
+    std::string why;
+    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+    for (const std::string& source : sources) {
+        std::string log;
+        EXPECT_NO_THROW(cuda::nvrtc_compile(source, "sm_90", &log)) << log;
+    }
 }
 
 // CPU and OpenCL source of two kernels that differ only in a CUDA-only hint are the same but for
@@ -174,10 +185,7 @@ TEST(CudaCodegen, StreamingBuffersLoadAndStoreEvictFirstOnCudaOnly) {
     // Elsewhere the hint changes nothing but the kernel's hashed name.
     expect_same_source_off_cuda(streamed, plain);
     EXPECT_EQ(generate_source(Backend::cuda, std::vector{plain}).find("__ldcs"), std::string::npos);
-    std::string why;
-    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
-    std::string log;
-    EXPECT_NO_THROW(cuda::nvrtc_compile(cuda, "sm_90", &log)) << log;
+    expect_nvrtc_compiles({cuda});
 }
 
 TEST(CudaCodegen, MinimumBlocksPerUnitBoundTheLaunchOnCudaOnly) {
@@ -203,10 +211,7 @@ TEST(CudaCodegen, MinimumBlocksPerUnitBoundTheLaunchOnCudaOnly) {
               std::string::npos);
     // Elsewhere the hint changes nothing but the kernel's hashed name.
     expect_same_source_off_cuda(bounded, plain);
-    std::string why;
-    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
-    std::string log;
-    EXPECT_NO_THROW(cuda::nvrtc_compile(cuda, "sm_90", &log)) << log;
+    expect_nvrtc_compiles({cuda});
 }
 
 TEST(CudaCodegen, VectorAccessesTestAlignmentOnlyWhereItIsNotKnown) {
@@ -243,12 +248,7 @@ TEST(CudaCodegen, VectorAccessesTestAlignmentOnlyWhereItIsNotKnown) {
     EXPECT_EQ(count_of(kernel_of(tested), "kiln_at[3] = kiln_v.w;"), 1u) << tested;
     EXPECT_EQ(count_of(kernel_of(streamed), "__stcs((float4*)kiln_at, kiln_v);"), 1u) << streamed;
     EXPECT_EQ(count_of(kernel_of(streamed), "__stcs(&kiln_at["), 4u) << streamed;
-    std::string why;
-    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
-    for (const std::string& source : {known, tested, streamed}) {
-        std::string log;
-        EXPECT_NO_THROW(cuda::nvrtc_compile(source, "sm_90", &log)) << log;
-    }
+    expect_nvrtc_compiles({known, tested, streamed});
 }
 
 TEST(CudaCodegen, OpenClWritesVectorStoresWithVstore) {
@@ -293,10 +293,7 @@ TEST(CudaCodegen, KeptBuffersLoadEvictLastOnCudaOnly) {
     EXPECT_EQ(generate_source(Backend::cuda, std::vector{plain}).find("kiln_keep(&"),
               std::string::npos);
     expect_same_source_off_cuda(kept, plain);
-    std::string why;
-    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
-    std::string log;
-    EXPECT_NO_THROW(cuda::nvrtc_compile(cuda, "sm_90", &log)) << log;
+    expect_nvrtc_compiles({cuda});
 }
 
 TEST(CudaCodegen, CacheHintsNeedABufferAndKeepNeedsAnInput) {
