@@ -34,13 +34,16 @@ struct Shape {
     int64_t rows, n;
 };
 
-// Ragged against every schedule: rows not a multiple of rows-per-thread x rows-per-block, n not
-// a multiple of the fold's 256 lanes (and one that is). Each n compiles every variant on every
-// device (PoCL takes ~0.4 s a kernel), so f16 and bf16 take fewer extents than f32.
+// Every dtype fills and overflows every block: 300 rows fill the largest thread-per-row block
+// (b256_r1: 256 rows) and leave a partial one, and n = 4099 gives each of the fold's 256 lanes
+// elements (every thread of a block-per-row variant works). Rows are ragged against every
+// schedule, n against the fold's lanes (and one n is a multiple). Each n compiles every variant
+// on every device (PoCL takes ~0.4 s a kernel), so f16 and bf16 take fewer extents than f32.
 std::vector<Shape> shapes_for(DType type) {
     if (type == DType::f32)
-        return {{129, 1}, {37, 7}, {3, 100}, {1, 100}, {129, 1000}, {1, 4099}, {5, 4099}, {3, 512}};
-    return {{37, 100}, {1, 100}, {5, 4099}, {2, 4099}};
+        return {{129, 1},    {37, 7},   {3, 100},  {300, 100},
+                {129, 1000}, {1, 4099}, {5, 4099}, {3, 512}};
+    return {{300, 100}, {1, 100}, {5, 4099}, {2, 4099}};
 }
 
 uint16_t to_storage16(DType t, float f) {
@@ -107,9 +110,11 @@ TEST_P(RmsNormVariants, EveryVariantMatchesTheOracleOnEveryDevice) {
         const auto x = values(type, static_cast<size_t>(rows * n), static_cast<uint32_t>(rows + n));
         const auto w = values(type, static_cast<size_t>(n), static_cast<uint32_t>(n), 2.0f);
         const HostBuffer want = oracle_out(type, n, eps, x, w);
-        for (const auto& s : ops::rms_norm_variants())
+        for (const auto& s : ops::rms_norm_variants()) {
+            SCOPED_TRACE(s.name);
             test::expect_everywhere(ops::rms_norm_kernel(type, n, s), ops::rms_norm_grid(rows, s),
                                     {x, w, test::poisoned(type, x.count())}, 2, want, {Arg(eps)});
+        }
     }
 }
 
