@@ -70,6 +70,11 @@ struct Shape {
 constexpr Shape kShapes[] = {{1, 64}, {3, 192}, {37, 4096 + 64}, {37, 640}, {9, 2048}, {300, 1088}};
 
 TEST(MatvecQ8, EveryVariantMatchesTheOracleBitwiseOnEveryDevice) {
+    // Every variant in one compile unit per device (one driver build, not one per variant).
+    std::vector<ir::Kernel> kernels;
+    for (const auto& v : ops::matvec_q8_variants())
+        kernels.push_back(ops::matvec_q8_kernel(v.schedule));
+    for (Device* d : devices()) compile_all(*d, kernels);
     uint64_t seed = 1;
     for (const Shape& s : kShapes) {
         const Bytes w = random_q8(s.rows * s.k / 32, seed++);
