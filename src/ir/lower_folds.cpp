@@ -13,6 +13,7 @@ namespace kiln::ir {
 ExprRef fold_identity(FoldOp op, DType type) {
     const double inf = std::numeric_limits<double>::infinity();
     if (op == FoldOp::sum) return int_const(type, 0);
+    if (op == FoldOp::prod) return int_const(type, 1);
     const bool lowest = op == FoldOp::max;
     if (is_float(type)) return float_const(type, lowest ? -inf : inf);
     switch (type) {
@@ -31,7 +32,10 @@ ExprRef fold_identity(FoldOp op, DType type) {
 }
 
 ExprRef fold_combine(FoldOp op, const ExprRef& a, const ExprRef& b) {
-    const BinOp bin = op == FoldOp::sum ? BinOp::add : op == FoldOp::max ? BinOp::max : BinOp::min;
+    const BinOp bin = op == FoldOp::sum    ? BinOp::add
+                      : op == FoldOp::prod ? BinOp::mul
+                      : op == FoldOp::max  ? BinOp::max
+                                           : BinOp::min;
     return make(a->type, expr::Binary{bin, a, b});
 }
 
