@@ -1,13 +1,18 @@
-// Linked into every test binary: when KILN_REQUIRE_BACKENDS names backends (a comma-separated list
-// of cpu, cuda, opencl), the binary fails before its first test unless each of them found a
-// device, so a run in which a backend silently went missing cannot pass. CI sets cpu,opencl; the
-// GPU machine cpu,cuda,opencl.
+// Linked into every test binary, set up before the first test:
+// - KILN_REQUIRE_BACKENDS (a comma-separated list of cpu, cuda, opencl) fails the binary unless
+//   each backend named found a device, so a run in which a backend silently went missing cannot
+//   pass. CI sets cpu,opencl; the GPU machine cpu,cuda,opencl.
+// - PoCL builds one generic work-group function per kernel (POCL_WORK_GROUP_SPECIALIZATION=0
+//   unless set): by default it compiles each kernel again for every new local size, global
+//   offset and grid class at its first launch, which tripled the time of the variant sweeps.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <string>
+
+#include <stdlib.h>
 
 #include "kiln/device.hpp"
 
@@ -45,5 +50,8 @@ class RequireBackends : public ::testing::Environment {
 
 [[maybe_unused]] const ::testing::Environment* const kRequireBackends =
     ::testing::AddGlobalTestEnvironment(new RequireBackends);
+
+// Before main, so before any OpenCL platform is loaded.
+[[maybe_unused]] const int kPoclGeneric = ::setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0);
 
 }  // namespace
