@@ -2,18 +2,19 @@
 // turned into a binary or a kiln::Error, and crash verdicts kept beside the kernel cache.
 #include "runtime/opencl/isolated_build.hpp"
 
-#include <signal.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stdlib.h>  // mkdtemp
+#include <string.h>  // sigabbrev_np, strerror
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <system_error>
+#include <vector>
 
 #include "cache/kernel_cache.hpp"
 #include "kiln/error.hpp"
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 
 // A build that takes longer than this is taken for a hang.
 constexpr std::chrono::minutes kBuildTimeout{10};
-// Lines of the compiler's output kept in an error and in a verdict.
+// Bytes of the end of the compiler's output kept in an error and in a verdict.
 constexpr size_t kOutputTailBytes = 2000;
 
 std::string tail(const std::string& text) {
