@@ -4,9 +4,9 @@
 //   kiln-opencl-probe PLATFORM DEVICE DRIVER_VERSION OPTIONS SOURCE_FILE BINARY_FILE
 // PLATFORM, DEVICE and DRIVER_VERSION are CL_PLATFORM_NAME, CL_DEVICE_NAME and CL_DRIVER_VERSION
 // of the device. Exit status: 0 built (BINARY_FILE holds CL_PROGRAM_BINARIES, empty when the
-// driver keeps none); 2 the build failed (its log on stderr); 3 anything else (a message on
-// stderr). Fetching the binary makes PoCL compile every kernel's work-group function, which is
-// where its kernel compiler runs.
+// driver keeps none); 2 CL_BUILD_PROGRAM_FAILURE (the build log on stderr); 3 anything else (a
+// message on stderr). Fetching the binary makes PoCL compile every kernel's work-group function,
+// which is where its kernel compiler runs.
 #include <CL/cl.h>
 
 #include <cstdio>
@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
             clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
         }
         std::fprintf(stderr, "%s\n", log.c_str());
-        return fail("clBuildProgram failed: " + std::to_string(rc), 2);
+        return fail("clBuildProgram failed: " + std::to_string(rc),
+                    rc == CL_BUILD_PROGRAM_FAILURE ? 2 : 3);
     }
     size_t size = 0;
     rc = clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr);

@@ -19,6 +19,7 @@
 #include "cache/kernel_cache.hpp"
 #include "kiln/error.hpp"
 #include "runtime/cpu/process.hpp"
+#include "runtime/opencl/cl_check.hpp"
 
 namespace kiln::runtime::opencl {
 namespace {
@@ -169,8 +170,9 @@ std::optional<std::vector<uint8_t>> build_isolated(const IsolatedTarget& target,
         fail("the OpenCL compiler of {} {} in a child process ({}); output:\n{}", target.device_id,
              what, cpu::command_line(argv), tail(r.output));
     }
-    if (r.exit_status == 2)
-        fail("OpenCL build for {} failed\nbuild log:\n{}", target.device_name, tail(r.output));
+    if (r.exit_status == 2)  // the same words as a build in this process
+        fail("OpenCL build of OpenCL C source for {} failed: {}\nbuild log:\n{}",
+             target.device_name, cl_error_text(CL_BUILD_PROGRAM_FAILURE), tail(r.output));
     fail("kiln-opencl-probe ({}) exited with status {}: {}", cpu::command_line(argv), r.exit_status,
          tail(r.output));
 }
