@@ -1,0 +1,478 @@
+// matmul in the DSL: one kernel source, monomorphized per dtypes, operand layouts and schedule.
+#include "ops/matmul.hpp"
+
+#include "ops/ceil_div.hpp"
+#include "ops/kernel_memo.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/compile.hpp"
+
+namespace kiln::ops {
+namespace {
+
+constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
+
+bool is_input_float(DType t) {
+    return t == DType::f32 || t == DType::f16 || t == DType::bf16;
+}
+
+Expr to_f32(const Expr& e) {
+    return e.type() == DType::f32 ? e : cast(DType::f32, e);
+}
+
+bool pow2(int v) {
+    return v >= 1 && std::has_single_bit(static_cast<unsigned>(v));
+}
+
+void check_schedule(const MatmulSchedule& s) {
+    if (!pow2(s.tm) || !pow2(s.tn) || s.tm > 8 || s.tn > 8)
+        fail("matmul schedule {}: thread tile {}x{}; expected powers of two from 1 to 8", s.name,
+             s.tm, s.tn);
+    if (!pow2(s.bm) || !pow2(s.bn) || s.bm % s.tm != 0 || s.bn % s.tn != 0)
+        fail(
+            "matmul schedule {}: block tile {}x{}; expected powers of two, multiples of the thread "
+            "tile {}x{}",
+            s.name, s.bm, s.bn, s.tm, s.tn);
+    if (s.threads() > 1024)
+        fail("matmul schedule {}: {} threads a block; expected at most 1024", s.name, s.threads());
+    if (s.staged && (!pow2(s.bk) || s.bk > 64))
+        fail("matmul schedule {}: bk {}; expected a power of two from 1 to 64", s.name, s.bk);
+}
+
+void check_types(const MatmulTypes& t) {
+    if (!is_input_float(t.input))
+        fail("matmul: inputs are {}; expected f32, f16 or bf16", name(t.input));
+    if (t.output != DType::f32 && t.output != t.input)
+        fail("matmul: output dtype {} for {} inputs; expected f32 or {}", name(t.output),
+             name(t.input), name(t.input));
+}
+
+const char* layout_name(const MatmulTypes& t) {
+    static const char* const names[] = {"nn", "nt", "tn", "tt"};
+    return names[(t.a_transposed ? 2 : 0) + (t.b_transposed ? 1 : 0)];
+}
+
+// The kernel's parameters, in launch order.
+struct Params {
+    Memory a, b, c;
+    Expr batch, m, n, k;
+    Expr a_offset, a_batch, lda, b_offset, b_batch, ldb, c_offset, c_batch, ldc;
+};
+
+Params declare_params(KernelBuilder& k, const MatmulTypes& t) {
+    Memory a = k.input("a", t.input);
+    Memory b = k.input("b", t.input);
+    Memory c = k.output("c", t.output);
+    auto i32 = [&](const char* n) { return k.scalar(n, DType::i32); };
+    Expr batch = i32("batch"), m = i32("m"), n = i32("n"), kk = i32("k");
+    Expr a_offset = i32("a_offset"), a_batch = i32("a_batch"), lda = i32("lda");
+    Expr b_offset = i32("b_offset"), b_batch = i32("b_batch"), ldb = i32("ldb");
+    Expr c_offset = i32("c_offset"), c_batch = i32("c_batch"), ldc = i32("ldc");
+    return {a,       b,   c,        batch,   m,   n,        kk,      a_offset,
+            a_batch, lda, b_offset, b_batch, ldb, c_offset, c_batch, ldc};
+}
+
+// Index of element (r, c) of a view whose batch starts at `base`.
+Expr element_at(const Expr& base, const Expr& r, const Expr& c, const Expr& ld, bool transposed) {
+    return transposed ? base + c * ld + r : base + r * ld + c;
+}
+
+// The launch contract: sizes >= 1, no negative offset or stride, every view's last element
+// inside its buffer (in i64), C's rows and batches apart so no two outputs share an element.
+void require_contract(KernelBuilder& k, const Params& p, const MatmulTypes& t) {
+    auto wide = [](const Expr& e) { return cast(DType::i64, e); };
+    k.require(p.batch >= 1 && p.m >= 1 && p.n >= 1 && p.k >= 1, "batch, m, n and k are >= 1");
+    k.require(p.a_offset >= 0 && p.a_batch >= 0 && p.lda >= 0 && p.b_offset >= 0 &&
+                  p.b_batch >= 0 && p.ldb >= 0 && p.c_offset >= 0 && p.c_batch >= 0 && p.ldc >= 0,
+              "offsets and strides are >= 0");
+    auto last = [&](const Expr& off, const Expr& bs, const Expr& ld, const Expr& rows,
+                    const Expr& cols, bool transposed) {
+        Expr r = wide(rows) - 1, c = wide(cols) - 1;
+        return wide(off) + (wide(p.batch) - 1) * wide(bs) +
+               (transposed ? c * wide(ld) + r : r * wide(ld) + c);
+    };
+    k.require(last(p.a_offset, p.a_batch, p.lda, p.m, p.k, t.a_transposed) < wide(p.a.len()),
+              "a's view (m x k per batch) lies inside a");
+    k.require(last(p.b_offset, p.b_batch, p.ldb, p.k, p.n, t.b_transposed) < wide(p.b.len()),
+              "b's view (k x n per batch) lies inside b");
+    k.require(last(p.c_offset, p.c_batch, p.ldc, p.m, p.n, false) < wide(p.c.len()),
+              "c's view (m x n per batch) lies inside c");
+    k.require(p.ldc >= p.n &&
+                  (p.batch == 1 || wide(p.c_batch) >= wide(p.m - 1) * wide(p.ldc) + wide(p.n)),
+              "c's rows and batches do not overlap (ldc >= n, c_batch >= (m-1)*ldc + n)");
+}
+
+// Where a thread works: its batch's bases, the block tile's corner and its own tile's corner.
+struct Place {
+    Expr a_base, b_base, c_base, i0, j0, ty, tx;
+};
+
+Place place(KernelBuilder& k, const Params& p, const MatmulSchedule& s) {
+    Var tiles_m = k.let((p.m + (s.bm - 1)) / s.bm, "tiles_m");
+    Var tiles_n = k.let((p.n + (s.bn - 1)) / s.bn, "tiles_n");
+    Var block = k.let(k.block_index(), "block");
+    Var tile_n = k.let(block % tiles_n, "tile_n");
+    Var rest = k.let(block / tiles_n, "rest");
+    Var tile_m = k.let(rest % tiles_m, "tile_m");
+    Var batch = k.let(rest / tiles_m, "batch");
+    const int across = s.bn / s.tn;  // threads along a row of the block tile
+    Var t = k.let(k.thread_index(), "t");
+    return {k.let(p.a_offset + batch * p.a_batch, "a_base"),
+            k.let(p.b_offset + batch * p.b_batch, "b_base"),
+            k.let(p.c_offset + batch * p.c_batch, "c_base"),
+            k.let(tile_m * s.bm, "i0"),
+            k.let(tile_n * s.bn, "j0"),
+            k.let(t / across, "ty"),
+            k.let(t % across, "tx")};
+}
+
+// The thread's tm x tn accumulators, row-major, and the op's one step on them: for a term p,
+// acc[r][c] = fma(A[row r, p], B[p, col c], acc[r][c]).
+struct Accumulators {
+    std::vector<Var> acc;
+    int tm, tn;
+    void add_term(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+        for (int r = 0; r < tm; ++r)
+            for (int c = 0; c < tn; ++c) {
+                Var& v = acc[static_cast<size_t>(r * tn + c)];
+                v = fma(a[static_cast<size_t>(r)], b[static_cast<size_t>(c)], v);
+            }
+    }
+};
+
+// The direct form: each term's tm values of A and tn values of B read from memory. Rows and
+// columns past m and n are read clamped (their outputs are not stored).
+void direct_terms(KernelBuilder& k, const Params& p, const Place& at, const MatmulTypes& t,
+                  const MatmulSchedule& s, Accumulators& acc) {
+    // Element (row, q) of A is a_row[r] + q*a_step; element (q, col) of B is b_col[c] + q*b_step.
+    std::vector<Var> a_row, b_col;
+    for (int r = 0; r < s.tm; ++r) {
+        Expr row = min(at.i0 + at.ty * s.tm + r, p.m - 1);
+        a_row.push_back(k.let(element_at(at.a_base, row, 0, p.lda, t.a_transposed), "a_row"));
+    }
+    for (int c = 0; c < s.tn; ++c) {
+        Expr col = min(at.j0 + at.tx * s.tn + c, p.n - 1);
+        b_col.push_back(k.let(element_at(at.b_base, 0, col, p.ldb, t.b_transposed), "b_col"));
+    }
+    const Expr a_step = t.a_transposed ? p.lda : Expr(1);
+    const Expr b_step = t.b_transposed ? Expr(1) : p.ldb;
+    k.for_(0, p.k, [&](Expr q) {
+        std::vector<Expr> av, bv;
+        for (const Var& base : a_row) av.push_back(k.let(to_f32(p.a[base + q * a_step]), "a"));
+        for (const Var& base : b_col) bv.push_back(k.let(to_f32(p.b[base + q * b_step]), "b"));
+        acc.add_term(av, bv);
+    });
+}
+
+// Copies `count` elements into a shared tile, element e by thread e % threads: `copy(e)` does
+// one (e is i32, below count).
+void for_tile_elements(KernelBuilder& k, int count, int threads,
+                       const std::function<void(const Expr&)>& copy) {
+    for (int q = 0; q * threads < count; ++q) {
+        Expr e = k.thread_index() + q * threads;
+        if ((q + 1) * threads <= count)
+            copy(e);
+        else
+            k.if_(e < count, [&] { copy(e); });
+    }
+}
+
+// The staged form: k in steps of bk; each step's A (bm x bk, stored k-major: a_tile[q*bm + r])
+// and B (bk x bn: b_tile[q*bn + c]) copied into shared tiles as f32 by consecutive threads along
+// each operand's contiguous dimension, then every thread adds the step's terms in order. Whole
+// steps unroll their bk terms; a short last step runs a loop over the terms that exist.
+void staged_terms(KernelBuilder& k, const Params& p, const Place& at, const MatmulTypes& t,
+                  const MatmulSchedule& s, Accumulators& acc) {
+    const int T = s.threads(), bm = s.bm, bn = s.bn, bk = s.bk;
+    auto a_tile = k.shared(DType::f32, int64_t{bk} * bm, "a_tile");
+    auto b_tile = k.shared(DType::f32, int64_t{bk} * bn, "b_tile");
+    auto stage = [&](const Expr& p0) {
+        for_tile_elements(k, bm * bk, T, [&](const Expr& e) {
+            // Transposed A is contiguous along m: consecutive threads take consecutive rows.
+            Var r = k.let(t.a_transposed ? e % bm : e / bk, "r");
+            Var q = k.let(t.a_transposed ? e / bm : e % bk, "q");
+            Expr row = min(at.i0 + r, p.m - 1), term = min(p0 + q, p.k - 1);
+            a_tile[q * bm + r] =
+                to_f32(p.a[element_at(at.a_base, row, term, p.lda, t.a_transposed)]);
+        });
+        for_tile_elements(k, bk * bn, T, [&](const Expr& e) {
+            // Transposed B is contiguous along k.
+            Var q = k.let(t.b_transposed ? e % bk : e / bn, "q");
+            Var c = k.let(t.b_transposed ? e / bk : e % bn, "c");
+            Expr term = min(p0 + q, p.k - 1), col = min(at.j0 + c, p.n - 1);
+            b_tile[q * bn + c] =
+                to_f32(p.b[element_at(at.b_base, term, col, p.ldb, t.b_transposed)]);
+        });
+    };
+    Var a_at = k.let(at.ty * s.tm, "a_at");
+    Var b_at = k.let(at.tx * s.tn, "b_at");
+    auto term = [&](const Expr& q) {
+        std::vector<Expr> av, bv;
+        for (int r = 0; r < s.tm; ++r) av.push_back(k.let(a_tile[q * bm + a_at + r], "a"));
+        for (int c = 0; c < s.tn; ++c) bv.push_back(k.let(b_tile[q * bn + b_at + c], "b"));
+        acc.add_term(av, bv);
+    };
+    Var whole = k.let(p.k / bk * bk, "whole");  // terms in whole steps
+    k.for_(
+        0, whole,
+        [&](Expr p0) {
+            stage(p0);
+            k.barrier();
+            for (int q = 0; q < bk; ++q) term(Expr(q));
+            k.barrier();  // the step's tiles are read before the next step writes them
+        },
+        bk);
+    k.if_(whole < p.k, [&] {
+        stage(whole);
+        k.barrier();
+        k.for_(0, p.k - whole, [&](Expr q) { term(q); });
+    });
+}
+
+// The memo key of a kernel: every comptime value it is built from.
+std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
+    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}", name(t.input), name(t.output),
+                       layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn, s.staged);
+}
+
+std::function<ir::Kernel()> builder(const MatmulTypes& t, const MatmulSchedule& s) {
+    return [t, s] { return matmul_kernel(t, s); };
+}
+
+// ld 0 resolved to the dense leading dimension of a rows x cols view.
+int64_t leading(const MatmulOperand& v, int64_t rows, int64_t cols) {
+    return v.ld != 0 ? v.ld : (v.transposed ? rows : cols);
+}
+
+// The index of a view's last element (i64), and a check that the view lies in `count` elements.
+void check_view(const char* what, const MatmulOperand& v, int64_t batch, int64_t rows, int64_t cols,
+                size_t count) {
+    if (v.offset < 0 || v.batch_stride < 0 || v.ld < 0)
+        fail("matmul: {} view has offset {}, batch stride {}, ld {}; expected values >= 0", what,
+             v.offset, v.batch_stride, v.ld);
+    const int64_t ld = leading(v, rows, cols);
+    if (ld > kMaxIndex || v.offset > kMaxIndex || v.batch_stride > kMaxIndex)
+        fail("matmul: {} view has offset {}, batch stride {}, ld {}; expected each at most {}",
+             what, v.offset, v.batch_stride, ld, kMaxIndex);
+    const int64_t last = v.offset + (batch - 1) * v.batch_stride +
+                         (v.transposed ? (cols - 1) * ld + (rows - 1) : (rows - 1) * ld + cols - 1);
+    if (last >= static_cast<int64_t>(count))
+        fail(
+            "matmul: {} view of {} x {} x {}{} (offset {}, batch stride {}, ld {}) reaches element "
+            "{}; expected it inside the buffer's {} elements",
+            what, batch, rows, cols, v.transposed ? " transposed" : "", v.offset, v.batch_stride,
+            ld, last, count);
+    if (last > kMaxIndex)
+        fail("matmul: {} view reaches element {}; expected at most {} (32-bit indices)", what, last,
+             kMaxIndex);
+}
+
+MatmulOperand dense_output(const MatmulShape& s) {
+    return {0, s.m * s.n, s.n, false};
+}
+
+MatmulTypes types_of(const Buffer& a, const MatmulOperand& av, const MatmulOperand& bv, DType out) {
+    return {a.dtype(), out, av.transposed, bv.transposed};
+}
+
+Tuned<Buffer> make_tuned(Device& device, const Buffer& a, const MatmulOperand& av, const Buffer& b,
+                         const MatmulOperand& bv, const MatmulShape& shape, DType out) {
+    const MatmulTypes t = types_of(a, av, bv, out);
+    Tuned<Buffer> tuned(
+        "matmul",
+        fmt::format("batch={},m={},n={},k={},in={},out={},layout={}", shape.batch, shape.m, shape.n,
+                    shape.k, name(t.input), name(t.output), layout_name(t)),
+        device);
+    const VariantTable& table = memo_variant_table(
+        fmt::format("matmul/{}/{}/{}", name(t.input), name(t.output), layout_name(t)),
+        device.info().backend, "matmul", [&] {
+            std::vector<NamedKernel> kernels;
+            for (const auto& s : matmul_variants())
+                kernels.push_back({s.name, kernel_key(t, s), builder(t, s)});
+            return kernels;
+        });
+    tuned.variants(
+        table, [&device, &a, av, &b, bv, shape, out](size_t i) -> Tuned<Buffer>::Closure {
+            return [&device, &a, av, &b, bv, shape, out, s = &matmul_variants()[i]](int iters) {
+                return matmul_bench(device, a, av, b, bv, shape, out, *s, iters);
+            };
+        });
+    return tuned;
+}
+
+}  // namespace
+
+const std::vector<MatmulSchedule>& matmul_variants() {
+    static const std::vector<MatmulSchedule> variants = {
+        {.name = "d1x64", .bm = 1, .bn = 64, .bk = 1, .tm = 1, .tn = 1, .staged = false},
+        {.name = "d8x32", .bm = 8, .bn = 32, .bk = 1, .tm = 1, .tn = 1, .staged = false},
+        {.name = "s32x32_k16_t2x2", .bm = 32, .bn = 32, .bk = 16, .tm = 2, .tn = 2},
+        {.name = "s64x64_k8_t4x4", .bm = 64, .bn = 64, .bk = 8, .tm = 4, .tn = 4},
+        {.name = "s64x64_k16_t8x8", .bm = 64, .bn = 64, .bk = 16, .tm = 8, .tn = 8},
+        {.name = "s128x64_k8_t8x4", .bm = 128, .bn = 64, .bk = 8, .tm = 8, .tn = 4},
+        {.name = "s128x128_k8_t8x8", .bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8},
+    };
+    return variants;
+}
+
+const MatmulSchedule& matmul_variant(const std::string& n) {
+    for (const auto& s : matmul_variants())
+        if (s.name == n) return s;
+    fail("matmul: no schedule named '{}'", n);
+}
+
+ir::Kernel matmul_kernel(const MatmulTypes& t, const MatmulSchedule& s) {
+    check_types(t);
+    check_schedule(s);
+    KernelBuilder k(
+        fmt::format("matmul_{}_{}_{}_{}", name(t.input), name(t.output), layout_name(t), s.name),
+        s.threads());
+    const Params p = declare_params(k, t);
+    require_contract(k, p, t);
+    const Place at = place(k, p, s);
+    Accumulators acc{{}, s.tm, s.tn};
+    for (int i = 0; i < s.tm * s.tn; ++i) acc.acc.push_back(k.let(Expr(0.0f), "acc"));
+    if (s.staged)
+        staged_terms(k, p, at, t, s, acc);
+    else
+        direct_terms(k, p, at, t, s, acc);
+    for (int r = 0; r < s.tm; ++r)
+        for (int c = 0; c < s.tn; ++c) {
+            Var row = k.let(at.i0 + at.ty * s.tm + r, "row");
+            Var col = k.let(at.j0 + at.tx * s.tn + c, "col");
+            const Expr v = acc.acc[static_cast<size_t>(r * s.tn + c)];
+            k.if_(row < p.m && col < p.n, [&] {
+                p.c[at.c_base + row * p.ldc + col] = t.output == DType::f32 ? v : cast(t.output, v);
+            });
+        }
+    return k.finish();
+}
+
+int64_t matmul_grid(const MatmulShape& shape, const MatmulSchedule& s) {
+    return shape.batch * ceil_div(shape.m, s.bm) * ceil_div(shape.n, s.bn);
+}
+
+std::vector<Arg> matmul_scalars(const MatmulShape& sh, const MatmulOperand& a,
+                                const MatmulOperand& b, const MatmulOperand& c) {
+    auto i32 = [](int64_t v) { return Arg(static_cast<int32_t>(v)); };
+    return {i32(sh.batch),
+            i32(sh.m),
+            i32(sh.n),
+            i32(sh.k),
+            i32(a.offset),
+            i32(a.batch_stride),
+            i32(leading(a, sh.m, sh.k)),
+            i32(b.offset),
+            i32(b.batch_stride),
+            i32(leading(b, sh.k, sh.n)),
+            i32(c.offset),
+            i32(c.batch_stride),
+            i32(leading(c, sh.m, sh.n))};
+}
+
+void matmul_check(const Buffer& a, const MatmulOperand& av, const Buffer& b,
+                  const MatmulOperand& bv, const MatmulShape& s, DType out) {
+    if (s.batch < 1 || s.m < 1 || s.n < 1 || s.k < 1)
+        fail("matmul: shape batch={} m={} n={} k={}; expected every size >= 1", s.batch, s.m, s.n,
+             s.k);
+    if (s.batch > kMaxIndex || s.m > kMaxIndex || s.n > kMaxIndex || s.k > kMaxIndex ||
+        s.batch * s.m * s.n > kMaxIndex)
+        fail("matmul: shape batch={} m={} n={} k={}; expected batch*m*n and each size at most {}",
+             s.batch, s.m, s.n, s.k, kMaxIndex);
+    if (!is_input_float(a.dtype()))
+        fail("matmul: a is {}; expected f32, f16 or bf16", name(a.dtype()));
+    if (b.dtype() != a.dtype())
+        fail("matmul: b is {} but a is {}; expected the same dtype", name(b.dtype()),
+             name(a.dtype()));
+    check_types({a.dtype(), out, av.transposed, bv.transposed});
+    if (&a.device() != &b.device())
+        fail("matmul: a lives on {} but b on {}; expected one device", a.device().info().id,
+             b.device().info().id);
+    check_view("a", av, s.batch, s.m, s.k, a.count());
+    check_view("b", bv, s.batch, s.k, s.n, b.count());
+}
+
+Timed<Buffer> matmul_bench(Device& device, const Buffer& a, const MatmulOperand& av,
+                           const Buffer& b, const MatmulOperand& bv, const MatmulShape& shape,
+                           DType out, const MatmulSchedule& schedule, int iters) {
+    matmul_check(a, av, b, bv, shape, out);
+    check_schedule(schedule);
+    if (&a.device() != &device)
+        fail("matmul: a lives on {}; expected {}", a.device().info().id, device.info().id);
+    const MatmulTypes t = types_of(a, av, bv, out);
+    auto compiled = memo_compiled(device, kernel_key(t, schedule), builder(t, schedule));
+    Buffer c(device, out, static_cast<size_t>(shape.batch * shape.m * shape.n));
+    std::vector<Arg> args{a, b, c};
+    for (const Arg& s : matmul_scalars(shape, av, bv, dense_output(shape))) args.push_back(s);
+    const int64_t grid = matmul_grid(shape, schedule);
+    const double ms = time_dispatches(device, iters, [&] { compiled->launch(grid, args); });
+    return {std::move(c), ms};
+}
+
+Tuned<Buffer> matmul_tuned(Device& device, const Buffer& a, const MatmulOperand& av,
+                           const Buffer& b, const MatmulOperand& bv, const MatmulShape& shape,
+                           DType out) {
+    matmul_check(a, av, b, bv, shape, out);
+    return make_tuned(device, a, av, b, bv, shape, out);
+}
+
+Buffer matmul(Device& device, const Buffer& a, const MatmulOperand& av, const Buffer& b,
+              const MatmulOperand& bv, const MatmulShape& shape, DType out, Tuner& tuner) {
+    matmul_check(a, av, b, bv, shape, out);
+    if (&a.device() != &device)
+        fail("matmul: a lives on {}; expected {}", a.device().info().id, device.info().id);
+    Tuned<Buffer> tuned = make_tuned(device, a, av, b, bv, shape, out);
+    // A miss benches every variant: build those not compiled yet in one compiler run first.
+    const auto winner = tuner.winner(device.info().id, "matmul", tuned.full_key());
+    bool offered = false;
+    for (const auto& s : matmul_variants()) offered = offered || (winner && *winner == s.name);
+    if (!offered) {
+        const MatmulTypes t = types_of(a, av, bv, out);
+        std::vector<ir::Kernel> kernels;
+        for (const auto& s : matmul_variants())
+            kernels.push_back(memo_kernel(kernel_key(t, s), builder(t, s)));
+        compile_all(device, kernels);
+    }
+    return tuned.run(tuner);
+}
+
+Buffer matmul(Device& device, const DenseMatrix& a, const DenseMatrix& b, DType out, Tuner& tuner) {
+    auto operand_text = [](const DenseMatrix& d) {
+        return fmt::format("{} x {} x {}{}", d.batch, d.rows, d.cols,
+                           d.transposed ? " transposed" : "");
+    };
+    for (const DenseMatrix* d : {&a, &b}) {
+        const char* what = d == &a ? "a" : "b";
+        if (d->batch < 1 || d->rows < 1 || d->cols < 1)
+            fail("matmul: {} is {}; expected every size >= 1", what, operand_text(*d));
+        if (static_cast<int64_t>(d->buffer.count()) != d->batch * d->rows * d->cols)
+            fail("matmul: {} has {} elements; expected batch x rows x cols = {} = {}", what,
+                 d->buffer.count(), operand_text(*d), d->batch * d->rows * d->cols);
+    }
+    // The operands' shapes as used: A is m x k, B is k x n.
+    const int64_t m = a.transposed ? a.cols : a.rows, ka = a.transposed ? a.rows : a.cols;
+    const int64_t kb = b.transposed ? b.cols : b.rows, n = b.transposed ? b.rows : b.cols;
+    if (ka != kb)
+        fail(
+            "matmul: inner dimensions differ: a ({}) is m x k = {} x {}, b ({}) is k x n = {} x "
+            "{}; expected b's k = {}",
+            operand_text(a), m, ka, operand_text(b), kb, n, ka);
+    if (a.batch != b.batch && a.batch != 1 && b.batch != 1)
+        fail("matmul: a has {} batches and b {}; expected equal counts, or 1 for a shared operand",
+             a.batch, b.batch);
+    const MatmulShape shape{std::max(a.batch, b.batch), m, n, ka};
+    const MatmulOperand av{0, a.batch == 1 ? 0 : a.rows * a.cols, 0, a.transposed};
+    const MatmulOperand bv{0, b.batch == 1 ? 0 : b.rows * b.cols, 0, b.transposed};
+    return matmul(device, a.buffer, av, b.buffer, bv, shape, out, tuner);
+}
+
+}  // namespace kiln::ops

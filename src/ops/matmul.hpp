@@ -1,0 +1,130 @@
+// matmul, exact class, written once in the DSL: C[b] = A[b] · B[b] for b < batch, its schedule
+// domain (tiles that never change the bits), a bench closure for the tuner and the tuned entry.
+//
+// The op, for every batch b, row i < m and column j < n (A, B in f32, f16 or bf16, one dtype;
+// C in f32 or in the inputs' dtype):
+//   acc = +0.0f
+//   for p = 0, 1, ..., k-1 (in this order):  acc = fmaf((float)A[b,i,p], (float)B[b,p,j], acc)
+//   C[b,i,j] = (C's dtype)acc                   one rounding to nearest even (none for f32)
+// Each product is fused with its add (one rounding), the k terms are added one at a time from
+// p = 0 up, and nothing else touches acc: no split of k, no tree, no padding terms. So every
+// schedule, device and backend computes the same bits; oracle/matmul.hpp is the reference.
+//
+// Operands are views of buffers (MatmulOperand: an offset, a batch stride and a leading
+// dimension, transposed or not), so transposes, batch broadcasts and slices cost no copy.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/buffer.hpp"
+#include "kiln/compile.hpp"
+#include "kiln/device.hpp"
+#include "kiln/dsl.hpp"
+#include "kiln/ir.hpp"
+#include "kiln/tune.hpp"
+
+namespace kiln::ops {
+
+// How a matrix of `rows x cols` (per batch) sits in its buffer, in elements:
+//   transposed == false:  element (r, c) of batch b at offset + b*batch_stride + r*ld + c
+//   transposed == true:   element (r, c) of batch b at offset + b*batch_stride + c*ld + r
+// A is m x k, B is k x n, C is m x n (C is never transposed). batch_stride 0 shares one matrix
+// among every batch (a broadcast). ld 0 means the dense value (cols, or rows when transposed).
+struct MatmulOperand {
+    int64_t offset = 0;
+    int64_t batch_stride = 0;
+    int64_t ld = 0;
+    bool transposed = false;
+};
+
+struct MatmulShape {
+    int64_t batch = 1, m = 0, n = 0, k = 0;
+};
+
+// How the work maps onto threads (never changes the result):
+//   staged:  a block computes a bm x bn tile of C; each k-step of bk is first copied into shared
+//            tiles (A's bm x bk, B's bk x bn, read once from memory by consecutive threads), then
+//            each of the block's (bm/tm)*(bn/tn) threads adds the bk terms to its tm x tn outputs
+//            held in registers (each output still one fma per p, in order).
+//   direct:  no shared tiles: each thread reads its tm rows of A and tn columns of B straight
+//            from memory, one p at a time (for tiny shapes and m or n of 1).
+struct MatmulSchedule {
+    std::string name;
+    int bm = 64, bn = 64;  // block tile (outputs), multiples of tm and tn
+    int bk = 8;            // staged only: k-steps per shared tile (a power of two, 1 to 64)
+    int tm = 4, tn = 4;    // thread tile (outputs held in registers), 1 to 8 each
+    bool staged = true;
+    int threads() const { return (bm / tm) * (bn / tn); }
+};
+
+// The domain, in declaration order (the first is the tuner's default):
+//   d1x64 d8x32              direct, one output per thread (a row strip; a square)
+//   s32x32_k16_t2x2          staged, 256 threads of 2x2
+//   s64x64_k8_t4x4           staged, 256 threads of 4x4
+//   s64x64_k16_t8x8          staged, 64 threads of 8x8
+//   s128x64_k8_t8x4          staged, 256 threads of 8x4
+//   s128x128_k8_t8x8         staged, 256 threads of 8x8
+const std::vector<MatmulSchedule>& matmul_variants();
+const MatmulSchedule& matmul_variant(const std::string& name);  // kiln::Error if unknown
+
+// What a kernel is built for: the inputs' dtype, C's dtype and each operand's transposition.
+struct MatmulTypes {
+    DType input = DType::f32;
+    DType output = DType::f32;
+    bool a_transposed = false;
+    bool b_transposed = false;
+};
+
+// The kernel, for a graph planner or the entry below. Parameters, in launch order:
+//   a (input dtype), b (input dtype), c (output dtype)     buffers
+//   m, n, k, a_offset, a_batch, lda, b_offset, b_batch, ldb, c_offset, c_batch, ldc   i32
+// launched over matmul_grid() blocks; block x takes batch x / (mt*nt) and the tile of C at
+// (x / nt % mt, x % nt) with mt = ceil(m/bm), nt = ceil(n/bn). Rows, columns and k-steps past
+// the ends are read clamped (in bounds, never used) and never stored; the last k-step may be
+// short. Its launch contract checks every operand's last element against its buffer.
+ir::Kernel matmul_kernel(const MatmulTypes& types, const MatmulSchedule& schedule);
+int64_t matmul_grid(const MatmulShape& shape, const MatmulSchedule& schedule);
+// The kernel's launch arguments after the three buffers, in order (operands with ld resolved).
+std::vector<Arg> matmul_scalars(const MatmulShape& shape, const MatmulOperand& a,
+                                const MatmulOperand& b, const MatmulOperand& c);
+
+// Checks matmul's arguments: dtypes, sizes >= 1, every view inside its buffer, 32-bit indices,
+// one device. kiln::Error naming the op, the shapes and what was expected.
+void matmul_check(const Buffer& a, const MatmulOperand& av, const Buffer& b,
+                  const MatmulOperand& bv, const MatmulShape& shape, DType out);
+
+// One schedule as a tuner closure: allocates C (dense, batch x m x n of `out`), compiles the
+// kernel (memo-cached) and launches it through kiln::time_dispatches (iters == 1: once).
+Timed<Buffer> matmul_bench(Device& device, const Buffer& a, const MatmulOperand& av,
+                           const Buffer& b, const MatmulOperand& bv, const MatmulShape& shape,
+                           DType out, const MatmulSchedule& schedule, int iters);
+
+// The tuned op over the domain, keyed by shape, dtypes and layouts. The buffers must outlive it.
+Tuned<Buffer> matmul_tuned(Device& device, const Buffer& a, const MatmulOperand& av,
+                           const Buffer& b, const MatmulOperand& bv, const MatmulShape& shape,
+                           DType out);
+
+// C = A · B as a new dense buffer (batch x m x n, dtype `out`) on `device`, with the tuner's
+// winner. Arguments are checked.
+Buffer matmul(Device& device, const Buffer& a, const MatmulOperand& av, const Buffer& b,
+              const MatmulOperand& bv, const MatmulShape& shape, DType out = DType::f32,
+              Tuner& tuner = Tuner::process_default());
+
+// A dense operand: `batch` matrices of rows x cols, row-major, one after another; transposed:
+// the operand is each one's transpose (cols x rows), read in place.
+struct DenseMatrix {
+    const Buffer& buffer;
+    int64_t batch = 1, rows = 0, cols = 0;
+    bool transposed = false;
+};
+
+// C = A · B for dense operands: checks each buffer's size, that A's k (its columns, as the
+// operand) is B's k (its rows), and that the batches agree (equal, or one of them 1: shared by
+// every batch); then the entry above with the matching views.
+Buffer matmul(Device& device, const DenseMatrix& a, const DenseMatrix& b, DType out = DType::f32,
+              Tuner& tuner = Tuner::process_default());
+
+}  // namespace kiln::ops

@@ -1,0 +1,19 @@
+// The plain C++ reference of matmul (ops/matmul.hpp states the definition): for each output,
+// acc = std::fma(a, b, acc) over p = 0 .. k-1 from +0, then one rounding to C's dtype.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kiln/dtype.hpp"
+#include "ops/matmul.hpp"
+
+namespace kiln::oracle {
+
+// C (dense: batch x m x n elements of `out`, raw bytes) from A and B, raw element bytes of
+// `input` (f32, f16 or bf16) read through their views (ld 0: dense, as in ops::MatmulOperand).
+std::vector<uint8_t> matmul(DType input, DType out, const std::vector<uint8_t>& a,
+                            const ops::MatmulOperand& av, const std::vector<uint8_t>& b,
+                            const ops::MatmulOperand& bv, const ops::MatmulShape& shape);
+
+}  // namespace kiln::oracle

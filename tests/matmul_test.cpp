@@ -1,0 +1,361 @@
+// matmul (exact class): every schedule point, dtype, layout and ragged shape bit-identical to the
+// oracle on every device; the op's order (one fma per term, k ascending) pinned by values that
+// show any other order; batches, views and broadcasts; the tuner; bad inputs; CUDA C by NVRTC.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <set>
+
+#include "ir/hash.hpp"
+#include "kiln/compile.hpp"
+#include "kiln/semantics.hpp"
+#include "ops/matmul.hpp"
+#include "oracle/matmul.hpp"
+#include "runtime/cuda/nvrtc.hpp"
+#include "support/errors.hpp"
+#include "support/everywhere.hpp"
+
+using namespace kiln;
+using kiln::test::HostBuffer;
+using kiln::test::identical;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+// Input and output dtypes: each input dtype with an f32 output and with its own.
+constexpr std::pair<DType, DType> kTypes[] = {{DType::f32, DType::f32},
+                                              {DType::f16, DType::f32},
+                                              {DType::bf16, DType::f32},
+                                              {DType::f16, DType::f16},
+                                              {DType::bf16, DType::bf16}};
+
+// Values of moderate and varied magnitude in `t` (normal * 2^e, e in [-6, 6]), with signed
+// zeros mixed in; `scale` multiplies them (a tiny scale makes products underflow).
+HostBuffer random_values(DType t, size_t count, uint64_t seed, float scale = 1.0f) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    HostBuffer h{t, Bytes(count * size_of(t))};
+    for (size_t i = 0; i < count; ++i) {
+        float v = std::ldexp(nd(rng), static_cast<int>(rng() % 13) - 6) * scale;
+        if (i % 37 == 5) v = (i % 2) ? -0.0f : 0.0f;
+        if (t == DType::f32) {
+            std::memcpy(h.bytes.data() + 4 * i, &v, 4);
+        } else {
+            const uint16_t bits =
+                t == DType::f16 ? semantics::f32_to_f16(v) : semantics::f32_to_bf16(v);
+            std::memcpy(h.bytes.data() + 2 * i, &bits, 2);
+        }
+    }
+    return h;
+}
+
+Buffer upload(Device& d, const HostBuffer& h) {
+    Buffer b(d, h.dtype, h.count());
+    b.upload_bytes(h.bytes);
+    return b;
+}
+
+HostBuffer download(const Buffer& b) {
+    return {b.dtype(), b.download_bytes()};
+}
+
+// Elements a view of rows x cols per batch needs in its buffer.
+size_t view_count(const ops::MatmulOperand& v, int64_t batch, int64_t rows, int64_t cols) {
+    const int64_t ld = v.ld != 0 ? v.ld : (v.transposed ? rows : cols);
+    return static_cast<size_t>(v.offset + (batch - 1) * v.batch_stride +
+                               (v.transposed ? (cols - 1) * ld + rows : (rows - 1) * ld + cols));
+}
+
+// Ragged shapes (batch, m, n, k): nothing a multiple of any tile (up to 128 x 128, bk up to 16)
+// but for the ones; m = 1, n = 1, k = 1; 131 x 133 overflows the largest tile in both directions,
+// and 37 terms are two whole steps of 16 (four of 8) and a short one.
+constexpr ops::MatmulShape kShapes[] = {
+    {1, 1, 1, 1}, {1, 1, 70, 5}, {1, 67, 1, 9}, {2, 37, 45, 1}, {1, 131, 133, 37}, {3, 20, 19, 17},
+};
+
+// Every schedule point's kernel for the given types, compiled in one unit on every device.
+void compile_points(const ops::MatmulTypes& t) {
+    std::vector<ir::Kernel> kernels;
+    for (const auto& s : ops::matmul_variants()) kernels.push_back(ops::matmul_kernel(t, s));
+    for (Device* d : devices()) compile_all(*d, kernels);
+}
+
+// Runs every point on every device for one case and compares C with the oracle.
+void expect_every_point(DType input, DType out, const HostBuffer& a, const ops::MatmulOperand& av,
+                        const HostBuffer& b, const ops::MatmulOperand& bv,
+                        const ops::MatmulShape& s) {
+    const HostBuffer want{out, oracle::matmul(input, out, a.bytes, av, b.bytes, bv, s)};
+    for (Device* d : devices()) {
+        const Buffer ab = upload(*d, a), bb = upload(*d, b);
+        for (const auto& p : ops::matmul_variants()) {
+            SCOPED_TRACE(fmt::format("{} {} {}->{} a{} b{} batch={} m={} n={} k={}", d->info().id,
+                                     p.name, name(input), name(out), av.transposed ? "t" : "n",
+                                     bv.transposed ? "t" : "n", s.batch, s.m, s.n, s.k));
+            const auto r = ops::matmul_bench(*d, ab, av, bb, bv, s, out, p, 1);
+            EXPECT_TRUE(identical(download(r.output), want));
+        }
+    }
+}
+
+TEST(Matmul, EveryPointDtypeAndRaggedShapeMatchesTheOracleOnEveryDevice) {
+    uint64_t seed = 1;
+    for (const auto& [input, out] : kTypes) {
+        compile_points({input, out, false, false});
+        for (const auto& s : kShapes) {
+            const ops::MatmulOperand dense{0, 0, 0, false};
+            ops::MatmulOperand av = dense, bv = dense;
+            av.batch_stride = s.m * s.k;
+            bv.batch_stride = s.k * s.n;
+            const HostBuffer a =
+                random_values(input, static_cast<size_t>(s.batch * s.m * s.k), seed++);
+            const HostBuffer b =
+                random_values(input, static_cast<size_t>(s.batch * s.k * s.n), seed++);
+            expect_every_point(input, out, a, av, b, bv, s);
+        }
+    }
+}
+
+// Transposed operands, offsets and padded leading dimensions (views of larger buffers, as a
+// slice or a transpose of a tensor would give), every layout and point.
+TEST(Matmul, TransposedAndStridedViewsMatchTheOracleOnEveryDevice) {
+    uint64_t seed = 100;
+    for (bool at : {false, true})
+        for (bool bt : {false, true}) {
+            compile_points({DType::f32, DType::f32, at, bt});
+            for (const ops::MatmulShape& s :
+                 {ops::MatmulShape{1, 67, 1, 9}, ops::MatmulShape{1, 131, 133, 37},
+                  ops::MatmulShape{2, 20, 19, 17}}) {
+                // ld padded by 3, offsets 5 and 2, batches 7 elements further apart than needed.
+                ops::MatmulOperand av{5, 0, (at ? s.m : s.k) + 3, at};
+                ops::MatmulOperand bv{2, 0, (bt ? s.k : s.n) + 3, bt};
+                av.batch_stride = view_count(av, 1, s.m, s.k) + 7;
+                bv.batch_stride = view_count(bv, 1, s.k, s.n) + 7;
+                const HostBuffer a =
+                    random_values(DType::f32, view_count(av, s.batch, s.m, s.k), seed++);
+                const HostBuffer b =
+                    random_values(DType::f32, view_count(bv, s.batch, s.k, s.n), seed++);
+                expect_every_point(DType::f32, DType::f32, a, av, b, bv, s);
+            }
+        }
+}
+
+// Batches: B shared by every batch (batch stride 0), products underflowing to subnormals and
+// signed zeros (B scaled by 2^-140), in bf16 with a bf16 output.
+TEST(Matmul, BatchesWithASharedOperandAndTinyProductsMatchTheOracle) {
+    const ops::MatmulShape s{4, 29, 66, 19};
+    for (DType input : {DType::f32, DType::bf16}) {
+        compile_points({input, input, false, true});
+        const ops::MatmulOperand av{0, s.m * s.k, 0, false}, bv{0, 0, 0, true};
+        const HostBuffer a = random_values(input, static_cast<size_t>(s.batch * s.m * s.k), 7);
+        const HostBuffer b =
+            random_values(input, static_cast<size_t>(s.k * s.n), 8, std::ldexp(1.0f, -140));
+        expect_every_point(input, input, a, av, b, bv, s);
+    }
+}
+
+// Values whose result shows the op's order: one fma per term (the product is not rounded before
+// the add) and terms added from p = 0 up (another order or a split of k gives another value).
+TEST(Matmul, TheOrderIsOneFmaPerTermFromTheFirstTerm) {
+    const float e = 1.0f + std::ldexp(1.0f, -12);
+    const float big = std::ldexp(1.0f, 24);
+    // Row 0: -1 + e*e is exactly 2^-11 + 2^-24 with a fused product (2^-11 if rounded first).
+    // Row 1: ((2^24 + 1) - 2^24) + 1 is 1 in order (2^24 + 1 rounds to 2^24), 2 from the end.
+    // Row 2: in order 2^24 + 1 + 1 is 2^24; k split in halves of two terms gives 2^24 + 2.
+    const std::vector<float> a{1.0f, e,    0.0f, 0.0f,  //
+                               big,  1.0f, -big, 1.0f,  //
+                               big,  0.0f, 1.0f, 1.0f};
+    const std::vector<float> b{-1.0f, e, 0.0f, 0.0f};
+    const std::vector<float> bones{1.0f, 1.0f, 1.0f, 1.0f};
+    const ops::MatmulShape s{1, 3, 1, 4};
+    const ops::MatmulOperand dense{};
+    for (Device* d : devices()) {
+        Buffer ab(*d, DType::f32, a.size()), bb(*d, DType::f32, 4), b1(*d, DType::f32, 4);
+        ab.upload(a);
+        bb.upload(b);
+        b1.upload(bones);
+        for (const auto& p : ops::matmul_variants()) {
+            SCOPED_TRACE(d->info().id + " " + p.name);
+            const auto r0 = ops::matmul_bench(*d, ab, dense, bb, dense, s, DType::f32, p, 1);
+            const auto r1 = ops::matmul_bench(*d, ab, dense, b1, dense, s, DType::f32, p, 1);
+            EXPECT_EQ(r0.output.download<float>()[0],
+                      std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24));
+            const auto c1 = r1.output.download<float>();
+            EXPECT_EQ(c1[1], 1.0f);
+            EXPECT_EQ(c1[2], big);
+        }
+    }
+}
+
+TEST(Matmul, OracleAgreesWithADoubleDot) {
+    const ops::MatmulShape s{2, 9, 11, 300};
+    const HostBuffer a = random_values(DType::f32, static_cast<size_t>(s.batch * s.m * s.k), 3);
+    const HostBuffer b = random_values(DType::f32, static_cast<size_t>(s.batch * s.k * s.n), 4);
+    const ops::MatmulOperand av{0, s.m * s.k, 0, false}, bv{0, s.k * s.n, 0, false};
+    const Bytes c = oracle::matmul(DType::f32, DType::f32, a.bytes, av, b.bytes, bv, s);
+    auto f = [](const Bytes& bytes, int64_t i) {
+        float v;
+        std::memcpy(&v, bytes.data() + 4 * i, 4);
+        return static_cast<double>(v);
+    };
+    for (int64_t bt = 0; bt < s.batch; ++bt)
+        for (int64_t i = 0; i < s.m; ++i)
+            for (int64_t j = 0; j < s.n; ++j) {
+                double dot = 0, mag = 0;
+                for (int64_t p = 0; p < s.k; ++p) {
+                    const double t =
+                        f(a.bytes, (bt * s.m + i) * s.k + p) * f(b.bytes, (bt * s.k + p) * s.n + j);
+                    dot += t;
+                    mag += std::fabs(t);
+                }
+                EXPECT_NEAR(f(c, (bt * s.m + i) * s.n + j), dot, s.k * 0x1p-24 * mag);
+            }
+}
+
+TEST(Matmul, DenseEntryTunesOnceThenHitsAndMatchesTheOracle) {
+    const auto root =
+        std::filesystem::temp_directory_path() /
+        fmt::format("kiln_matmul_tune_{}", ::testing::UnitTest::GetInstance()->random_seed());
+    std::filesystem::remove_all(root);
+    Tuner tuner(root);
+    Device& cpu = cpu_device();
+    // A is stored as 2 batches of k x m (used transposed), B as one k x n shared by both.
+    const int64_t m = 13, n = 10, k = 6;
+    const HostBuffer a = random_values(DType::f16, static_cast<size_t>(2 * k * m), 11);
+    const HostBuffer b = random_values(DType::f16, static_cast<size_t>(k * n), 12);
+    const Buffer ab = upload(cpu, a), bb = upload(cpu, b);
+    const ops::MatmulShape s{2, m, n, k};
+    const HostBuffer want{DType::f16, oracle::matmul(DType::f16, DType::f16, a.bytes,
+                                                     {0, k * m, 0, true}, b.bytes, {}, s)};
+    const ops::DenseMatrix da{ab, 2, k, m, true}, db{bb, 1, k, n, false};
+    EXPECT_TRUE(identical(download(ops::matmul(cpu, da, db, DType::f16, tuner)), want));
+    const auto c1 = tuner.counters();
+    EXPECT_EQ(c1.misses, 1u);
+    EXPECT_EQ(c1.benched, ops::matmul_variants().size());
+    const auto entries = tuner.entries(cpu.info().id);
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_EQ(entries[0].op, "matmul");
+    EXPECT_EQ(entries[0].key.rfind("batch=2,m=13,n=10,k=6,in=f16,out=f16,layout=tn#", 0), 0u)
+        << entries[0].key;
+    EXPECT_NO_THROW(ops::matmul_variant(entries[0].winner));
+    EXPECT_TRUE(identical(download(ops::matmul(cpu, da, db, DType::f16, tuner)), want));
+    const auto c2 = tuner.counters();
+    EXPECT_EQ(c2.hits, 1u);
+    EXPECT_EQ(c2.benched, c1.benched);
+    std::filesystem::remove_all(root);
+}
+
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
+    const std::string what = test::error_of(f);
+    EXPECT_NE(what.find("matmul"), std::string::npos) << what;
+    for (const auto& needle : needles) EXPECT_NE(what.find(needle), std::string::npos) << what;
+}
+
+TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {
+    Device& cpu = cpu_device();
+    Buffer a(cpu, DType::f32, 15), b(cpu, DType::f32, 28), h(cpu, DType::f16, 28),
+        i(cpu, DType::i32, 15);
+    Buffer b55(cpu, DType::f32, 25);
+    const ops::DenseMatrix a35{a, 1, 3, 5}, b47{b, 1, 4, 7};
+    expect_error([&] { ops::matmul(cpu, a35, b47); }, {"inner dimensions differ", "m x k = 3 x 5",
+                                                       "k x n = 4 x 7", "expected b's k = 5"});
+    expect_error(
+        [&] {
+            ops::matmul(cpu, ops::DenseMatrix{a, 1, 5, 3, true}, b47);
+        },
+        {"inner dimensions differ", "m x k = 3 x 5"});
+    expect_error(
+        [&] {
+            ops::matmul(cpu, a35, ops::DenseMatrix{h, 1, 5, 5});
+        },
+        {"b has 28 elements", "1 x 5 x 5"});
+    expect_error(
+        [&] {
+            ops::matmul(cpu, ops::DenseMatrix{a, 1, 3, 0}, b47);
+        },
+        {"1 x 3 x 0", "expected every size >= 1"});
+    expect_error(
+        [&] {
+            ops::matmul(cpu, ops::DenseMatrix{i, 1, 3, 5}, ops::DenseMatrix{b55, 1, 5, 5});
+        },
+        {"a is i32", "expected f32, f16 or bf16"});
+    Buffer h55(cpu, DType::f16, 25);
+    expect_error(
+        [&] {
+            ops::matmul(cpu, a35, ops::DenseMatrix{h55, 1, 5, 5});
+        },
+        {"b is f16 but a is f32"});
+    expect_error(
+        [&] {
+            ops::matmul(cpu, a35, ops::DenseMatrix{b55, 1, 5, 5}, DType::bf16);
+        },
+        {"output dtype bf16 for f32 inputs"});
+    Buffer a2(cpu, DType::f32, 30), b3(cpu, DType::f32, 75);
+    expect_error(
+        [&] {
+            ops::matmul(cpu, ops::DenseMatrix{a2, 2, 3, 5}, ops::DenseMatrix{b3, 3, 5, 5});
+        },
+        {"a has 2 batches and b 3"});
+    const ops::MatmulShape zero{1, 3, 0, 5};
+    expect_error([&] { ops::matmul(cpu, a, {}, b55, {}, zero); }, {"m=3 n=0 k=5", ">= 1"});
+    const ops::MatmulShape s{1, 3, 5, 5};
+    expect_error(
+        [&] {
+            ops::matmul(cpu, a, {}, b55, {1, 0, 0, false}, s);
+        },
+        {"b view of 1 x 5 x 5", "offset 1", "reaches element 25", "25 elements"});
+    expect_error(
+        [&] {
+            ops::matmul(cpu, a, {0, 0, 6, false}, b55, {}, s);
+        },
+        {"a view of 1 x 3 x 5", "ld 6", "reaches element 16"});
+    expect_error(
+        [&] {
+            ops::matmul(cpu, a, {-1, 0, 0, false}, b55, {}, s);
+        },
+        {"a view has offset -1"});
+    ops::MatmulSchedule bad = ops::matmul_variants()[3];
+    bad.tm = 3;
+    expect_error([&] { ops::matmul_kernel({}, bad); }, {"thread tile 3x4"});
+    bad = ops::matmul_variants()[3];
+    bad.bk = 12;
+    expect_error([&] { ops::matmul_kernel({}, bad); }, {"bk 12"});
+    expect_error([&] { ops::matmul_variant("s7x7"); }, {"no schedule named 's7x7'"});
+    // The kernel's own launch contract, for callers that launch it directly (a planner).
+    const auto compiled = compile(cpu, ops::matmul_kernel({}, ops::matmul_variants()[0]));
+    Buffer c(cpu, DType::f32, 14);
+    std::vector<Arg> args{a, b55, c};
+    for (const Arg& x : ops::matmul_scalars(s, {}, {}, {})) args.push_back(x);
+    expect_error([&] { compiled->launch(1, args); }, {"c's view (m x n per batch) lies inside c"});
+}
+
+TEST(Matmul, PointsAreDistinctKernels) {
+    std::set<std::string> hashes;
+    for (const auto& s : ops::matmul_variants())
+        hashes.insert(ir::hex(ir::structural_hash(ops::matmul_kernel({}, s))));
+    EXPECT_EQ(hashes.size(), ops::matmul_variants().size());
+}
+
+// As CUDA C, compiled by NVRTC for sm_90 (no GPU needed): every point (f32, no transposes), and
+// every dtype pair and layout on a direct and the largest staged point (the ways the source
+// differs by types and layout are the same at every point).
+TEST(Matmul, EveryPointDtypeAndLayoutCompilesForCuda) {
+    std::string why;
+    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+    std::vector<ir::Kernel> kernels;
+    for (const auto& s : ops::matmul_variants()) kernels.push_back(ops::matmul_kernel({}, s));
+    for (const auto& [input, out] : kTypes)
+        for (bool at : {false, true})
+            for (bool bt : {false, true})
+                for (const char* point : {"d8x32", "s128x128_k8_t8x8"})
+                    kernels.push_back(
+                        ops::matmul_kernel({input, out, at, bt}, ops::matmul_variant(point)));
+    std::string log;
+    EXPECT_NO_THROW(cuda::nvrtc_compile(generate_source(Backend::cuda, kernels), "sm_90", &log))
+        << log;
+}
+
+}  // namespace
