@@ -317,7 +317,7 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         {.name = "d8x32", .bm = 8, .bn = 32, .bk = 1, .tm = 1, .tn = 1, .staged = false},
         {.name = "s32x32_k16_t2x2", .bm = 32, .bn = 32, .bk = 16, .tm = 2, .tn = 2},
         {.name = "s64x64_k8_t4x4", .bm = 64, .bn = 64, .bk = 8, .tm = 4, .tn = 4},
-        {.name = "s64x64_k16_t8x8", .bm = 64, .bn = 64, .bk = 16, .tm = 8, .tn = 8},
+        {.name = "s64x64_k8_t8x8", .bm = 64, .bn = 64, .bk = 8, .tm = 8, .tn = 8},
         {.name = "s128x64_k8_t8x4", .bm = 128, .bn = 64, .bk = 8, .tm = 8, .tn = 4},
         {.name = "s128x128_k8_t8x8", .bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8},
     };

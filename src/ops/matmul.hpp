@@ -64,7 +64,7 @@ struct MatmulSchedule {
 //   d1x64 d8x32              direct, one output per thread (a row strip; a square)
 //   s32x32_k16_t2x2          staged, 256 threads of 2x2
 //   s64x64_k8_t4x4           staged, 256 threads of 4x4
-//   s64x64_k16_t8x8          staged, 64 threads of 8x8
+//   s64x64_k8_t8x8           staged, 64 threads of 8x8
 //   s128x64_k8_t8x4          staged, 256 threads of 8x4
 //   s128x128_k8_t8x8         staged, 256 threads of 8x8
 const std::vector<MatmulSchedule>& matmul_variants();
