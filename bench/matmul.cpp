@@ -1,0 +1,145 @@
+// The matmul benchmark: f32 C = A·B (square, n³) for every schedule point of ops::matmul on each
+// device, beside OpenBLAS's cblas_sgemm on the CPU when libopenblas is installed (loaded at run
+// time). kiln's figures are the median of device-side timings (kiln::time_dispatches, the
+// tuner's protocol); OpenBLAS's the median of wall-clock times of one call. GFLOP/s = 2n³ / time.
+// Every point's output is compared bitwise with the first point's (the exact class: all equal).
+//
+//   bench_matmul [--device D] [--sizes 256,1024] [--iters N] [--points p1,p2] [--json FILE]
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "bench_common.hpp"
+#include "kiln/buffer.hpp"
+#include "ops/matmul.hpp"
+
+namespace kiln::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// OpenBLAS's cblas_sgemm, when the library is installed (Debian libopenblas0).
+using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
+                            int, float, float*, int);
+CblasSgemm openblas_sgemm() {
+    for (const char* lib : {"libopenblas.so.0", "libopenblas.so"})
+        if (void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL))
+            return reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
+    return nullptr;
+}
+
+std::vector<float> random_floats(size_t n, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
+
+std::vector<std::string> split(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream ss(text);
+    for (std::string item; std::getline(ss, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+struct Row {
+    std::string device, who;
+    int64_t n;
+    double ms, gflops;
+    std::string bits;
+};
+
+double gflops(int64_t n, double ms) {
+    return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) /
+           (ms * 1e6);
+}
+
+int run(int argc, char** argv) {
+    const Flags flags(argc, argv, {"--device", "--sizes", "--iters", "--points", "--json"},
+                      "bench_matmul [--device D] [--sizes 256,1024] [--iters N] "
+                      "[--points p1,p2] [--json FILE]");
+    std::vector<int64_t> sizes;
+    for (const auto& s : split(flags.text("--sizes", "256,1024"))) {
+        const int64_t n = std::strtoll(s.c_str(), nullptr, 10);
+        if (n < 1 || n > 16384) fail("--sizes: '{}' is not a size from 1 to 16384", s);
+        sizes.push_back(n);
+    }
+    const int iters = static_cast<int>(flags.integer("--iters", 10, 2, 1000));
+    std::vector<const ops::MatmulSchedule*> points;
+    if (flags.has("--points"))
+        for (const auto& name : split(flags.text("--points")))
+            points.push_back(&ops::matmul_variant(name));
+    else
+        for (const auto& s : ops::matmul_variants()) points.push_back(&s);
+    const CblasSgemm sgemm = openblas_sgemm();
+    std::vector<Row> rows;
+    for (int64_t n : sizes) {
+        const size_t cells = static_cast<size_t>(n * n);
+        const std::vector<float> a = random_floats(cells, 1), b = random_floats(cells, 2);
+        const ops::MatmulShape shape{1, n, n, n};
+        for (Device* d : selected_devices(flags)) {
+            Buffer ab(*d, DType::f32, cells), bb(*d, DType::f32, cells);
+            ab.upload(a);
+            bb.upload(b);
+            std::vector<uint8_t> first;
+            for (const ops::MatmulSchedule* p : points) {
+                const auto r = ops::matmul_bench(*d, ab, {}, bb, {}, shape, DType::f32, *p, iters);
+                const std::vector<uint8_t> out = r.output.download_bytes();
+                if (first.empty()) first = out;
+                rows.push_back({d->info().id, p->name, n, r.ms, gflops(n, r.ms),
+                                out == first ? "same" : "DIFFER"});
+                fmt::print(stderr, "{} n={} {}: {:.3f} ms\n", d->info().id, n, p->name, r.ms);
+            }
+            if (d->info().backend != Backend::cpu || !sgemm) continue;
+            std::vector<float> c(cells);
+            std::vector<double> ms;
+            for (int i = 0; i < iters + 2; ++i) {
+                const auto t0 = Clock::now();
+                sgemm(101, 111, 111, static_cast<int>(n), static_cast<int>(n), static_cast<int>(n),
+                      1.0f, a.data(), static_cast<int>(n), b.data(), static_cast<int>(n), 0.0f,
+                      c.data(), static_cast<int>(n));  // row-major, no transposes
+                if (i >= 2)
+                    ms.push_back(
+                        std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+            }
+            const double med = median(ms);
+            rows.push_back({d->info().id, "openblas sgemm", n, med, gflops(n, med), "-"});
+        }
+    }
+    std::vector<std::vector<std::string>> table;
+    for (const Row& r : rows)
+        table.push_back({r.device, fmt::format("{}", r.n), r.who, fmt::format("{:.3f}", r.ms),
+                         fmt::format("{:.1f}", r.gflops), r.bits});
+    print_table({"device", "n", "kernel", "median ms", "GFLOP/s", "bits vs first point"}, table);
+    if (!sgemm) fmt::print("(OpenBLAS not loadable: install libopenblas0 for the CPU peer)\n");
+    if (flags.has("--json")) {
+        std::string json = "[";
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const Row& r = rows[i];
+            json += fmt::format(
+                "{}\n  {{\"device\": {}, \"n\": {}, \"kernel\": {}, \"ms\": {:.6g}, \"gflops\": "
+                "{:.6g}, \"bits\": {}}}",
+                i ? "," : "", json_quote(r.device), r.n, json_quote(r.who), r.ms, r.gflops,
+                json_quote(r.bits));
+        }
+        write_file(flags.text("--json"), json + "\n]\n");
+    }
+    return 0;
+}
+
+}  // namespace
+}  // namespace kiln::bench
+
+int main(int argc, char** argv) {
+    try {
+        return kiln::bench::run(argc, argv);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "bench_matmul: error: {}\n", e.what());
+        return 2;
+    }
+}
