@@ -41,6 +41,11 @@ struct Dialect {
     // allocates); 0: not known. With it, a vector access at an index known to be a multiple of
     // its width (ir/divisibility.hpp) needs no run-time alignment test.
     int buffer_alignment = 0;
+    // Bytes every shared tile is declared aligned to, by `tile_align` written before its type
+    // ("__align__(16) "); 0: not declared. A vector access of a tile at an index known to be a
+    // multiple of its width then needs no run-time alignment test either.
+    int tile_alignment = 0;
+    std::string tile_align;
     // Loads and stores of streaming buffers (ir::Param::streaming): {0} is the element's address
     // (and {1} the stored value). Empty: written as plain loads and stores.
     std::string streaming_load;

@@ -478,9 +478,13 @@ struct KernelEmitter {
     }
 
     // Whether a vector access of `width` elements at `index` of m is aligned to its whole width
-    // in every launch: a buffer whose start the runtime aligns, at a multiple of the width.
+    // in every launch: a buffer whose start the runtime aligns, or a tile declared aligned, at a
+    // multiple of the width.
     bool known_aligned(const MemRef& m, const ExprRef& index, size_t width) const {
-        return m.space == MemSpace::global && d.buffer_alignment >= static_cast<int>(width) * 4 &&
+        const int start = m.space == MemSpace::global   ? d.buffer_alignment
+                          : m.space == MemSpace::shared ? d.tile_alignment
+                                                        : 0;
+        return start >= static_cast<int>(width) * 4 &&
                divisibility.of(index) % static_cast<int64_t>(width) == 0;
     }
 
@@ -740,8 +744,8 @@ struct KernelEmitter {
 
     void declare_tiles() {
         for (size_t i = 0; i < k.tiles.size(); ++i)
-            line(fmt::format("{}{} sh{}[{}];", d.shared_space, c_mem_type(k.tiles[i].type), i,
-                             k.tiles[i].size));
+            line(fmt::format("{}{}{} sh{}[{}];", d.shared_space, d.tile_align,
+                             c_mem_type(k.tiles[i].type), i, k.tiles[i].size));
     }
 
     std::string emit(const std::string& entry) {
