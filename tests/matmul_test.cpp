@@ -383,4 +383,21 @@ TEST(Matmul, EveryPointDtypeAndLayoutCompilesForCuda) {
         << log;
 }
 
+// On CUDA the staged points read their thread's run of each tile in 16-byte loads, with no
+// run-time alignment test (the tiles are declared 16-byte aligned, the runs start at multiples
+// of 4 elements).
+TEST(Matmul, CudaReadsTileRunsInAlignedFloat4s) {
+    const std::string source = generate_source(
+        Backend::cuda, std::vector{ops::matmul_kernel({}, ops::matmul_variant("s64x64_k8_t4x4"))});
+    const std::string kernel = source.substr(source.find("__global__"));
+    EXPECT_NE(kernel.find("__shared__ __align__(16) float"), std::string::npos) << kernel;
+    EXPECT_EQ(kernel.find("& 15ull"), std::string::npos) << kernel;
+    size_t wide = 0;
+    for (size_t at = kernel.find("*(const float4*)"); at != std::string::npos;
+         at = kernel.find("*(const float4*)", at + 1))
+        ++wide;
+    // A run of 4 of A and one of B for each of the 8 unrolled terms, and in the short last step.
+    EXPECT_EQ(wide, 18u) << kernel;
+}
+
 }  // namespace

@@ -10,6 +10,7 @@
 #include <functional>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -44,6 +45,8 @@ void check_schedule(const MatmulSchedule& s) {
             s.name, s.bm, s.bn, s.tm, s.tn);
     if (s.threads() > 1024)
         fail("matmul schedule {}: {} threads a block; expected at most 1024", s.name, s.threads());
+    if (s.prefetch && !s.staged)
+        fail("matmul schedule {}: prefetch without shared tiles; expected a staged point", s.name);
     if (s.staged && (!pow2(s.bk) || s.bk > 64))
         fail("matmul schedule {}: bk {}; expected a power of two from 1 to 64", s.name, s.bk);
 }
@@ -173,75 +176,127 @@ void direct_terms(KernelBuilder& k, const Params& p, const Place& at, const Matm
     });
 }
 
-// Copies `count` elements into a shared tile, element e by thread e % threads: `copy(e)` does
-// one (e is i32, below count).
-void for_tile_elements(KernelBuilder& k, int count, int threads,
-                       const std::function<void(const Expr&)>& copy) {
+// One operand's share of a step's shared tile: this thread's elements e = t, t + threads, ...
+// of the tile's `count`, each with the tile index it fills, its row (A) or column (B) in the
+// operand, clamped to the matrix, and its term within the step. These do not depend on the
+// step, so they are computed once. In a last, partial round (count not a multiple of threads)
+// the threads past the end load a clamped element again and do not store it.
+struct TileSlot {
+    Var tile_at, line, term;
+    std::optional<Expr> has;
+};
+
+std::vector<TileSlot> tile_slots(KernelBuilder& k, int count, int threads,
+                                 const std::function<TileSlot(const Expr&)>& slot) {
+    std::vector<TileSlot> slots;
     for (int q = 0; q * threads < count; ++q) {
         Expr e = k.thread_index() + q * threads;
-        if ((q + 1) * threads <= count)
-            copy(e);
-        else
-            k.if_(e < count, [&] { copy(e); });
+        if ((q + 1) * threads <= count) {
+            slots.push_back(slot(e));
+        } else {
+            slots.push_back(slot(min(e, Expr(count - 1))));
+            slots.back().has = e < count;
+        }
     }
+    return slots;
+}
+
+// `count` consecutive f32 values of a shared tile from `at`, read 4 or 2 at a time where
+// `count` allows (one wide load where the target has one).
+std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at, int count,
+                           const char* name) {
+    std::vector<Expr> out;
+    const int width = count % 4 == 0 ? 4 : (count % 2 == 0 ? 2 : 1);
+    for (int g = 0; g < count; g += width) {
+        if (width == 1) {
+            out.push_back(k.let(tile[at + g], name));
+            continue;
+        }
+        for (const Var& v : k.load_vector(tile, at + g, width, name)) out.push_back(v);
+    }
+    return out;
 }
 
 // The staged form: k in steps of bk; each step's A (bm x bk, stored k-major: a_tile[q*bm + r])
 // and B (bk x bn: b_tile[q*bn + c]) copied into shared tiles as f32 by consecutive threads along
 // each operand's contiguous dimension, then every thread adds the step's terms in order. Whole
-// steps unroll their bk terms; a short last step runs a loop over the terms that exist.
+// steps unroll their bk terms; a short last step runs a loop over the terms that exist. With
+// prefetch, a step's values are loaded into registers while the previous step is summed.
 void staged_terms(KernelBuilder& k, const Params& p, const Place& at, const MatmulTypes& t,
                   const MatmulSchedule& s, Accumulators& acc) {
     const int T = s.threads(), bm = s.bm, bn = s.bn, bk = s.bk;
     auto a_tile = k.shared(DType::f32, int64_t{bk} * bm, "a_tile");
     auto b_tile = k.shared(DType::f32, int64_t{bk} * bn, "b_tile");
-    auto stage = [&](const Expr& p0) {
-        for_tile_elements(k, bm * bk, T, [&](const Expr& e) {
-            // Transposed A is contiguous along m: consecutive threads take consecutive rows.
-            Var r = k.let(t.a_transposed ? e % bm : e / bk, "r");
-            Var q = k.let(t.a_transposed ? e / bm : e % bk, "q");
-            Expr row = min(at.i0 + r, p.m - 1), term = min(p0 + q, p.k - 1);
-            a_tile[q * bm + r] =
-                to_f32(p.a[element_at(at.a_base, row, term, p.lda, t.a_transposed)]);
-        });
-        for_tile_elements(k, bk * bn, T, [&](const Expr& e) {
-            // Transposed B is contiguous along k.
-            Var q = k.let(t.b_transposed ? e % bk : e / bn, "q");
-            Var c = k.let(t.b_transposed ? e / bk : e % bn, "c");
-            Expr term = min(p0 + q, p.k - 1), col = min(at.j0 + c, p.n - 1);
-            b_tile[q * bn + c] =
-                to_f32(p.b[element_at(at.b_base, term, col, p.ldb, t.b_transposed)]);
-        });
+    // Transposed A is contiguous along m: consecutive threads take consecutive rows.
+    const std::vector<TileSlot> a_slots = tile_slots(k, bm * bk, T, [&](const Expr& e) {
+        Var r = k.let(t.a_transposed ? e % bm : e / bk, "r");
+        Var q = k.let(t.a_transposed ? e / bm : e % bk, "q");
+        return TileSlot{k.let(q * bm + r, "a_tile_at"), k.let(min(at.i0 + r, p.m - 1), "a_row"), q,
+                        std::nullopt};
+    });
+    // Transposed B is contiguous along k.
+    const std::vector<TileSlot> b_slots = tile_slots(k, bk * bn, T, [&](const Expr& e) {
+        Var q = k.let(t.b_transposed ? e % bk : e / bn, "q");
+        Var c = k.let(t.b_transposed ? e / bk : e % bn, "c");
+        return TileSlot{k.let(q * bn + c, "b_tile_at"), k.let(min(at.j0 + c, p.n - 1), "b_col"), q,
+                        std::nullopt};
+    });
+    std::vector<Var> a_vals, b_vals;
+    for (size_t i = 0; i < a_slots.size(); ++i) a_vals.push_back(k.let(Expr(0.0f), "a_val"));
+    for (size_t i = 0; i < b_slots.size(); ++i) b_vals.push_back(k.let(Expr(0.0f), "b_val"));
+    auto fetch = [&](const Expr& p0) {
+        for (size_t i = 0; i < a_slots.size(); ++i) {
+            Expr term = min(p0 + a_slots[i].term, p.k - 1);
+            a_vals[i] =
+                to_f32(p.a[element_at(at.a_base, a_slots[i].line, term, p.lda, t.a_transposed)]);
+        }
+        for (size_t i = 0; i < b_slots.size(); ++i) {
+            Expr term = min(p0 + b_slots[i].term, p.k - 1);
+            b_vals[i] =
+                to_f32(p.b[element_at(at.b_base, term, b_slots[i].line, p.ldb, t.b_transposed)]);
+        }
+    };
+    auto put = [&] {
+        auto store = [&](const Memory& tile, const TileSlot& slot, const Var& v) {
+            if (slot.has)
+                k.if_(*slot.has, [&] { tile[slot.tile_at] = v; });
+            else
+                tile[slot.tile_at] = v;
+        };
+        for (size_t i = 0; i < a_slots.size(); ++i) store(a_tile, a_slots[i], a_vals[i]);
+        for (size_t i = 0; i < b_slots.size(); ++i) store(b_tile, b_slots[i], b_vals[i]);
+        k.barrier();
     };
     Var a_at = k.let(at.ty * s.tm, "a_at");
     Var b_at = k.let(at.tx * s.tn, "b_at");
     auto term = [&](const Expr& q) {
-        std::vector<Expr> av, bv;
-        for (int r = 0; r < s.tm; ++r) av.push_back(k.let(a_tile[q * bm + a_at + r], "a"));
-        for (int c = 0; c < s.tn; ++c) bv.push_back(k.let(b_tile[q * bn + b_at + c], "b"));
-        acc.add_term(av, bv);
+        const std::vector<Expr> av = read_run(k, a_tile, q * bm + a_at, s.tm, "a");
+        acc.add_term(av, read_run(k, b_tile, q * bn + b_at, s.tn, "b"));
     };
     Var whole = k.let(p.k / bk * bk, "whole");  // terms in whole steps
+    if (s.prefetch) fetch(0);
     k.for_(
         0, whole,
         [&](Expr p0) {
-            stage(p0);
-            k.barrier();
+            if (!s.prefetch) fetch(p0);
+            put();
+            // The next step's loads (clamped: in bounds even past k) fly while this one is summed.
+            if (s.prefetch) fetch(p0 + bk);
             for (int q = 0; q < bk; ++q) term(Expr(q));
             k.barrier();  // the step's tiles are read before the next step writes them
         },
         bk);
     k.if_(whole < p.k, [&] {
-        stage(whole);
-        k.barrier();
+        if (!s.prefetch) fetch(whole);
+        put();
         k.for_(0, p.k - whole, [&](Expr q) { term(q); });
     });
 }
 
 // The memo key of a kernel: every comptime value it is built from.
 std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
-    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}", name(t.input), name(t.output),
-                       layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn, s.staged);
+    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}", name(t.input), name(t.output),
+                       layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn, s.staged, s.prefetch);
 }
 
 std::function<ir::Kernel()> builder(const MatmulTypes& t, const MatmulSchedule& s) {
@@ -320,6 +375,20 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         {.name = "s64x64_k8_t8x8", .bm = 64, .bn = 64, .bk = 8, .tm = 8, .tn = 8},
         {.name = "s128x64_k8_t8x4", .bm = 128, .bn = 64, .bk = 8, .tm = 8, .tn = 4},
         {.name = "s128x128_k8_t8x8", .bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8},
+        {.name = "s64x64_k8_t8x8_p",
+         .bm = 64,
+         .bn = 64,
+         .bk = 8,
+         .tm = 8,
+         .tn = 8,
+         .prefetch = true},
+        {.name = "s128x128_k8_t8x8_p",
+         .bm = 128,
+         .bn = 128,
+         .bk = 8,
+         .tm = 8,
+         .tn = 8,
+         .prefetch = true},
     };
     return variants;
 }

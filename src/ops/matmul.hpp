@@ -51,12 +51,15 @@ struct MatmulShape {
 //            held in registers (each output still one fma per p, in order).
 //   direct:  no shared tiles: each thread reads its tm rows of A and tn columns of B straight
 //            from memory, one p at a time (for tiny shapes and m or n of 1).
+// Staged points with prefetch load a step's values into registers while the previous step is
+// summed, then store them into the tiles (one set of tiles, two barriers a step as without).
 struct MatmulSchedule {
     std::string name;
     int bm = 64, bn = 64;  // block tile (outputs), multiples of tm and tn
     int bk = 8;            // staged only: k-steps per shared tile (a power of two, 1 to 64)
     int tm = 4, tn = 4;    // thread tile (outputs held in registers), 1 to 8 each
     bool staged = true;
+    bool prefetch = false;  // staged only: the next step's loads in flight during this step
     int threads() const { return (bm / tm) * (bn / tn); }
 };
 
@@ -67,6 +70,7 @@ struct MatmulSchedule {
 //   s64x64_k8_t8x8           staged, 64 threads of 8x8
 //   s128x64_k8_t8x4          staged, 256 threads of 8x4
 //   s128x128_k8_t8x8         staged, 256 threads of 8x8
+//   s64x64_k8_t8x8_p s128x128_k8_t8x8_p   ... with prefetch
 const std::vector<MatmulSchedule>& matmul_variants();
 const MatmulSchedule& matmul_variant(const std::string& name);  // kiln::Error if unknown
 
