@@ -21,6 +21,8 @@ namespace kiln::ops {
 namespace {
 
 constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
+// Elements each row of a shared tile is padded by (a multiple of 4: runs stay 16-byte aligned).
+constexpr int kTilePad = 4;
 
 bool is_input_float(DType t) {
     return t == DType::f32 || t == DType::f16 || t == DType::bf16;
@@ -217,29 +219,32 @@ std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at,
     return out;
 }
 
-// The staged form: k in steps of bk; each step's A (bm x bk, stored k-major: a_tile[q*bm + r])
-// and B (bk x bn: b_tile[q*bn + c]) copied into shared tiles as f32 by consecutive threads along
+// The staged form: k in steps of bk; each step's A (bm x bk, stored k-major: a_tile[q*a_ld + r])
+// and B (bk x bn: b_tile[q*b_ld + c]) copied into shared tiles as f32 by consecutive threads along
 // each operand's contiguous dimension, then every thread adds the step's terms in order. Whole
 // steps unroll their bk terms; a short last step runs a loop over the terms that exist. With
 // prefetch, a step's values are loaded into registers while the previous step is summed.
 void staged_terms(KernelBuilder& k, const Params& p, const Place& at, const MatmulTypes& t,
                   const MatmulSchedule& s, Accumulators& acc) {
     const int T = s.threads(), bm = s.bm, bn = s.bn, bk = s.bk;
-    auto a_tile = k.shared(DType::f32, int64_t{bk} * bm, "a_tile");
-    auto b_tile = k.shared(DType::f32, int64_t{bk} * bn, "b_tile");
+    // Rows of the tiles kTilePad elements longer than the block tile: consecutive threads storing
+    // an operand read along k (A, or B transposed) write one column, kTilePad banks apart.
+    const int a_ld = bm + kTilePad, b_ld = bn + kTilePad;
+    auto a_tile = k.shared(DType::f32, int64_t{bk} * a_ld, "a_tile");
+    auto b_tile = k.shared(DType::f32, int64_t{bk} * b_ld, "b_tile");
     // Transposed A is contiguous along m: consecutive threads take consecutive rows.
     const std::vector<TileSlot> a_slots = tile_slots(k, bm * bk, T, [&](const Expr& e) {
         Var r = k.let(t.a_transposed ? e % bm : e / bk, "r");
         Var q = k.let(t.a_transposed ? e / bm : e % bk, "q");
-        return TileSlot{k.let(q * bm + r, "a_tile_at"), k.let(min(at.i0 + r, p.m - 1), "a_row"), q,
-                        std::nullopt};
+        return TileSlot{k.let(q * a_ld + r, "a_tile_at"), k.let(min(at.i0 + r, p.m - 1), "a_row"),
+                        q, std::nullopt};
     });
     // Transposed B is contiguous along k.
     const std::vector<TileSlot> b_slots = tile_slots(k, bk * bn, T, [&](const Expr& e) {
         Var q = k.let(t.b_transposed ? e % bk : e / bn, "q");
         Var c = k.let(t.b_transposed ? e / bk : e % bn, "c");
-        return TileSlot{k.let(q * bn + c, "b_tile_at"), k.let(min(at.j0 + c, p.n - 1), "b_col"), q,
-                        std::nullopt};
+        return TileSlot{k.let(q * b_ld + c, "b_tile_at"), k.let(min(at.j0 + c, p.n - 1), "b_col"),
+                        q, std::nullopt};
     });
     std::vector<Var> a_vals, b_vals;
     for (size_t i = 0; i < a_slots.size(); ++i) a_vals.push_back(k.let(Expr(0.0f), "a_val"));
@@ -270,8 +275,8 @@ void staged_terms(KernelBuilder& k, const Params& p, const Place& at, const Matm
     Var a_at = k.let(at.ty * s.tm, "a_at");
     Var b_at = k.let(at.tx * s.tn, "b_at");
     auto term = [&](const Expr& q) {
-        const std::vector<Expr> av = read_run(k, a_tile, q * bm + a_at, s.tm, "a");
-        acc.add_term(av, read_run(k, b_tile, q * bn + b_at, s.tn, "b"));
+        const std::vector<Expr> av = read_run(k, a_tile, q * a_ld + a_at, s.tm, "a");
+        acc.add_term(av, read_run(k, b_tile, q * b_ld + b_at, s.tn, "b"));
     };
     Var whole = k.let(p.k / bk * bk, "whole");  // terms in whole steps
     if (s.prefetch) fetch(0);
