@@ -132,16 +132,53 @@ void expect_ragged_shapes(const Points& points, DType input, DType out, uint64_t
     }
 }
 
-TEST(Matmul, PointsOfPart0MatchTheOracleOnRaggedShapesOnEveryDevice) {
+// Values whose result shows the op's order: one fma per term (the product is not rounded before
+// the add) and terms added from p = 0 up (another order or a split of k gives another value),
+// through the points (compiled already).
+void expect_the_order(const Points& points) {
+    const float e = 1.0f + std::ldexp(1.0f, -12);
+    const float big = std::ldexp(1.0f, 24);
+    // Row 0: -1 + e*e is exactly 2^-11 + 2^-24 with a fused product (2^-11 if rounded first).
+    // Row 1: ((2^24 + 1) - 2^24) + 1 is 1 in order (2^24 + 1 rounds to 2^24), 2 from the end.
+    // Row 2: in order 2^24 + 1 + 1 is 2^24; k split in halves of two terms gives 2^24 + 2.
+    const std::vector<float> a{1.0f, e,    0.0f, 0.0f,  //
+                               big,  1.0f, -big, 1.0f,  //
+                               big,  0.0f, 1.0f, 1.0f};
+    const std::vector<float> b{-1.0f, e, 0.0f, 0.0f};
+    const std::vector<float> bones{1.0f, 1.0f, 1.0f, 1.0f};
+    const ops::MatmulShape s{1, 3, 1, 4};
+    const ops::MatmulOperand dense{};
+    for (Device* d : devices()) {
+        Buffer ab(*d, DType::f32, a.size()), bb(*d, DType::f32, 4), b1(*d, DType::f32, 4);
+        ab.upload(a);
+        bb.upload(b);
+        b1.upload(bones);
+        for (const auto* p : points) {
+            SCOPED_TRACE(d->info().id + " " + p->name);
+            const auto r0 = ops::matmul_bench(*d, ab, dense, bb, dense, s, DType::f32, *p, 1);
+            const auto r1 = ops::matmul_bench(*d, ab, dense, b1, dense, s, DType::f32, *p, 1);
+            EXPECT_EQ(r0.output.download<float>()[0],
+                      std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24));
+            const auto c1 = r1.output.download<float>();
+            EXPECT_EQ(c1[1], 1.0f);
+            EXPECT_EQ(c1[2], big);
+        }
+    }
+}
+
+TEST(Matmul, PointsOfPart0MatchTheOracleAndTheOrderOnEveryDevice) {
     expect_ragged_shapes(every_point(0), DType::f32, DType::f32, 1);
+    expect_the_order(every_point(0));
 }
 
-TEST(Matmul, PointsOfPart1MatchTheOracleOnRaggedShapesOnEveryDevice) {
+TEST(Matmul, PointsOfPart1MatchTheOracleAndTheOrderOnEveryDevice) {
     expect_ragged_shapes(every_point(1), DType::f32, DType::f32, 1);
+    expect_the_order(every_point(1));
 }
 
-TEST(Matmul, PointsOfPart2MatchTheOracleOnRaggedShapesOnEveryDevice) {
+TEST(Matmul, PointsOfPart2MatchTheOracleAndTheOrderOnEveryDevice) {
     expect_ragged_shapes(every_point(2), DType::f32, DType::f32, 1);
+    expect_the_order(every_point(2));
 }
 
 TEST(Matmul, F16AndBf16InputsToF32OrTheirOwnDtypeMatchTheOracleOnEveryDevice) {
@@ -190,40 +227,6 @@ TEST(Matmul, BatchesWithASharedOperandAndTinyProductsMatchTheOracle) {
         const HostBuffer b =
             random_values(input, static_cast<size_t>(s.k * s.n), 8, std::ldexp(1.0f, -140));
         expect_points(points, input, input, a, av, b, bv, s);
-    }
-}
-
-// Values whose result shows the op's order: one fma per term (the product is not rounded before
-// the add) and terms added from p = 0 up (another order or a split of k gives another value).
-TEST(Matmul, TheOrderIsOneFmaPerTermFromTheFirstTerm) {
-    const float e = 1.0f + std::ldexp(1.0f, -12);
-    const float big = std::ldexp(1.0f, 24);
-    // Row 0: -1 + e*e is exactly 2^-11 + 2^-24 with a fused product (2^-11 if rounded first).
-    // Row 1: ((2^24 + 1) - 2^24) + 1 is 1 in order (2^24 + 1 rounds to 2^24), 2 from the end.
-    // Row 2: in order 2^24 + 1 + 1 is 2^24; k split in halves of two terms gives 2^24 + 2.
-    const std::vector<float> a{1.0f, e,    0.0f, 0.0f,  //
-                               big,  1.0f, -big, 1.0f,  //
-                               big,  0.0f, 1.0f, 1.0f};
-    const std::vector<float> b{-1.0f, e, 0.0f, 0.0f};
-    const std::vector<float> bones{1.0f, 1.0f, 1.0f, 1.0f};
-    const ops::MatmulShape s{1, 3, 1, 4};
-    const ops::MatmulOperand dense{};
-    for (int part = 0; part < kParts; ++part) compile_points({}, every_point(part));
-    for (Device* d : devices()) {
-        Buffer ab(*d, DType::f32, a.size()), bb(*d, DType::f32, 4), b1(*d, DType::f32, 4);
-        ab.upload(a);
-        bb.upload(b);
-        b1.upload(bones);
-        for (const auto& p : ops::matmul_variants()) {
-            SCOPED_TRACE(d->info().id + " " + p.name);
-            const auto r0 = ops::matmul_bench(*d, ab, dense, bb, dense, s, DType::f32, p, 1);
-            const auto r1 = ops::matmul_bench(*d, ab, dense, b1, dense, s, DType::f32, p, 1);
-            EXPECT_EQ(r0.output.download<float>()[0],
-                      std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24));
-            const auto c1 = r1.output.download<float>();
-            EXPECT_EQ(c1[1], 1.0f);
-            EXPECT_EQ(c1[2], big);
-        }
     }
 }
 
@@ -336,6 +339,21 @@ TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {
             ops::matmul(cpu, ops::DenseMatrix{a2, 2, 3, 5}, ops::DenseMatrix{b3, 3, 5, 5});
         },
         {"a has 2 batches and b 3"});
+    expect_error(
+        [&] {
+            ops::matmul(cpu, ops::DenseMatrix{a, 1 << 20, 1 << 20, 1 << 20}, b47);
+        },
+        {"a has 15 elements", "1048576 x 1048576 x 1048576"});
+    expect_error(
+        [&] {
+            ops::matmul(cpu, a, {}, b55, {}, {1, 3, 5, int64_t{1} << 31});
+        },
+        {"k=2147483648", "k and batch*m*n at most 2147483647"});
+    expect_error(
+        [&] {
+            ops::matmul(cpu, a, {}, b55, {}, {1 << 16, 1 << 16, 5, 5});
+        },
+        {"batch=65536 m=65536"});
     const ops::MatmulShape zero{1, 3, 0, 5};
     expect_error([&] { ops::matmul(cpu, a, {}, b55, {}, zero); }, {"m=3 n=0 k=5", ">= 1"});
     const ops::MatmulShape s{1, 3, 5, 5};

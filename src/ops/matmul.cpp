@@ -21,6 +21,8 @@ namespace kiln::ops {
 namespace {
 
 constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
+// The largest m and n: a tile's corner plus a block tile (at most 1024 a side) stays in 32 bits.
+constexpr int64_t kMaxExtent = kMaxIndex - 1024;
 // Elements each row of a shared tile is padded by (a multiple of 4: runs stay 16-byte aligned).
 constexpr int kTilePad = 4;
 
@@ -96,6 +98,8 @@ Expr element_at(const Expr& base, const Expr& r, const Expr& c, const Expr& ld, 
 void require_contract(KernelBuilder& k, const Params& p, const MatmulTypes& t) {
     auto wide = [](const Expr& e) { return cast(DType::i64, e); };
     k.require(p.batch >= 1 && p.m >= 1 && p.n >= 1 && p.k >= 1, "batch, m, n and k are >= 1");
+    k.require(p.m <= static_cast<int32_t>(kMaxExtent) && p.n <= static_cast<int32_t>(kMaxExtent),
+              fmt::format("m and n are at most {}", kMaxExtent));
     k.require(p.a_offset >= 0 && p.a_batch >= 0 && p.lda >= 0 && p.b_offset >= 0 &&
                   p.b_batch >= 0 && p.ldb >= 0 && p.c_offset >= 0 && p.c_batch >= 0 && p.ldc >= 0,
               "offsets and strides are >= 0");
@@ -308,6 +312,12 @@ std::function<ir::Kernel()> builder(const MatmulTypes& t, const MatmulSchedule& 
     return [t, s] { return matmul_kernel(t, s); };
 }
 
+// Whether a * b * c (each >= 1) is at most kMaxIndex, without overflowing on the way.
+bool fits_index(int64_t a, int64_t b, int64_t c) {
+    return a <= kMaxIndex && b <= kMaxIndex && c <= kMaxIndex && a * b <= kMaxIndex &&
+           a * b * c <= kMaxIndex;
+}
+
 // ld 0 resolved to the dense leading dimension of a rows x cols view.
 int64_t leading(const MatmulOperand& v, int64_t rows, int64_t cols) {
     return v.ld != 0 ? v.ld : (v.transposed ? rows : cols);
@@ -458,10 +468,11 @@ void matmul_check(const Buffer& a, const MatmulOperand& av, const Buffer& b,
     if (s.batch < 1 || s.m < 1 || s.n < 1 || s.k < 1)
         fail("matmul: shape batch={} m={} n={} k={}; expected every size >= 1", s.batch, s.m, s.n,
              s.k);
-    if (s.batch > kMaxIndex || s.m > kMaxIndex || s.n > kMaxIndex || s.k > kMaxIndex ||
-        s.batch * s.m * s.n > kMaxIndex)
-        fail("matmul: shape batch={} m={} n={} k={}; expected batch*m*n and each size at most {}",
-             s.batch, s.m, s.n, s.k, kMaxIndex);
+    if (s.m > kMaxExtent || s.n > kMaxExtent || s.k > kMaxIndex || !fits_index(s.batch, s.m, s.n))
+        fail(
+            "matmul: shape batch={} m={} n={} k={}; expected m and n at most {}, k and batch*m*n "
+            "at most {}",
+            s.batch, s.m, s.n, s.k, kMaxExtent, kMaxIndex);
     if (!is_input_float(a.dtype()))
         fail("matmul: a is {}; expected f32, f16 or bf16", name(a.dtype()));
     if (b.dtype() != a.dtype())
@@ -528,9 +539,10 @@ Buffer matmul(Device& device, const DenseMatrix& a, const DenseMatrix& b, DType 
         const char* what = d == &a ? "a" : "b";
         if (d->batch < 1 || d->rows < 1 || d->cols < 1)
             fail("matmul: {} is {}; expected every size >= 1", what, operand_text(*d));
-        if (static_cast<int64_t>(d->buffer.count()) != d->batch * d->rows * d->cols)
-            fail("matmul: {} has {} elements; expected batch x rows x cols = {} = {}", what,
-                 d->buffer.count(), operand_text(*d), d->batch * d->rows * d->cols);
+        if (!fits_index(d->batch, d->rows, d->cols) ||
+            static_cast<int64_t>(d->buffer.count()) != d->batch * d->rows * d->cols)
+            fail("matmul: {} has {} elements; expected batch x rows x cols = {}", what,
+                 d->buffer.count(), operand_text(*d));
     }
     // The operands' shapes as used: A is m x k, B is k x n.
     const int64_t m = a.transposed ? a.cols : a.rows, ka = a.transposed ? a.rows : a.cols;
