@@ -382,28 +382,31 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& a, const MatmulOperand& a
 }  // namespace
 
 const std::vector<MatmulSchedule>& matmul_variants() {
+    // Each point's name spells its knobs, so the two cannot drift apart.
+    auto direct = [](int bm, int bn) {
+        return MatmulSchedule{fmt::format("d{}x{}", bm, bn), bm, bn, 1, 1, 1, false, false};
+    };
+    auto staged = [](int bm, int bn, int bk, int tm, int tn, bool prefetch = false) {
+        return MatmulSchedule{
+            fmt::format("s{}x{}_k{}_t{}x{}{}", bm, bn, bk, tm, tn, prefetch ? "_p" : ""),
+            bm,
+            bn,
+            bk,
+            tm,
+            tn,
+            true,
+            prefetch};
+    };
     static const std::vector<MatmulSchedule> variants = {
-        {.name = "d1x64", .bm = 1, .bn = 64, .bk = 1, .tm = 1, .tn = 1, .staged = false},
-        {.name = "d8x32", .bm = 8, .bn = 32, .bk = 1, .tm = 1, .tn = 1, .staged = false},
-        {.name = "s32x32_k16_t2x2", .bm = 32, .bn = 32, .bk = 16, .tm = 2, .tn = 2},
-        {.name = "s64x64_k8_t4x4", .bm = 64, .bn = 64, .bk = 8, .tm = 4, .tn = 4},
-        {.name = "s64x64_k8_t8x8", .bm = 64, .bn = 64, .bk = 8, .tm = 8, .tn = 8},
-        {.name = "s128x64_k8_t8x4", .bm = 128, .bn = 64, .bk = 8, .tm = 8, .tn = 4},
-        {.name = "s128x128_k8_t8x8", .bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8},
-        {.name = "s64x64_k8_t8x8_p",
-         .bm = 64,
-         .bn = 64,
-         .bk = 8,
-         .tm = 8,
-         .tn = 8,
-         .prefetch = true},
-        {.name = "s128x128_k8_t8x8_p",
-         .bm = 128,
-         .bn = 128,
-         .bk = 8,
-         .tm = 8,
-         .tn = 8,
-         .prefetch = true},
+        direct(1, 64),
+        direct(8, 32),
+        staged(32, 32, 16, 2, 2),
+        staged(64, 64, 8, 4, 4),
+        staged(64, 64, 8, 8, 8),
+        staged(128, 64, 8, 8, 4),
+        staged(128, 128, 8, 8, 8),
+        staged(64, 64, 8, 8, 8, true),
+        staged(128, 128, 8, 8, 8, true),
     };
     return variants;
 }
