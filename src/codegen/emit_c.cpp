@@ -525,6 +525,11 @@ struct KernelEmitter {
                          : fmt::format("{} = {};", at, part(i)));
             }
         };
+        if (d.vector_load == VectorLoad::elements && !streaming) {  // as in load_vector
+            for (size_t i = 0; i < width; ++i)
+                line(fmt::format("{} = {};", element_at(n.mem, n.index, i), values[i]));
+            return;
+        }
         line("{");
         ++depth;
         line(fmt::format("{}{}* kiln_at = &{}[{}];", vector_space(n.mem), c_mem_type(t), mem(n.mem),
@@ -558,6 +563,12 @@ struct KernelEmitter {
         line("}");
     }
 
+    // Element `index + i` of the memory, as an lvalue.
+    std::string element_at(const MemRef& m, const ExprRef& index, size_t i) {
+        return i == 0 ? fmt::format("{}[{}]", mem(m), expr(index))
+                      : fmt::format("{}[({}) + {}]", mem(m), expr(index), i);
+    }
+
     // A vector load: the locals take elements index, index+1, ... of the memory.
     void load_vector(const stmt::LoadVector& n) {
         const DType t = mem_dtype(k, n.mem);
@@ -567,6 +578,14 @@ struct KernelEmitter {
                 line(fmt::format("{} = {};", local(n.locals[i]),
                                  hinted_load(n.mem, fmt::format("{}[{}]", base, i))));
         };
+        if (d.vector_load == VectorLoad::elements) {
+            // Plain element loads, no pointer: the CPU's compiler then still sees each access's
+            // index as a function of the thread, and vectorizes the thread loop across them.
+            for (size_t i = 0; i < width; ++i)
+                line(fmt::format("{} = {};", local(n.locals[i]),
+                                 hinted_load(n.mem, element_at(n.mem, n.index, i))));
+            return;
+        }
         const std::string vec = vector_type(t, width);
         const std::string space = vector_space(n.mem);
         line("{");
