@@ -519,17 +519,8 @@ Buffer matmul(Device& device, const Buffer& a, const MatmulOperand& av, const Bu
     if (&a.device() != &device)
         fail("matmul: a lives on {}; expected {}", a.device().info().id, device.info().id);
     Tuned<Buffer> tuned = make_tuned(device, a, av, b, bv, shape, out);
-    // A miss benches every variant: build those not compiled yet in one compiler run first.
-    const auto winner = tuner.winner(device.info().id, "matmul", tuned.full_key());
-    bool offered = false;
-    for (const auto& s : matmul_variants()) offered = offered || (winner && *winner == s.name);
-    if (!offered) {
-        const MatmulTypes t = types_of(a, av, bv, out);
-        std::vector<ir::Kernel> kernels;
-        for (const auto& s : matmul_variants())
-            kernels.push_back(memo_kernel(kernel_key(t, s), builder(t, s)));
-        compile_all(device, kernels);
-    }
+    // Each point's kernel is compiled on its own (memo_compiled, when the tuner first runs it):
+    // one cache entry per kernel, shared by every shape, layout set and caller that needs it.
     return tuned.run(tuner);
 }
 
