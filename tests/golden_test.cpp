@@ -1,9 +1,10 @@
-// Golden outputs: the exact bits of rms_norm (f32, f16, bf16) and matvec_q8 for fixed inputs,
-// pinned as hashes. The other tests compare kernels with the oracle, which follows the op's own
-// definition, so a change to that definition made in kernel and oracle alike passes them; it fails
-// here, and the pinned hash is then updated on purpose, with the reason in the commit.
+// Golden outputs: the exact bits of rms_norm (f32, f16, bf16), matvec_q8 and matmul for fixed
+// inputs, pinned as hashes. The other tests compare kernels with the oracle, which follows the op's
+// own definition, so a change to that definition made in kernel and oracle alike passes them; it
+// fails here, and the pinned hash is then updated on purpose, with the reason in the commit.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -11,8 +12,10 @@
 
 #include "kiln/compile.hpp"
 #include "kiln/semantics.hpp"
+#include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
+#include "oracle/matmul.hpp"
 #include "oracle/matvec_q8.hpp"
 #include "oracle/rms_norm.hpp"
 
@@ -113,6 +116,36 @@ TEST(Golden, MatvecQ8OutputBitsArePinned) {
         xb.upload_bytes(x);
         auto r = ops::matvec_q8_bench(*d, wb, xb, rows, k,
                                       ops::matvec_q8_variants().front().schedule, 1);
+        EXPECT_EQ(fnv1a(r.output.download_bytes()), kPinned);
+    }
+}
+
+// f32 values from mt19937's raw 32-bit output: a signed integer times 2^-30, so every value
+// has a full mantissa and the sums round: the order of the terms shows in the bits.
+Bytes fixed_full_floats(size_t count, uint32_t seed) {
+    std::mt19937 rng(seed);
+    Bytes out(count * 4);
+    for (size_t i = 0; i < count; ++i) {
+        const float f = std::ldexp(static_cast<float>(static_cast<int32_t>(rng())), -30);
+        std::memcpy(&out[i * 4], &f, 4);
+    }
+    return out;
+}
+
+TEST(Golden, MatmulOutputBitsArePinned) {
+    const ops::MatmulShape s{2, 5, 7, 300};  // 300 terms per output
+    const Bytes a = fixed_full_floats(2 * 5 * 300, 31), b = fixed_full_floats(2 * 300 * 7, 32);
+    const ops::MatmulOperand av{0, 5 * 300, 0, false}, bv{0, 300 * 7, 0, false};
+    const Bytes c = oracle::matmul(DType::f32, DType::f32, a, av, b, bv, s);
+    constexpr uint64_t kPinned = 0x278deaaa2dabe86eull;
+    EXPECT_EQ(fnv1a(c), kPinned) << "the oracle's bits changed; got 0x" << std::hex << fnv1a(c);
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Buffer ab(*d, DType::f32, a.size() / 4), bb(*d, DType::f32, b.size() / 4);
+        ab.upload_bytes(a);
+        bb.upload_bytes(b);
+        auto r =
+            ops::matmul_bench(*d, ab, av, bb, bv, s, DType::f32, ops::matmul_variants().front(), 1);
         EXPECT_EQ(fnv1a(r.output.download_bytes()), kPinned);
     }
 }
