@@ -251,6 +251,23 @@ TEST(CudaCodegen, VectorAccessesTestAlignmentOnlyWhereItIsNotKnown) {
     expect_nvrtc_compiles({known, tested, streamed});
 }
 
+// The CPU writes a vector access as its element accesses, with no pointer temporary between them
+// and the thread loop (which would keep the compiler from vectorizing that loop).
+TEST(CudaCodegen, CpuWritesVectorAccessesAsElementAccesses) {
+    KernelBuilder k("vector_access", 64);
+    auto x = k.input("x", DType::f32);
+    auto y = k.output("y", DType::f32);
+    Var i = k.let(k.absolute_pos() * 4, "i");
+    k.if_(i + 3 < y.len(), [&] {
+        const std::vector<Var> v = k.load_vector(x, i, 4, "v");
+        k.store_vector(y, i, {v[3], v[2], v[1], v[0]});
+    });
+    const std::string source = generate_source(Backend::cpu, std::vector{k.finish()});
+    const std::string kernel = source.substr(source.find("extern \"C\" void vector_access"));
+    EXPECT_EQ(count_of(kernel, "kiln_at"), 0u) << kernel;
+    EXPECT_EQ(count_of(kernel, ") + 3]"), 2u) << kernel;  // x's last load and y's last store
+}
+
 TEST(CudaCodegen, OpenClWritesVectorStoresWithVstore) {
     KernelBuilder k("vector_store_cl", 64);
     auto y = k.output("y", DType::u32);
