@@ -31,6 +31,43 @@ TEST(Print, ShowsParametersStatementsAndFolds) {
     EXPECT_THAT(text, HasSubstr("require"));
 }
 
+// A value reused at every level: 2^40 nodes as a tree, 80 as the DAG the DSL builds.
+ir::Kernel deeply_shared(int levels) {
+    KernelBuilder k("deep", 64);
+    auto x = k.input("x", DType::f32);
+    auto y = k.output("y", DType::f32);
+    Expr i = k.absolute_pos();
+    k.if_(i < y.len(), [&] {
+        Expr v = x[i];
+        for (int l = 0; l < levels; ++l) v = v * v + v;
+        y[i] = v;
+    });
+    return k.finish();
+}
+
+TEST(Print, NamesANodeAStatementReachesTwiceOnce) {
+    const std::string text = ir::print(deeply_shared(1));
+    EXPECT_THAT(text, HasSubstr("    $0 = ((block_index * 64:i32):i32 + thread_index):i32\n"
+                                "    $1 = x[$0]\n"
+                                "    y[$0] = (($1 * $1):f32 + $1):f32\n"));
+}
+
+TEST(Dag, PassesVisitEachSharedNodeOnce) {
+    // Verify (in finish), print, hash, simplify and codegen all take time and space linear in
+    // the DAG: as a tree these 40 levels would not fit in any memory.
+    const ir::Kernel k = deeply_shared(40);
+    EXPECT_LT(ir::print(k).size(), 20000u);
+    const ir::Kernel simplified = ir::simplify(k);
+    size_t nodes = 0;
+    ir::for_each_stmt(simplified.body, [&](const ir::StmtNode& n) {
+        if (const auto* s = std::get_if<ir::stmt::Store>(&n.node))
+            ir::walk(s->value, [&](const ir::ExprRef&) { ++nodes; });
+    });
+    EXPECT_LT(nodes, 200u);  // sharing kept through the rewrite
+    EXPECT_LT(generate_source(Backend::cpu, std::span(&k, 1)).size(), 40000u);
+    EXPECT_NE(ir::structural_hash(k), ir::structural_hash(deeply_shared(39)));
+}
+
 TEST(Hash, EqualForEqualIrAndDifferentForAnyComptimeChange) {
     auto make = [](int threads, int block, int64_t n) {
         return ir::structural_hash(
