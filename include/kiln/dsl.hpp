@@ -100,26 +100,41 @@ class Memory {
     DType type_;
 };
 
-// The canonical fold's definition (lanes, chunk, op) and its one schedule knob (threads).
+// A fold: its definition and its schedule. The op, `lanes` and `chunk` DEFINE the result: they
+// fix the order of every operation (lane j folds chunks j, j+lanes, ... of `chunk` consecutive
+// elements from the op's identity, then a halving tree combines the lanes), so changing them
+// changes the op and, for floats, its bits. Choose them once per op, from the op and the extent
+// alone (never from the device). `threads` (threads sharing the lanes) and `unroll` (rounds of
+// chunks per loop step: more loads in flight) are the SCHEDULE: any value gives the same bits,
+// so tune them freely.
 struct Fold {
     ir::FoldSpec spec;
     static Fold sum() { return Fold{{ir::FoldOp::sum}}; }
     static Fold max() { return Fold{{ir::FoldOp::max}}; }
     static Fold min() { return Fold{{ir::FoldOp::min}}; }
     static Fold prod() { return Fold{{ir::FoldOp::prod}}; }
+    // Definition: a power of two from 1 to 1024.
     Fold lanes(int w) const {
         Fold f = *this;
         f.spec.lanes = w;
         return f;
     }
+    // Definition: 1 to 64 consecutive elements per chunk.
     Fold chunk(int v) const {
         Fold f = *this;
         f.spec.chunk = v;
         return f;
     }
+    // Schedule: a power of two dividing the lanes and the block size.
     Fold threads(int t) const {
         Fold f = *this;
         f.spec.threads = t;
+        return f;
+    }
+    // Schedule: 1 to 16.
+    Fold unroll(int u) const {
+        Fold f = *this;
+        f.spec.unroll = u;
         return f;
     }
 };
