@@ -125,11 +125,12 @@ TEST(Divisibility, KnowsMultiplesFromStructureOnly) {
     Var masked = k.let(s & ~3, "masked");                       // 4
     Var picked = k.let(select(s > 0, scaled, lane), "picked");  // 4
     Var loaded = k.let(x[t] * 1, "loaded");                     // 1: data
-    Var zero = k.let(Expr(0), "zero");                          // 64: every power divides 0
+    Var zero = k.let(DType::i32, 0, "zero");                    // 64: every power divides 0
     Var narrow = k.let(cast(DType::u8, t * 256), "narrow");     // 0 mod 256: the cap
-    Var grown = k.let(Expr(0), "grown");  // +8 in a loop: 8; the greatest fixpoint, by induction
-    Var spoiled = k.let(Expr(0), "spoiled");  // +16, then +2 in the loop: 2
-    Var stepped = k.let(Expr(0), "stepped");  // the loop variable from 4, step 12: 4
+    Var grown =
+        k.let(DType::i32, 0, "grown");  // +8 in a loop: 8; the greatest fixpoint, by induction
+    Var spoiled = k.let(DType::i32, 0, "spoiled");  // +16, then +2 in the loop: 2
+    Var stepped = k.let(DType::i32, 0, "stepped");  // the loop variable from 4, step 12: 4
     k.for_(
         4, s,
         [&](Expr i) {

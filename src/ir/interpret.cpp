@@ -239,40 +239,17 @@ class Interpreter {
     // Whether an expression of n itself (not of the statements inside it) has a shuffle; with
     // `any_kind` false only a Let's or Assign's value counts.
     static bool reads_other_threads(const StmtNode& n, bool any_kind = false) {
+        const bool assigns = std::holds_alternative<stmt::Let>(n.node) ||
+                             std::holds_alternative<stmt::Assign>(n.node);
+        if (!assigns && !any_kind) return false;
         bool found = false;
         auto look = [&](const ExprRef& e) {
-            if (e)
-                walk(e, [&](const ExprRef& x) {
-                    found = found || std::holds_alternative<expr::ShuffleXor>(x->node);
-                });
+            walk(e, [&](const ExprRef& x) {
+                found = found || std::holds_alternative<expr::ShuffleXor>(x->node);
+            });
         };
-        std::visit(
-            [&](const auto& s) {
-                using N = std::decay_t<decltype(s)>;
-                if constexpr (std::is_same_v<N, stmt::Let> || std::is_same_v<N, stmt::Assign>) {
-                    look(s.value);
-                } else if (any_kind) {
-                    if constexpr (std::is_same_v<N, stmt::Store>) {
-                        look(s.index);
-                        look(s.value);
-                    } else if constexpr (std::is_same_v<N, stmt::For>) {
-                        look(s.begin);
-                        look(s.end);
-                        look(s.step);
-                    } else if constexpr (std::is_same_v<N, stmt::If>) {
-                        look(s.cond);
-                    } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
-                        look(s.index);
-                    } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
-                        look(s.index);
-                        for (const auto& v : s.values) look(v);
-                    } else if constexpr (std::is_same_v<N, stmt::Fold>) {
-                        look(s.extent);
-                        look(s.value);
-                    }
-                }
-            },
-            n.node);
+        for_each_own_expr(n, look);
+        if (const auto* f = std::get_if<stmt::Fold>(&n.node)) look(f->value);
         return found;
     }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "ir/shared_nodes.hpp"
+#include "ir/visit.hpp"
 
 namespace kiln::ir {
 namespace {
@@ -101,36 +102,11 @@ struct Printer {
         out += '\n';
     }
 
-    // The expressions a statement's own line prints.
-    static std::vector<ExprRef> roots(const StmtNode& s) {
-        return std::visit(
-            [](const auto& n) -> std::vector<ExprRef> {
-                using N = std::decay_t<decltype(n)>;
-                if constexpr (std::is_same_v<N, stmt::Let> || std::is_same_v<N, stmt::Assign>)
-                    return {n.value};
-                else if constexpr (std::is_same_v<N, stmt::Store>)
-                    return {n.index, n.value};
-                else if constexpr (std::is_same_v<N, stmt::For>)
-                    return {n.begin, n.end, n.step};
-                else if constexpr (std::is_same_v<N, stmt::If>)
-                    return {n.cond};
-                else if constexpr (std::is_same_v<N, stmt::LoadVector>)
-                    return {n.index};
-                else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
-                    std::vector<ExprRef> r = n.values;
-                    r.push_back(n.index);
-                    return r;
-                } else if constexpr (std::is_same_v<N, stmt::Fold>)
-                    return {n.extent};
-                else
-                    return {};
-            },
-            s.node);
-    }
-
     void stmt(const StmtRef& s, int depth) {
         if (!s) return;
-        name_shared(roots(*s), depth);
+        std::vector<ExprRef> roots;
+        for_each_own_expr(*s, [&](const ExprRef& e) { roots.push_back(e); });
+        name_shared(roots, depth);
         std::visit(
             [&](const auto& n) {
                 using N = std::decay_t<decltype(n)>;

@@ -19,6 +19,9 @@ ExprRef rewrite(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& 
 // Rebuilds statement s with every expression in it passed through rewrite(.., f), recursively
 // (one rewrite of each distinct node for the whole statement).
 StmtRef rewrite_exprs(const StmtRef& s, const std::function<ExprRef(const ExprRef&)>& f);
+// Calls f on each expression of statement s itself, evaluated where s stands: not those of the
+// statements inside it, nor a fold's value (which belongs to its body).
+void for_each_own_expr(const StmtNode& s, const std::function<void(const ExprRef&)>& f);
 // Calls f on every statement node of the tree rooted at s (fold bodies included), parents first.
 void for_each_stmt(const StmtRef& s, const std::function<void(const StmtNode&)>& f);
 // True when the statement tree contains a node for which pred is true.
