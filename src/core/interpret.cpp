@@ -39,10 +39,10 @@ std::vector<HostBuffer> interpret(const ir::Kernel& kernel, int64_t grid,
             if (s >= scalars.size())
                 fail("kernel {}: scalar '{}' is parameter {}, but {} scalars were given", k.name,
                      p.name, i, scalars.size());
-            const Arg& a = scalars[s++];
-            if (a.buffer || a.dtype != p.dtype)
-                fail("kernel {}: scalar '{}' must be {}; got {}", k.name, p.name, name(p.dtype),
-                     a.buffer ? "a buffer" : name(a.dtype));
+            if (scalars[s].buffer)
+                fail("kernel {}: scalar '{}' must be {}; got a buffer", k.name, p.name,
+                     name(p.dtype));
+            const Arg a = scalars[s++].to_parameter(p.dtype, k.name, p.name);
             const ir::Slot v = ir::load_slot(p.dtype, reinterpret_cast<const uint8_t*>(&a.bits));
             slots.push_back(v);
             if (is_float(p.dtype))
