@@ -326,7 +326,13 @@ struct Lowerer {
                 } else if constexpr (std::is_same_v<N, stmt::If>) {
                     return make(stmt::If{n.cond, walk(n.then_body), walk(n.else_body)});
                 } else if constexpr (std::is_same_v<N, stmt::Fold>) {
-                    return lower(n);
+                    // A fold inside a fold's body (one thread's, the segments of a long fold)
+                    // is lowered first; the body runs once per element, as a loop's does.
+                    stmt::Fold outer = n;
+                    ++loop_depth;
+                    outer.body = walk(n.body);
+                    --loop_depth;
+                    return lower(outer);
                 } else {
                     return s;
                 }
