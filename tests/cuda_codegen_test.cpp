@@ -274,7 +274,7 @@ TEST(CudaCodegen, KeptBuffersLoadEvictLastOnCudaOnly) {
             if (keep) k.keep_cached(in);
         Var i = k.let(k.absolute_pos() * 4, "i");
         k.if_(i + 3 < y.len(), [&] {
-            Var acc = k.let(Expr(0.0f), "acc");
+            Var acc = k.let(DType::f32, 0.0f, "acc");
             for (const auto& in : ins) acc = acc + cast(DType::f32, in[i]);
             const auto v4 = k.load_vector(ins[0], i, 4, "v4");      // aligned: one 16-byte load
             const auto v2 = k.load_vector(ins[1], i + 2, 2, "v2");  // an 8-byte load

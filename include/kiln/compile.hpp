@@ -17,14 +17,20 @@
 
 namespace kiln {
 
-// One launch argument: a buffer, or a scalar of a given dtype.
+// One launch argument: a buffer, or a scalar of a given dtype. A scalar of another dtype than
+// its parameter's is converted where that is what the number means (to_parameter below):
+// `launch(grid, {x, y, 0.5})` passes 0.5 to an f32, f16 or bf16 parameter rounded once, and an
+// integer passes to any integer parameter it fits and to a float parameter that holds it exactly.
 struct Arg {
     const Buffer* buffer = nullptr;
     DType dtype = DType::i32;
     uint64_t bits = 0;
+    bool is_double = false;  // a C++ double: `number` holds it, dtype and bits are unset
+    double number = 0;
 
     Arg(const Buffer& b) : buffer(&b) {}  // NOLINT: buffers pass as they are
     Arg(float v);                         // NOLINT
+    Arg(double v);                        // NOLINT
     Arg(int32_t v);                       // NOLINT
     Arg(uint32_t v);                      // NOLINT
     Arg(int64_t v);                       // NOLINT
@@ -32,6 +38,14 @@ struct Arg {
     Arg(Half v);                          // NOLINT
     Arg(BFloat16 v);                      // NOLINT
     static Arg scalar(DType dtype, uint64_t bits);
+
+    // This scalar as an argument of `param` (kernel `kernel`'s scalar parameter of dtype
+    // `dtype`): the same dtype as it is; a double rounded to nearest (once) for a float dtype,
+    // or for an integer dtype an integer in its range; an i32, u32 or i64 for another integer
+    // dtype it fits or a float dtype holding it exactly. kiln::Error naming the kernel, the
+    // parameter and the value for anything else (bool and the 16-bit floats convert only to
+    // their own dtype).
+    Arg to_parameter(DType dtype, const std::string& kernel, const std::string& param) const;
 };
 
 // How a compiled kernel was built. A memory-cache hit returns the same CompiledKernel.

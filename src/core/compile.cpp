@@ -13,6 +13,8 @@
 
 #include "cache/kernel_cache.hpp"
 #include "codegen/emit_c.hpp"
+#include "core/arg.hpp"
+#include "core/dump_source.hpp"
 #include "ir/eval.hpp"
 #include "ir/hash.hpp"
 
@@ -82,8 +84,10 @@ CompiledKernel::CompiledKernel(Device& device, ir::Kernel kernel, std::shared_pt
       entry_(std::move(entry)),
       info_(std::move(info)) {}
 
-void CompiledKernel::launch(int64_t grid, std::span<const Arg> args) const {
+void CompiledKernel::launch(int64_t grid, std::span<const Arg> given) const {
     const ir::Kernel& k = kernel_;
+    std::vector<Arg> converted;  // only when a scalar needs converting to its parameter's dtype
+    const std::span<const Arg> args = converted_scalars(k, given, converted);
     if (args.size() != k.params.size())
         fail("kernel {} takes {} arguments ({}); got {}", k.name, k.params.size(), param_list(k),
              args.size());
@@ -213,6 +217,7 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     std::vector<ir::Kernel> todo;
     for (size_t i : missing) todo.push_back(kernels[i]);
     const std::string source = generate_source(device.info().backend, todo);
+    dump_source(device, todo, source);
     info.codegen_ms = ms_since(t0);
 
     const std::string toolchain = device.toolchain_id();

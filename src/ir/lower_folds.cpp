@@ -31,12 +31,22 @@ ExprRef fold_identity(FoldOp op, DType type) {
     }
 }
 
+BinOp fold_binop(FoldOp op) {
+    switch (op) {
+        case FoldOp::sum:
+            return BinOp::add;
+        case FoldOp::prod:
+            return BinOp::mul;
+        case FoldOp::max:
+            return BinOp::max;
+        case FoldOp::min:
+            break;
+    }
+    return BinOp::min;
+}
+
 ExprRef fold_combine(FoldOp op, const ExprRef& a, const ExprRef& b) {
-    const BinOp bin = op == FoldOp::sum    ? BinOp::add
-                      : op == FoldOp::prod ? BinOp::mul
-                      : op == FoldOp::max  ? BinOp::max
-                                           : BinOp::min;
-    return make(a->type, expr::Binary{bin, a, b});
+    return make(a->type, expr::Binary{fold_binop(op), a, b});
 }
 
 namespace {

@@ -13,6 +13,8 @@ Kernel lower_folds(const Kernel& kernel, int warp_size);
 // The identity of a fold op for a type: 0 for sum, 1 for prod, -inf / the type's minimum for
 // max, +inf / the type's maximum for min.
 ExprRef fold_identity(FoldOp op, DType type);
+// The binary operation that combines two values of a fold: + for sum, * for prod, min, max.
+BinOp fold_binop(FoldOp op);
 // op(a, b) as an expression.
 ExprRef fold_combine(FoldOp op, const ExprRef& a, const ExprRef& b);
 

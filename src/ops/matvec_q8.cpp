@@ -315,7 +315,7 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
     auto w_tile = k.shared(DType::u32, int64_t{rows_per_block} * words, "w_tile");
     auto x_tile = k.shared(DType::u32, words, "x_tile");
     Var tile_row = k.let(r.slot * words, "tile_row");
-    Var partial = k.let(Expr(0.0f), "partial");
+    Var partial = k.let(DType::f32, 0.0f, "partial");
     auto stage = [&](const Expr& offset) {
         // A round inside the row (all but a ragged last one) is copied in 16-byte loads
         // (copy_words), x's first: its lines are in the L2, so its stores wait least. A ragged
@@ -426,7 +426,7 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
     // The row loop's bounds are the same for every thread, so the fold's shuffles stay uniform.
     k.for_(0, s.rows_per_warp, [&](Expr rr) {
         Var row = k.let(first_row + rr, "row");
-        Var partial = k.let(Expr(0.0f), "partial");
+        Var partial = k.let(DType::f32, 0.0f, "partial");
         for_each_round(
             k, s, r, partial, stage, [&] { k.warp_barrier(); }, pair);
         store_lane_partials(k, partial, r, row, row < r.y.len());
@@ -481,7 +481,7 @@ ir::Kernel streamed_kernel(const MatvecSchedule& s) {
     auto lane_has = [&](int c) { return (c + 1) * kMatvecQ8Lanes <= groups; };
     Var lane_word = k.let(r.lane * 4, "lane_word");
     std::vector<Var> next;
-    for (int i = 0; i < steps * 4; ++i) next.push_back(k.let(Expr(0u), "next"));
+    for (int i = 0; i < steps * 4; ++i) next.push_back(k.let(DType::u32, 0u, "next"));
     // Round `rd` of row `row` into `next`; nothing past the last row. A round inside the row
     // takes whole groups; a ragged last round takes its words one by one.
     auto fetch = [&](const Expr& row, const Expr& rd) {
@@ -527,8 +527,8 @@ ir::Kernel streamed_kernel(const MatvecSchedule& s) {
         }
     };
     Var row = k.let(r.group, "row");
-    fetch(row, 0);
-    Var partial = k.let(Expr(0.0f), "partial");
+    fetch(row, constant(DType::i32, 0));
+    Var partial = k.let(DType::f32, 0.0f, "partial");
     k.for_(0, passes, [&](Expr) {
         k.for_(0, rounds, [&](Expr rd) {
             k.warp_barrier();  // the tile's last round is summed before it is overwritten

@@ -6,7 +6,7 @@
 //             p_b    = (f32(dw_b) * f32(dx_b)) * f32(isum_b)            (two rounded multiplies)
 //   pair j:   v_j    = p_{2j} + p_{2j+1}                                 (one rounded add)
 //   y_r      = the canonical fold sum of v_0 .. v_{k/64-1} with kMatvecQ8Lanes lanes and chunk
-//              kMatvecQ8Chunk (DESIGN.md), whatever the schedule.
+//              kMatvecQ8Chunk (docs/numerics.md), whatever the schedule.
 // The fold's element is a pair of blocks (68 bytes = 17 u32 words), so every pair is 4-byte
 // aligned and k must be a multiple of 64. The schedule (block size, threads per row, pairs in
 // flight per lane) changes only the mapping onto threads, never a bit of y.

@@ -125,7 +125,7 @@ void vector_lanes_body(KernelBuilder& k, int N, const RmsNormSchedule& s, const 
         for (int j = 0; j < steps; ++j) ws.push_back(k.load_vector(w, in_row(j), Q, "wv"));
     // Lane Q*t+q's sum: its elements' squares in order, from +0.
     std::vector<Var> sums;
-    for (int q = 0; q < Q; ++q) sums.push_back(k.let(Expr(0.0f), "lane_sum"));
+    for (int q = 0; q < Q; ++q) sums.push_back(k.let(DType::f32, 0.0f, "lane_sum"));
     for (int j = 0; j < steps; ++j)
         when_inside(j, [&] {
             for (int q = 0; q < Q; ++q) sums[q] = sums[q] + xs[j][q] * xs[j][q];
@@ -325,7 +325,7 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
                 });
             for (int j = 0; j < per_thread; ++j)
                 x_early.push_back(k.let(to_f32(x[base + in_row(j)]), "x_early"));
-            Var lane_sum = k.let(Expr(0.0f), "lane_sum");
+            Var lane_sum = k.let(DType::f32, 0.0f, "lane_sum");
             auto add_own = [&] {
                 for (int j = 0; j < per_thread; ++j) {
                     const Expr& v = x_early[static_cast<size_t>(j)];

@@ -11,6 +11,7 @@
 
 #include "kiln/compile.hpp"
 #include "kiln/device.hpp"
+#include "kiln/interpret.hpp"
 #include "kiln/ir.hpp"
 #include "kiln/semantics.hpp"
 
@@ -19,11 +20,7 @@ namespace kiln::test {
 using Bytes = std::vector<uint8_t>;
 
 // One buffer argument's host contents (outputs start poisoned with 0xA5 bytes).
-struct HostBuffer {
-    DType dtype;
-    Bytes bytes;
-    size_t count() const { return bytes.size() / size_of(dtype); }
-};
+using HostBuffer = kiln::HostBuffer;
 
 inline HostBuffer poisoned(DType t, size_t count) {
     return {t, Bytes(count * size_of(t), 0xA5)};
