@@ -54,7 +54,8 @@ class CompiledKernel {
     const std::string& entry() const { return entry_; }
 
     // Checks the arguments (count, buffer dtypes and devices, scalar dtypes, aliasing, the
-    // kernel's requirements) and launches `grid` blocks. kiln::Error when anything is off.
+    // kernel's requirements, buffers past INT32_MAX elements only where the kernel reads no
+    // i32 len() of them) and launches `grid` blocks. kiln::Error when anything is off.
     void launch(int64_t grid, std::span<const Arg> args) const;
     void launch(int64_t grid, std::initializer_list<Arg> args) const {
         launch(grid, std::span<const Arg>(args.begin(), args.size()));
@@ -66,6 +67,7 @@ class CompiledKernel {
     std::shared_ptr<Module> module_;
     std::string entry_;
     CompileInfo info_;
+    std::vector<bool> reads_i32_length_;  // by parameter: the kernel reads its length as i32
     // The requirements depend only on the buffers' lengths and the scalars' bits: the last
     // such signature they held for, so a launch repeated with the same shapes skips evaluating
     // them (a tuned op's hit launches the same way every call).

@@ -90,9 +90,11 @@ struct Local {
 struct ScalarParam {
     int param;
 };
+// The element count of a buffer parameter, as i32 (a launch where it exceeds INT32_MAX is
+// refused) or as i64.
 struct BufferLen {
     int param;
-};  // element count of a buffer parameter, i32
+};
 struct Load {
     MemRef mem;
     ExprRef index;

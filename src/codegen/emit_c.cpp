@@ -325,7 +325,10 @@ struct KernelEmitter {
                     if (e->type == DType::boolean) return "(" + param_name(n.param) + " != 0)";
                     return param_name(n.param);
                 } else if constexpr (std::is_same_v<N, expr::BufferLen>) {
-                    return param_name(n.param) + "_len";
+                    // The ABI passes lengths as int64_t; an i32 len() is refused at launch
+                    // past INT32_MAX, so its cast never changes the value.
+                    if (e->type == DType::i64) return param_name(n.param) + "_len";
+                    return "((int32_t)" + param_name(n.param) + "_len)";
                 } else if constexpr (std::is_same_v<N, expr::Load>) {
                     const std::string v =
                         hinted_load(n.mem, fmt::format("{}[{}]", mem(n.mem), expr(n.index)));
@@ -666,7 +669,7 @@ struct KernelEmitter {
                 const char* cnst = p.access == Access::read ? "const " : "";
                 params.push_back(fmt::format("{}{}{}* {} {}", d.global_space, cnst,
                                              c_mem_type(p.dtype), d.restrict_kw, pn));
-                params.push_back(fmt::format("int32_t {}_len", pn));
+                params.push_back(fmt::format("int64_t {}_len", pn));
             } else {
                 params.push_back(fmt::format("{} {}", c_mem_type(p.dtype), pn));
             }
@@ -691,7 +694,7 @@ struct KernelEmitter {
                 const char* cnst = p.access == Access::read ? "const " : "";
                 line(fmt::format("{0}{1}* {2} {3} = *({0}{1}* const*)kiln_args[{4}];", cnst,
                                  c_mem_type(p.dtype), d.restrict_kw, pn, slot));
-                line(fmt::format("const int32_t {}_len = *(const int32_t*)kiln_args[{}];", pn,
+                line(fmt::format("const int64_t {}_len = *(const int64_t*)kiln_args[{}];", pn,
                                  slot + 1));
                 slot += 2;
             } else {

@@ -15,6 +15,7 @@
 #include "codegen/emit_c.hpp"
 #include "ir/eval.hpp"
 #include "ir/hash.hpp"
+#include "ir/length_reads.hpp"
 
 namespace kiln {
 namespace {
@@ -80,7 +81,8 @@ CompiledKernel::CompiledKernel(Device& device, ir::Kernel kernel, std::shared_pt
       kernel_(std::move(kernel)),
       module_(std::move(module)),
       entry_(std::move(entry)),
-      info_(std::move(info)) {}
+      info_(std::move(info)),
+      reads_i32_length_(ir::reads_i32_length(kernel_)) {}
 
 void CompiledKernel::launch(int64_t grid, std::span<const Arg> args) const {
     const ir::Kernel& k = kernel_;
@@ -104,9 +106,11 @@ void CompiledKernel::launch(int64_t grid, std::span<const Arg> args) const {
             if (&a.buffer->device() != device_)
                 fail("kernel {}: buffer '{}' lives on {}, but the kernel was compiled for {}",
                      k.name, p.name, a.buffer->device().info().id, device_->info().id);
-            if (a.buffer->count() > static_cast<size_t>(INT32_MAX))
-                fail("kernel {}: buffer '{}' has {} elements; kernels index at most {}", k.name,
-                     p.name, a.buffer->count(), INT32_MAX);
+            if (a.buffer->count() > static_cast<size_t>(INT32_MAX) && reads_i32_length_[i])
+                fail(
+                    "kernel {}: buffer '{}' has {} elements, but the kernel reads its length as "
+                    "i32 (len()), which holds at most {}; read it with len64()",
+                    k.name, p.name, a.buffer->count(), INT32_MAX);
             for (size_t j = 0; j < i; ++j) {
                 const ir::Param& q = k.params[j];
                 if (q.is_buffer && args[j].buffer &&
@@ -118,7 +122,7 @@ void CompiledKernel::launch(int64_t grid, std::span<const Arg> args) const {
                         k.name, q.name, p.name);
             }
             raw.push_back(KernelArg::buffer(a.buffer->memory()));
-            raw.push_back(KernelArg::value(a.buffer->count(), 4));
+            raw.push_back(KernelArg::value(a.buffer->count(), 8));
         } else {
             if (a.buffer)
                 fail("kernel {}: argument {} ('{}') must be a {} scalar; got a buffer", k.name, i,

@@ -41,7 +41,8 @@ struct Printer {
                 } else if constexpr (std::is_same_v<N, expr::ScalarParam>) {
                     return k.params.at(static_cast<size_t>(n.param)).name;
                 } else if constexpr (std::is_same_v<N, expr::BufferLen>) {
-                    return fmt::format("len({})", k.params.at(static_cast<size_t>(n.param)).name);
+                    return fmt::format("{}({})", e->type == DType::i64 ? "len64" : "len",
+                                       k.params.at(static_cast<size_t>(n.param)).name);
                 } else if constexpr (std::is_same_v<N, expr::Load>) {
                     return fmt::format("{}[{}]", mem(n.mem), expr(n.index));
                 } else if constexpr (std::is_same_v<N, expr::Unary>) {

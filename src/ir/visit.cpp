@@ -118,6 +118,34 @@ StmtRef rewrite_exprs(const StmtRef& s, const std::function<ExprRef(const ExprRe
         s->node);
 }
 
+void for_each_expr(const StmtNode& s, const std::function<void(const ExprRef&)>& f) {
+    std::visit(
+        [&](const auto& n) {
+            using N = std::decay_t<decltype(n)>;
+            if constexpr (std::is_same_v<N, stmt::Let> || std::is_same_v<N, stmt::Assign>) {
+                f(n.value);
+            } else if constexpr (std::is_same_v<N, stmt::Store>) {
+                f(n.index);
+                f(n.value);
+            } else if constexpr (std::is_same_v<N, stmt::For>) {
+                f(n.begin);
+                f(n.end);
+                f(n.step);
+            } else if constexpr (std::is_same_v<N, stmt::If>) {
+                f(n.cond);
+            } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
+                f(n.index);
+            } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
+                f(n.index);
+                for (const auto& v : n.values) f(v);
+            } else if constexpr (std::is_same_v<N, stmt::Fold>) {
+                f(n.extent);
+                f(n.value);
+            }
+        },
+        s.node);
+}
+
 void for_each_stmt(const StmtRef& s, const std::function<void(const StmtNode&)>& f) {
     if (!s) return;
     f(*s);

@@ -17,6 +17,8 @@ void walk(const ExprRef& e, const std::function<void(const ExprRef&)>& f);
 ExprRef rewrite(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& f);
 // Rebuilds statement s with every expression in it passed through rewrite(.., f), recursively.
 StmtRef rewrite_exprs(const StmtRef& s, const std::function<ExprRef(const ExprRef&)>& f);
+// Calls f on each expression a statement node holds itself (not those of nested statements).
+void for_each_expr(const StmtNode& s, const std::function<void(const ExprRef&)>& f);
 // Calls f on every statement node of the tree rooted at s (fold bodies included), parents first.
 void for_each_stmt(const StmtRef& s, const std::function<void(const StmtNode&)>& f);
 // True when the statement tree contains a node for which pred is true.
