@@ -30,6 +30,10 @@ void for_each_child(const ExprRef& e, const std::function<void(const ExprRef&)>&
                 f(n.a);
                 f(n.b);
                 f(n.c);
+            } else if constexpr (std::is_same_v<N, expr::InBounds>) {
+                f(n.index);
+                f(n.length);
+                if (n.when) f(n.when);
             }
         },
         e->node);
@@ -40,9 +44,8 @@ void walk(const ExprRef& e, const std::function<void(const ExprRef&)>& f) {
     f(e);
 }
 
-ExprRef rewrite(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& f) {
-    auto r = [&](const ExprRef& c) { return rewrite(c, f); };
-    ExprRef rebuilt = std::visit(
+ExprRef with_children(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& r) {
+    return std::visit(
         [&](const auto& n) -> ExprRef {
             using N = std::decay_t<decltype(n)>;
             if constexpr (std::is_same_v<N, expr::Load>) {
@@ -73,12 +76,20 @@ ExprRef rewrite(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& 
             } else if constexpr (std::is_same_v<N, expr::ShuffleXor>) {
                 auto v = r(n.value);
                 return v == n.value ? e : make(e->type, expr::ShuffleXor{v, n.mask, n.width});
+            } else if constexpr (std::is_same_v<N, expr::InBounds>) {
+                auto i = r(n.index), l = r(n.length), w = n.when ? r(n.when) : n.when;
+                return i == n.index && l == n.length && w == n.when
+                           ? e
+                           : make(e->type, expr::InBounds{i, l, w, n.width, n.site, n.record});
             } else {
                 return e;
             }
         },
         e->node);
-    return f(rebuilt);
+}
+
+ExprRef rewrite(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& f) {
+    return f(with_children(e, [&](const ExprRef& c) { return rewrite(c, f); }));
 }
 
 StmtRef rewrite_exprs(const StmtRef& s, const std::function<ExprRef(const ExprRef&)>& f) {

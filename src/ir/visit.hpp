@@ -12,6 +12,8 @@ namespace kiln::ir {
 void for_each_child(const ExprRef& e, const std::function<void(const ExprRef&)>& f);
 // Calls f on every expression node of the tree rooted at e, children first.
 void walk(const ExprRef& e, const std::function<void(const ExprRef&)>& f);
+// e with each direct child c replaced by f(c); e itself where no child changed.
+ExprRef with_children(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& f);
 // Rebuilds e bottom-up: f gets a node whose children are already rewritten and returns its
 // replacement (or the node itself). Unchanged subtrees are shared, not copied.
 ExprRef rewrite(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& f);
