@@ -29,6 +29,7 @@ static inline float kiln_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); retu
         .claim_fault =
             "uint32_t expected = 0u; return __atomic_compare_exchange_n(word, &expected, "
             "site, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);",
+        .cold_function = "static __attribute__((noinline, cold))",
     };
     return d;
 }

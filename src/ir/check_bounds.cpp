@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -81,6 +83,12 @@ std::vector<Fact> lasting(const std::vector<Fact>& list, const StmtRef& body) {
     for (const Fact& f : list)
         if (!mentions(f.a, unstable) && !mentions(f.b, unstable)) out.push_back(f);
     return out;
+}
+
+// Whether every value of `from` is one of `to` (a cast between them keeps the value).
+bool widens(DType from, DType to) {
+    const Interval f = type_range(from), t = type_range(to);
+    return is_integer(from) && is_integer(to) && t.lo <= f.lo && f.hi <= t.hi;
 }
 
 bool fits(DType t, Interval base, int64_t offset) {
@@ -167,13 +175,96 @@ struct Checker {
                 if (f.op == BinOp::eq) continue;
                 const Linear la = linear(f.a), lb = linear(f.b);
                 const int64_t below = f.op == BinOp::lt ? 0 : -1;  // b's offset from len(m)
-                if (same_value(li.base, la.base) && li.offset + width - 1 <= la.offset &&
+                const bool same =
+                    same_value(li.base, la.base) ||
+                    same_value(resolve(r, li.base, known), resolve(r, la.base, known));
+                if (same && li.offset + width - 1 <= la.offset &&
                     fits(index->type, base, li.offset) && fits(f.a->type, base, la.offset) &&
                     lb.offset <= below && fits(f.b->type, r.of(lb.base, known), lb.offset) &&
                     at_most_length(lb.base, m, known))
                     return true;
             }
+        return row_major(r, m, index, width, known);
+    }
+
+    // Whether index is a * c + b, c > 0 a constant, with 0 <= b <= c - width and
+    // 0 <= a <= len(m) / c - 1: within row a of a row-major matrix of rows of c in m. The index
+    // is a tree of sums; one leaf is a * c, and b is the other parts, each >= 0 (so no partial
+    // sum wraps), each taken whole so that facts about it apply.
+    bool row_major(const Ranges& r, MemRef m, const ExprRef& index, int width,
+                   const std::vector<Fact>& known) const {
+        std::vector<Interval> rest;  // the other parts' ranges, on the way down
+        // `limit`: the largest value every sum on the way down holds without wrapping.
+        std::function<bool(const ExprRef&, int64_t)> find = [&](const ExprRef& e, int64_t limit) {
+            const ExprRef v = resolve(r, e, known);
+            if (const auto* cast = std::get_if<expr::Cast>(&v->node);
+                cast && widens(cast->a->type, v->type))
+                return find(cast->a, std::min(limit, type_range(cast->a->type).hi));
+            const auto* n = std::get_if<expr::Binary>(&v->node);
+            if (!n) return false;
+            if (n->op == BinOp::add) {
+                for (const auto& [part, other] : {std::pair{n->a, n->b}, std::pair{n->b, n->a}}) {
+                    rest.push_back(r.of(other, known));
+                    const bool found = rest.back().lo >= 0 && find(part, limit);
+                    rest.pop_back();
+                    if (found) return true;
+                }
+                return false;
+            }
+            int64_t c = 0;
+            const ExprRef a = n->op != BinOp::mul  ? nullptr
+                              : is_const(n->b, &c) ? n->a
+                              : is_const(n->a, &c) ? n->b
+                                                   : nullptr;
+            if (!a || c < width) return false;
+            Wide b_hi = 0;
+            for (const Interval& i : rest) b_hi += i.hi;
+            const Interval ai = r.of(a, known);
+            return ai.lo >= 0 && b_hi <= c - width && Wide{ai.hi} * c + b_hi <= limit &&
+                   below_rows(r, a, c, m, known);
+        };
+        return find(index, type_range(index->type).hi);
+    }
+
+    // e through the locals it reads: their fixed values, or their values by a fact v == e'.
+    ExprRef resolve(const Ranges& r, const ExprRef& e, const std::vector<Fact>& known,
+                    int depth = 0) const {
+        const ExprRef v = r.look_through(e);
+        const auto* l = std::get_if<expr::Local>(&v->node);
+        if (!l || depth > 8) return v;
+        for (auto f = known.rbegin(); f != known.rend(); ++f)
+            if (const auto* a = std::get_if<expr::Local>(&f->a->node);
+                f->op == BinOp::eq && a && a->id == l->id)
+                return resolve(r, f->b, known, depth + 1);
+        return v;
+    }
+
+    // Whether e <= len(m) / c - 1: e is (len(m) / c) - k with k >= 1, the minimum of something
+    // and such an e, or below len(m) / c by a fact.
+    bool below_rows(const Ranges& r, const ExprRef& e, int64_t c, MemRef m,
+                    const std::vector<Fact>& known) const {
+        const ExprRef a = resolve(r, e, known);
+        if (const auto* mn = std::get_if<expr::Binary>(&a->node); mn && mn->op == BinOp::min)
+            return below_rows(r, mn->a, c, m, known) || below_rows(r, mn->b, c, m, known);
+        const Linear l = linear(a);
+        if (l.offset <= -1 && fits(a->type, r.of(l.base, known), l.offset) &&
+            rows_in(r, l.base, c, m, known))
+            return true;
+        for (const auto* list : {&known, &r.requirement_facts()})
+            for (const Fact& f : *list)
+                if (f.op == BinOp::lt && (same_value(f.a, e) || same_value(f.a, a)) &&
+                    rows_in(r, f.b, c, m, known))
+                    return true;
         return false;
+    }
+
+    // Whether q is L / c with L <= len(m): the whole rows of c in m, at most.
+    bool rows_in(const Ranges& r, const ExprRef& q, int64_t c, MemRef m,
+                 const std::vector<Fact>& known) const {
+        const auto* div = std::get_if<expr::Binary>(&resolve(r, q, known)->node);
+        int64_t d = 0;
+        return div && div->op == BinOp::div && is_const(div->b, &d) && d == c &&
+               at_most_length(div->a, m, known);
     }
 
     // `when` and then `cond` (or its negation), as one condition.
@@ -235,6 +326,38 @@ struct Checker {
         return make(stmt::If{ok, std::move(access), std::move(otherwise)});
     }
 
+    // The fact v == e a let or assignment gives, where e reads no memory and not v.
+    std::optional<Fact> value_fact(const StmtNode& s) const {
+        const auto* let = std::get_if<stmt::Let>(&s.node);
+        const auto* assign = std::get_if<stmt::Assign>(&s.node);
+        const int local = let ? let->local : assign ? assign->local : -1;
+        if (local < 0) return std::nullopt;
+        const ExprRef& value = let ? let->value : assign->value;
+        const bool unstable = mentions(value, [&](const ExprNode& n) {
+            const auto* l = std::get_if<expr::Local>(&n.node);
+            return (l && l->id == local) || std::holds_alternative<expr::Load>(n.node) ||
+                   std::holds_alternative<expr::ShuffleXor>(n.node);
+        });
+        if (unstable || !is_integer(value->type)) return std::nullopt;
+        return Fact{make(value->type, expr::Local{local}), BinOp::eq, value};
+    }
+
+    // Drops the facts from `depth` on that read a local `s` changes.
+    void forget_changed(const StmtRef& s, size_t depth) {
+        const std::set<int> changed = assigned_in(s);
+        if (changed.empty()) return;
+        auto reads_changed = [&](const Fact& f) {
+            auto changes = [&](const ExprNode& n) {
+                const auto* l = std::get_if<expr::Local>(&n.node);
+                return l && changed.count(l->id) > 0;
+            };
+            return mentions(f.a, changes) || mentions(f.b, changes);
+        };
+        facts.erase(std::remove_if(facts.begin() + static_cast<std::ptrdiff_t>(depth), facts.end(),
+                                   reads_changed),
+                    facts.end());
+    }
+
     StmtRef within(const StmtRef& body, std::vector<Fact> more) {
         const size_t depth = facts.size();
         for (Fact& f : lasting(more, body)) facts.push_back(std::move(f));
@@ -251,8 +374,16 @@ struct Checker {
             [&](const auto& n) -> StmtRef {
                 using N = std::decay_t<decltype(n)>;
                 if constexpr (std::is_same_v<N, stmt::Seq>) {
+                    // After `v = e` (e reading no memory), v == e until v or a local e reads
+                    // changes.
+                    const size_t depth = facts.size();
                     std::vector<StmtRef> items;
-                    for (const auto& i : n.items) items.push_back(stmt(i));
+                    for (const auto& i : n.items) {
+                        forget_changed(i, depth);
+                        items.push_back(stmt(i));
+                        if (std::optional<Fact> f = value_fact(*i)) facts.push_back(*f);
+                    }
+                    facts.resize(depth);
                     return make(stmt::Seq{std::move(items)});
                 } else if constexpr (std::is_same_v<N, stmt::Let>) {
                     return make(stmt::Let{n.local, top(n.value)});

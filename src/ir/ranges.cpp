@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <optional>
 
 #include "ir/visit.hpp"
 
@@ -212,7 +213,9 @@ Ranges::Ranges(const Kernel& kernel, int64_t max_grid)
       max_grid_(max_grid),
       definitions_(kernel.locals.size()),
       local_state_(kernel.locals.size(), 0),
-      local_range_(kernel.locals.size()) {
+      local_range_(kernel.locals.size()),
+      fixed_state_(kernel.locals.size(), 0),
+      fixed_(kernel.locals.size()) {
     for (const auto& r : kernel.requirements)
         for (const Fact& f : facts_of(r.cond, true)) requirements_.push_back(f);
     for_each_stmt(kernel.body, [&](const StmtNode& s) {
@@ -236,6 +239,31 @@ Ranges::Ranges(const Kernel& kernel, int64_t max_grid)
     });
 }
 
+ExprRef Ranges::fixed_value(int id) const {
+    const auto i = static_cast<size_t>(id);
+    if (fixed_state_.at(i) != 0) return fixed_[i];  // known, or defined through itself: null
+    fixed_state_[i] = 1;
+    const bool one = definitions_[i].size() == 1 && definitions_[i][0].value;
+    bool fixed = one;
+    if (one)
+        walk(definitions_[i][0].value, [&](const ExprRef& n) {
+            const auto* l = std::get_if<expr::Local>(&n->node);
+            fixed = fixed && !(l && !fixed_value(l->id)) &&
+                    !std::holds_alternative<expr::Load>(n->node) &&
+                    !std::holds_alternative<expr::ShuffleXor>(n->node);
+        });
+    fixed_state_[i] = 2;
+    if (fixed) fixed_[i] = definitions_[i][0].value;
+    return fixed_[i];
+}
+
+ExprRef Ranges::look_through(const ExprRef& e) const {
+    const auto* l = std::get_if<expr::Local>(&e->node);
+    if (!l) return e;
+    const ExprRef v = fixed_value(l->id);
+    return v ? look_through(v) : e;
+}
+
 Interval Ranges::of(const ExprRef& e, const std::vector<Fact>& facts) const {
     return eval(e, facts, 0);
 }
@@ -248,23 +276,36 @@ Interval Ranges::local(int id) const {
     if (local_state_[i] == 1) return type_range(t);  // defined through itself: give up
     local_state_[i] = 1;
     Interval r = kEmpty;
+    // A loop variable runs from begin while below end, one step at a time; after the last step
+    // it is at most end - 1 + step. Without a positive step, or where that could pass the type's
+    // end, it may wrap. A loop that begins where the variable is (a loop continuing another)
+    // only raises it: its values are the others', up to its own end.
+    auto loop_top = [&](const Definition& d) -> std::optional<Wide> {
+        const Interval e = of(d.end, requirements_), s = of(d.step, requirements_);
+        if (s.lo < 1 || e.empty()) return std::nullopt;
+        return Wide{e.hi} - 1 + s.hi;
+    };
+    auto continues = [&](const Definition& d) {
+        const auto* l = d.begin ? std::get_if<expr::Local>(&d.begin->node) : nullptr;
+        return l && l->id == id;
+    };
     for (const Definition& d : definitions_[i]) {
         if (d.opaque) {
             r = type_range(t);
         } else if (d.value) {
             r = join(r, of(d.value, requirements_));
-        } else {
-            // A loop variable runs from begin while below end, one step at a time; after the
-            // last step it is at most end - 1 + step. Without a positive step, or where that
-            // could pass the type's end, it may wrap.
-            const Interval b = of(d.begin, requirements_), e = of(d.end, requirements_),
-                           s = of(d.step, requirements_);
-            if (s.lo < 1 || b.empty() || e.empty())
-                r = type_range(t);
-            else
-                r = join(r, fit(t, b.lo, std::max(Wide{b.hi}, Wide{e.hi} - 1 + s.hi)));
+        } else if (!continues(d)) {
+            const Interval b = of(d.begin, requirements_);
+            const auto top = loop_top(d);
+            r = !top || b.empty() ? type_range(t)
+                                  : join(r, fit(t, b.lo, std::max(Wide{b.hi}, *top)));
         }
     }
+    for (const Definition& d : definitions_[i])
+        if (!d.opaque && !d.value && continues(d)) {
+            const auto top = loop_top(d);
+            r = !top || r.empty() ? type_range(t) : fit(t, r.lo, std::max(Wide{r.hi}, *top));
+        }
     if (definitions_[i].empty()) r = type_range(t);
     local_state_[i] = 2;
     local_range_[i] = r;

@@ -57,6 +57,13 @@ class Ranges {
 
     const std::vector<Fact>& requirement_facts() const { return requirements_; }
 
+    // The expression a local always equals, or null: the value of its one definition, where that
+    // value reads only constants, parameters, lengths, positions and other such locals, so it is
+    // the same wherever the thread evaluates it.
+    ExprRef fixed_value(int local) const;
+    // e, or the fixed value of the local e reads.
+    ExprRef look_through(const ExprRef& e) const;
+
   private:
     struct Definition {
         ExprRef value;             // a let or assignment
@@ -73,6 +80,8 @@ class Ranges {
     std::vector<Fact> requirements_;
     mutable std::vector<int> local_state_;  // 0 unknown, 1 computing, 2 known
     mutable std::vector<Interval> local_range_;
+    mutable std::vector<int> fixed_state_;  // 0 unknown, 1 computing, 2 known
+    mutable std::vector<ExprRef> fixed_;
 };
 
 }  // namespace kiln::ir
