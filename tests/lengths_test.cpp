@@ -72,10 +72,22 @@ TEST(Lengths, BufferPast2To31ElementsLaunchesWhereTheKernelReadsNoI32Length) {
         cpu.read(big.memory(), n - bytes, v.data(), bytes);
         return v;
     };
-    ASSERT_NO_THROW(compile(cpu, write_tail(64))->launch(1, {big, int64_t{0}}));
-    std::vector<uint8_t> want(64);
-    for (size_t t = 0; t < 64; ++t) want[63 - t] = static_cast<uint8_t>(t + 1);
-    EXPECT_EQ(tail(64), want);
+    for (bool checked : {false, true}) {
+        SCOPED_TRACE(checked ? "checked" : "unchecked");
+        auto k = compile(cpu, write_tail(64), {.check_bounds = checked});
+        ASSERT_NO_THROW(k->launch(1, {big, int64_t{0}}));
+        std::vector<uint8_t> want(64);
+        for (size_t t = 0; t < 64; ++t) want[63 - t] = static_cast<uint8_t>(t + 1);
+        EXPECT_EQ(tail(64), want);
+    }
+    // Checked: an index past the end, beyond 2^31, is reported whole.
+    auto checked = compile(cpu, write_tail(64), {.check_bounds = true});
+    EXPECT_EQ(
+        error_of([&] {
+            checked->launch(1, {big, int64_t{-1}});
+        }),
+        "kernel write_tail: out-of-bounds store to buffer 'b' at index 2147483748; its length "
+        "is 2147483748 (block 0, thread 0). The access was skipped (KILN_CHECK_BOUNDS)");
     // A kernel that reads the i32 length, in its body or in a requirement, is refused.
     Buffer out(cpu, DType::i64, 2);
     EXPECT_EQ(error_of([&] {
