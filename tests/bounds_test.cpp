@@ -353,10 +353,13 @@ TEST(CheckBounds, GridTooLargeForTheProofsIsDescribed) {
     k.if_(i < y.len(), [&] { y[i] = 1.0f; });
     const ir::Kernel kernel = k.finish();
     const std::string source = generate_source(Backend::cpu, std::vector{kernel}, kChecked);
-    EXPECT_NE(source.find(fmt::format("kiln_in_bounds(p_kiln_fault, 0x{:08x}u, "
-                                      "(int64_t)(((int64_t)kiln_grid_size)), ((int64_t)33554433)",
-                                      ir::kGridSite)),
-              std::string::npos);
+    const std::string grid_test = fmt::format(
+        "kiln_in_bounds(p_kiln_fault, 0x{:08x}u, (int64_t)(((int64_t)kiln_grid_size)), "
+        "((int64_t)33554433)",
+        ir::kGridSite);
+    const size_t at = source.find(grid_test);
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_EQ(source.find(grid_test, at + 1), std::string::npos) << "tested once per thread";
     uint32_t record[ir::kFaultWords] = {ir::kGridSite, 33554433, 0, 33554433, 0, 7, 0, 0};
     EXPECT_EQ(describe_fault(kernel, record),
               "kernel guard: a grid of 33554433 blocks of 64 threads has positions past "

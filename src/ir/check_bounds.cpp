@@ -106,7 +106,8 @@ struct Checker {
     Ranges ranges;  // any launch
     Ranges in_i32;  // launches whose positions fit in i32
     MemRef record;
-    int64_t max_grid;  // the most blocks whose positions fit in i32
+    int64_t max_grid;    // the most blocks whose positions fit in i32
+    int grid_fits = -1;  // the local holding whether the grid has at most max_grid blocks
     BoundsCheckCounts counts;
     std::vector<Fact> facts;  // what holds at the statement being rewritten
     // Per statement: (node, when) -> the node rewritten there.
@@ -149,10 +150,8 @@ struct Checker {
         if (proven(ranges, m, index, width, known)) return nullptr;
         if (proven(in_i32, m, index, width, known)) {
             ++counts.grid_tested[static_cast<size_t>(m.space)];
-            const ExprRef grid = make(
-                DType::i64, expr::Cast{make(DType::i32, expr::Builtin{BuiltinKind::grid_size})});
-            return make(DType::boolean, expr::InBounds{grid, int_const(DType::i64, max_grid + 1),
-                                                       when, 1, kGridSite, record});
+            if (grid_fits < 0) grid_fits = static_cast<int>(k.locals.size());
+            return make(DType::boolean, expr::Local{grid_fits});
         }
         ++counts.checked[static_cast<size_t>(m.space)];
         return make(DType::boolean, expr::InBounds{checked, length(m), when, width,
@@ -458,6 +457,16 @@ CheckedKernel check_bounds(const Kernel& lowered) {
               {MemSpace::global, static_cast<int>(k.params.size() - 1)},
               max_grid};
     k.body = c.stmt(lowered.body);
+    if (c.grid_fits >= 0) {
+        // Tested once, at the start: a larger grid is the launch's fault.
+        k.locals.push_back({"grid_fits", DType::boolean});
+        const ExprRef grid =
+            make(DType::i64, expr::Cast{make(DType::i32, expr::Builtin{BuiltinKind::grid_size})});
+        const ExprRef fits =
+            make(DType::boolean, expr::InBounds{grid, int_const(DType::i64, max_grid + 1), nullptr,
+                                                1, kGridSite, c.record});
+        k.body = make(stmt::Seq{{make(stmt::Let{c.grid_fits, fits}), k.body}});
+    }
     out.counts = c.counts;
     return out;
 }

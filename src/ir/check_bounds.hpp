@@ -17,9 +17,9 @@
 // loop bounds, a constant or thread-index index into a tile, ...) keep no check. Some proofs hold
 // only where the i32 positions of the kernel (block_index * block_size + thread_index) do not
 // wrap, i.e. for grids of at most 2^31 / block_size blocks: such an access keeps a test of the
-// grid instead of its own (one value for the whole launch, which compilers hoist out of loops),
-// and in a larger grid is skipped and faults as kGridSite (the grid as the index, the largest
-// grid + 1 as the length).
+// grid instead of its own (a bool the kernel computes once, at its start), and in a larger grid
+// is skipped; the launch then faults as kGridSite (the grid as the index, the largest grid + 1
+// as the length).
 #pragma once
 
 #include <array>
