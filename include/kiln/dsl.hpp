@@ -90,7 +90,11 @@ class Memory {
   public:
     Memory(KernelBuilder* k, ir::MemRef mem, DType type) : k_(k), mem_(mem), type_(type) {}
     Element operator[](const Expr& index) const { return Element(k_, mem_, type_, index); }
-    Expr len() const;  // buffers: element count (i32); tiles and arrays: their comptime size
+    // Buffers: the element count as i32 (launching with a buffer of more than INT32_MAX
+    // elements is then a kiln::Error); tiles and arrays: their comptime size.
+    Expr len() const;
+    // The element count as i64, for kernels written for buffers past 2^31 elements.
+    Expr len64() const;
     DType dtype() const { return type_; }
     ir::MemRef ref() const { return mem_; }
 

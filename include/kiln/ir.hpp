@@ -91,9 +91,11 @@ struct Local {
 struct ScalarParam {
     int param;
 };
+// The element count of a buffer parameter, as i32 (a launch where it exceeds INT32_MAX is
+// refused) or as i64.
 struct BufferLen {
     int param;
-};  // element count of a buffer parameter, i32
+};
 struct Load {
     MemRef mem;
     ExprRef index;
@@ -132,13 +134,23 @@ struct ShuffleXor {
 struct Dp4a {
     ExprRef a, b, c;
 };
+// Checked mode (ir/check_bounds.hpp): a bool, whether elements index ... index+width-1 lie in
+// [0, length). Where they do not and `when` holds (null: always), it also records the access
+// (`site`) in the fault record `record`, unless a fault is recorded there already. Made only by
+// check_bounds, after every other pass.
+struct InBounds {
+    ExprRef index, length, when;
+    int width;
+    uint32_t site;
+    MemRef record;
+};
 }  // namespace expr
 
 struct ExprNode {
     DType type;
     std::variant<expr::Const, expr::Local, expr::ScalarParam, expr::BufferLen, expr::Load,
                  expr::Unary, expr::Binary, expr::Select, expr::Cast, expr::Bitcast, expr::Fma,
-                 expr::Builtin, expr::ShuffleXor, expr::Dp4a>
+                 expr::Builtin, expr::ShuffleXor, expr::Dp4a, expr::InBounds>
         node;
 };
 

@@ -48,6 +48,11 @@ struct Dialect {
     // Loads of kept buffers (ir::CacheHint::keep): {0} is the element's (or vector's) address.
     // Empty: written as plain loads.
     std::string keep_load;
+    // Checked mode: the body of `bool kiln_claim_fault(uint32_t* word, uint32_t site)`, an
+    // atomic compare-and-swap of *word from 0 to site, true where this thread swapped it; and
+    // how a function is declared that the compiler should not inline (the rare fault path).
+    std::string claim_fault;
+    std::string cold_function;
 };
 
 const Dialect& cpu_dialect();

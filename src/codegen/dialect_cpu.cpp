@@ -26,6 +26,10 @@ static inline float kiln_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); retu
         .threads_as_loops = true,
         .has_shuffle = false,
         .warp_size = 1,
+        .claim_fault =
+            "uint32_t expected = 0u; return __atomic_compare_exchange_n(word, &expected, "
+            "site, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);",
+        .cold_function = "static __attribute__((noinline, cold))",
     };
     return d;
 }

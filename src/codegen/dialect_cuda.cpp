@@ -53,6 +53,8 @@ KILN_FN float4 kiln_keep(const float4* p) { const uint4 u = kiln_keep((const uin
         .streaming_load = "__ldcs({})",
         .streaming_store = "__stcs({}, {})",
         .keep_load = "kiln_keep({})",
+        .claim_fault = "return atomicCAS(word, 0u, site) == 0u;",
+        .cold_function = "static __device__ __noinline__",
     };
     return d;
 }

@@ -33,6 +33,8 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return as_float(u); }
         .warp_size = 1,
         .vector_load = VectorLoad::vload,
         .split_if_else = true,
+        .claim_fault = "return atomic_cmpxchg(word, 0u, site) == 0u;",
+        .cold_function = "static __attribute__((noinline))",
     };
     return d;
 }

@@ -84,6 +84,12 @@ Expr Memory::len() const {
     return Expr(ir::int_const(DType::i32, ir::array_info(k_->kernel(), mem_).size), true);
 }
 
+Expr Memory::len64() const {
+    if (mem_.space == ir::MemSpace::global)
+        return Expr(ir::make(DType::i64, ir::expr::BufferLen{mem_.id}));
+    return Expr(ir::int_const(DType::i64, ir::array_info(k_->kernel(), mem_).size));
+}
+
 KernelBuilder::KernelBuilder(std::string name, int block_size) {
     if (name.empty()) fail("kernel name is empty");
     for (char c : name)

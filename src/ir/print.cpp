@@ -68,7 +68,8 @@ struct Printer {
                 } else if constexpr (std::is_same_v<N, expr::ScalarParam>) {
                     return k.params.at(static_cast<size_t>(n.param)).name;
                 } else if constexpr (std::is_same_v<N, expr::BufferLen>) {
-                    return fmt::format("len({})", k.params.at(static_cast<size_t>(n.param)).name);
+                    return fmt::format("{}({})", e->type == DType::i64 ? "len64" : "len",
+                                       k.params.at(static_cast<size_t>(n.param)).name);
                 } else if constexpr (std::is_same_v<N, expr::Load>) {
                     return fmt::format("{}[{}]", mem(n.mem), expr(n.index));
                 } else if constexpr (std::is_same_v<N, expr::Unary>) {
@@ -87,6 +88,10 @@ struct Printer {
                     return name(n.which);
                 } else if constexpr (std::is_same_v<N, expr::Dp4a>) {
                     return fmt::format("dp4a({}, {}, {})", expr(n.a), expr(n.b), expr(n.c));
+                } else if constexpr (std::is_same_v<N, expr::InBounds>) {
+                    return fmt::format("in_bounds({}, {}, width {}, site {:#x}{})", expr(n.index),
+                                       expr(n.length), n.width, n.site,
+                                       n.when ? ", when " + expr(n.when) : "");
                 } else {
                     static_assert(std::is_same_v<N, expr::ShuffleXor>);
                     return fmt::format("shuffle_xor({}, {}, width {})", expr(n.value), n.mask,

@@ -248,6 +248,11 @@ class Tape::Builder {
         const int a = add(n.a), b = add(n.b), c = add(n.c);
         return pure(dp4a_fn(), Op::call, a, b, c);
     }
+    int node(const ExprRef&, const expr::InBounds&) {
+        fail(
+            "an in_bounds test (made by check_bounds for the code generator) is not evaluated on "
+            "the host");
+    }
     int node(const ExprRef&, const expr::ShuffleXor& n) {
         t_.shuffles_.push_back({std::make_shared<const Tape>(n.value), n.mask, n.width});
         return leaf(Op::shuffle, static_cast<int>(t_.shuffles_.size() - 1));

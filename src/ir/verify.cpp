@@ -75,8 +75,10 @@ struct Verifier {
                     if (p.is_buffer || p.dtype != t)
                         error(fmt::format("bad scalar read of '{}'", p.name));
                 } else if constexpr (std::is_same_v<N, expr::BufferLen>) {
-                    if (!k.params.at(static_cast<size_t>(n.param)).is_buffer || t != DType::i32)
+                    if (!k.params.at(static_cast<size_t>(n.param)).is_buffer)
                         error("len() of a non-buffer");
+                    if (t != DType::i32 && t != DType::i64)
+                        error(fmt::format("len() read as {}; expected i32 or i64", name(t)));
                 } else if constexpr (std::is_same_v<N, expr::Load>) {
                     check_mem(n.mem, false);
                     if (mem_dtype(k, n.mem) != t)

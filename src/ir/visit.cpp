@@ -35,6 +35,10 @@ void for_each_child(const ExprRef& e, const std::function<void(const ExprRef&)>&
                 f(n.a);
                 f(n.b);
                 f(n.c);
+            } else if constexpr (std::is_same_v<N, expr::InBounds>) {
+                f(n.index);
+                f(n.length);
+                if (n.when) f(n.when);
             }
         },
         e->node);
@@ -50,14 +54,10 @@ void walk_unseen(const ExprRef& e, const std::function<void(const ExprRef&)>& f,
     f(e);
 }
 
-// Each node's replacement, for nodes reached more than once (expressions are DAGs).
-using Rewritten = std::unordered_map<const ExprNode*, ExprRef>;
+}  // namespace
 
-ExprRef rewrite_once(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& f,
-                     Rewritten& done) {
-    if (auto it = done.find(e.get()); it != done.end()) return it->second;
-    auto r = [&](const ExprRef& c) { return rewrite_once(c, f, done); };
-    ExprRef rebuilt = std::visit(
+ExprRef with_children(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& r) {
+    return std::visit(
         [&](const auto& n) -> ExprRef {
             using N = std::decay_t<decltype(n)>;
             if constexpr (std::is_same_v<N, expr::Load>) {
@@ -88,12 +88,28 @@ ExprRef rewrite_once(const ExprRef& e, const std::function<ExprRef(const ExprRef
             } else if constexpr (std::is_same_v<N, expr::ShuffleXor>) {
                 auto v = r(n.value);
                 return v == n.value ? e : make(e->type, expr::ShuffleXor{v, n.mask, n.width});
+            } else if constexpr (std::is_same_v<N, expr::InBounds>) {
+                auto i = r(n.index), l = r(n.length), w = n.when ? r(n.when) : n.when;
+                return i == n.index && l == n.length && w == n.when
+                           ? e
+                           : make(e->type, expr::InBounds{i, l, w, n.width, n.site, n.record});
             } else {
                 return e;
             }
         },
         e->node);
-    ExprRef result = f(rebuilt);
+}
+
+namespace {
+
+// Each node's replacement, for nodes reached more than once (expressions are DAGs).
+using Rewritten = std::unordered_map<const ExprNode*, ExprRef>;
+
+ExprRef rewrite_once(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& f,
+                     Rewritten& done) {
+    if (auto it = done.find(e.get()); it != done.end()) return it->second;
+    ExprRef result =
+        f(with_children(e, [&](const ExprRef& c) { return rewrite_once(c, f, done); }));
     done.emplace(e.get(), result);
     return result;
 }
@@ -178,6 +194,11 @@ void for_each_own_expr(const StmtNode& s, const std::function<void(const ExprRef
             }
         },
         s.node);
+}
+
+void for_each_expr(const StmtNode& s, const std::function<void(const ExprRef&)>& f) {
+    for_each_own_expr(s, f);
+    if (const auto* fold = std::get_if<stmt::Fold>(&s.node)) f(fold->value);
 }
 
 void for_each_stmt(const StmtRef& s, const std::function<void(const StmtNode&)>& f) {
