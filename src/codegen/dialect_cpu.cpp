@@ -23,6 +23,7 @@ static inline float kiln_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); retu
         .sqrt_f32 = "sqrtf",
         .fma_f32 = "fmaf",
         .dp4a = "kiln_dp4a",
+        .entry_abi = EntryAbi::argument_array,
         .threads_as_loops = true,
         .has_shuffle = false,
         .warp_size = 1,

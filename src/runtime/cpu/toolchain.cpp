@@ -100,6 +100,8 @@ const std::vector<std::string>& compile_flags() {
                                                    "-ffp-contract=off",
                                                    "-fno-fast-math",
                                                    "-fwrapv",
+                                                   "-fopenmp-simd",
+                                                   "-fno-math-errno",
                                                    "-fPIC",
                                                    "-shared",
                                                    "-w"};
