@@ -2,11 +2,13 @@
 #include "codegen/cpu_threads.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <set>
 
 #include "ir/uniformity.hpp"
 #include "ir/visit.hpp"
+#include "kiln/error.hpp"
 
 namespace kiln::codegen {
 
@@ -61,17 +63,15 @@ void for_each_local(const StmtRef& s, const std::function<void(int)>& f) {
     });
 }
 
-// Calls f on every per-thread array (MemSpace::local) a statement reads or writes.
-void for_each_array(const StmtRef& s, const std::function<void(int)>& f) {
+// Calls f(mem, index, width) on every memory access of a statement tree: loads in its
+// expressions and stores (width 1), vector loads and stores (their width).
+void for_each_access(const StmtRef& s,
+                     const std::function<void(const MemRef&, const ExprRef&, size_t)>& f) {
     auto in_expr = [&](const ExprRef& e) {
         if (!e) return;
         walk(e, [&](const ExprRef& n) {
-            if (const auto* ld = std::get_if<expr::Load>(&n->node))
-                if (ld->mem.space == MemSpace::local) f(ld->mem.id);
+            if (const auto* ld = std::get_if<expr::Load>(&n->node)) f(ld->mem, ld->index, 1);
         });
-    };
-    auto mem = [&](const MemRef& m) {
-        if (m.space == MemSpace::local) f(m.id);
     };
     for_each_stmt(s, [&](const StmtNode& n) {
         std::visit(
@@ -80,24 +80,32 @@ void for_each_array(const StmtRef& s, const std::function<void(int)>& f) {
                 if constexpr (std::is_same_v<N, stmt::Let> || std::is_same_v<N, stmt::Assign>) {
                     in_expr(x.value);
                 } else if constexpr (std::is_same_v<N, stmt::Store>) {
-                    mem(x.mem);
+                    f(x.mem, x.index, 1);
                     in_expr(x.index);
                     in_expr(x.value);
                 } else if constexpr (std::is_same_v<N, stmt::For>) {
                     in_expr(x.begin);
                     in_expr(x.end);
+                    in_expr(x.step);
                 } else if constexpr (std::is_same_v<N, stmt::If>) {
                     in_expr(x.cond);
                 } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
-                    mem(x.mem);
+                    f(x.mem, x.index, x.locals.size());
                     in_expr(x.index);
                 } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
-                    mem(x.mem);
+                    f(x.mem, x.index, x.values.size());
                     in_expr(x.index);
                     for (const auto& v : x.values) in_expr(v);
                 }
             },
             n.node);
+    });
+}
+
+// Calls f on every per-thread array (MemSpace::local) a statement reads or writes.
+void for_each_array(const StmtRef& s, const std::function<void(int)>& f) {
+    for_each_access(s, [&](const MemRef& m, const ExprRef&, size_t) {
+        if (m.space == MemSpace::local) f(m.id);
     });
 }
 
@@ -201,6 +209,7 @@ std::vector<ExprRef> single_lets(const Kernel& k) {
 struct Planner {
     Kernel& k;
     Uniformity u;
+    bool inside;  // uniform loops whose threads are far apart may stay inside thread loops
     std::vector<ExprRef> single_let = single_lets(k);
     int thread_loops = 0;
 
@@ -214,6 +223,59 @@ struct Planner {
 
     bool uniform_loop(const stmt::For& f) const {
         return uniform_local(f.local) && uniform(f.begin) && uniform(f.end) && uniform(f.step);
+    }
+
+    // How far apart adjacent threads' values of an i32 index are: 0 (the same), 1 (adjacent),
+    // or kFar (farther, or not known). Locals given one value by a Let count as that value.
+    static constexpr int64_t kFar = 1 << 20;
+    int64_t thread_stride(const ExprRef& e, int depth = 0) const {
+        if (uniform(e)) return 0;
+        if (is_thread_index(e)) return 1;
+        if (depth > 16) return kFar;
+        if (const auto* l = std::get_if<expr::Local>(&e->node)) {
+            const ExprRef& value = single_let.at(static_cast<size_t>(l->id));
+            return value ? thread_stride(value, depth + 1) : kFar;
+        }
+        const auto* b = std::get_if<expr::Binary>(&e->node);
+        if (!b) return kFar;
+        const int64_t sa = thread_stride(b->a, depth + 1), sb = thread_stride(b->b, depth + 1);
+        int64_t c = 0;
+        switch (b->op) {
+            case BinOp::add:
+                return std::min(sa + sb, kFar);
+            case BinOp::sub:
+                return sb == 0 ? sa : kFar;
+            case BinOp::mul:
+                if (is_const(b->b, &c) && sb == 0) return std::min(sa * std::abs(c), kFar);
+                if (is_const(b->a, &c) && sa == 0) return std::min(sb * std::abs(c), kFar);
+                return kFar;
+            default:
+                return kFar;
+        }
+    }
+
+    // Whether adjacent threads touch adjacent or the same elements in every global or shared
+    // access of s: then running threads side by side inside a uniform loop gives the compiler
+    // contiguous vectors. Where they do not (a thread per row), the loop stays inside the
+    // thread loop, where the compiler vectorizes it (a fold's lanes) instead.
+    bool threads_adjacent(const StmtRef& s) const {
+        bool adjacent = true;
+        for_each_access(s, [&](const MemRef& m, const ExprRef& index, size_t width) {
+            // A per-thread array's elements are a whole array apart between threads; a vector
+            // access's, its width.
+            const bool far = m.space == MemSpace::local ? array_info(k, m).size > 1
+                                                        : width > 1 || thread_stride(index) > 1;
+            if (far) adjacent = false;
+        });
+        return adjacent;
+    }
+
+    // Whether the thread loop moves inside the uniform loop f: where its threads touch adjacent
+    // elements (threads_adjacent). A loop with a barrier always does; so does every uniform loop when `inside` is off (the
+    // plan's fallback where a loop left inside a thread loop gives a value to a local that
+    // uniform work reads).
+    bool hoist(const stmt::For& f) const {
+        return uniform_loop(f) && (!inside || threads_adjacent(f.body) || contains_barrier(f.body));
     }
 
     // A step known to be positive in every launch: a positive constant, the grid size, or a
@@ -254,6 +316,7 @@ struct Planner {
     bool stridable(const stmt::For& f, const StmtRef& whole) const {
         return !uniform_loop(f) && uniform(f.end) && uniform(f.step) && positive(f.step) &&
                thread_offset(f.begin) && !read_outside(f.local, whole);
+        // (Its threads start one apart, so adjacent threads touch adjacent elements of a row.)
     }
 
     // A stridable loop rewritten as a uniform loop over its first thread's index.
@@ -316,7 +379,7 @@ struct Planner {
                 } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
                     return uniform_locals(n.locals);
                 } else if constexpr (std::is_same_v<N, stmt::For>) {
-                    return uniform_loop(n) || stridable(n, s) || contains_barrier(n.body);
+                    return hoist(n) || stridable(n, s) || contains_barrier(n.body);
                 } else if constexpr (std::is_same_v<N, stmt::If>) {
                     return uniform(n.cond) && (hoisted(n.then_body) || hoisted(n.else_body));
                 } else {
@@ -367,7 +430,7 @@ struct Planner {
                         else
                             batch.push_back(i);
                     } else if constexpr (std::is_same_v<N, stmt::For>) {
-                        if (uniform_loop(n)) {
+                        if (hoist(n)) {
                             step(BlockStep::Kind::loop, i, region(n.body), {});
                         } else if (stridable(n, i)) {
                             StmtRef r = strided(n);
@@ -396,10 +459,11 @@ struct Planner {
 
 // Where each local and per-thread array lives, from where the steps name them. A local is
 // private to the thread loops that name it when no value of it flows into any of them; an
-// array, when one thread loop that runs once per block names it.
-void assign_homes(ThreadPlan& plan) {
+// array, when one thread loop that runs once per block names it. False where a thread loop gives
+// a value to a local that uniform work reads (the plan must then keep uniform loops outside).
+bool assign_homes(ThreadPlan& plan) {
     const size_t locals = plan.kernel.locals.size(), arrays = plan.kernel.arrays.size();
-    std::vector<bool> in_block(locals, false), carried(locals, false);
+    std::vector<bool> in_block(locals, false), carried(locals, false), assigned(locals, false);
     std::vector<std::set<int>> local_loops(locals), array_loops(arrays);
     std::vector<bool> array_in_repeated(arrays, false);
     std::function<void(const BlockSteps&, bool)> visit = [&](const BlockSteps& steps,
@@ -415,6 +479,15 @@ void assign_homes(ThreadPlan& plan) {
                             if (repeated) array_in_repeated[static_cast<size_t>(a)] = true;
                         });
                     }
+                    for (const auto& b : s.body)
+                        for_each_stmt(b, [&](const StmtNode& n) {
+                            auto mark = [&](int l) { assigned[static_cast<size_t>(l)] = true; };
+                            if (const auto* x = std::get_if<stmt::Let>(&n.node)) mark(x->local);
+                            if (const auto* x = std::get_if<stmt::Assign>(&n.node)) mark(x->local);
+                            if (const auto* x = std::get_if<stmt::For>(&n.node)) mark(x->local);
+                            if (const auto* x = std::get_if<stmt::LoadVector>(&n.node))
+                                for (int l : x->locals) mark(l);
+                        });
                     for (int l : named) {
                         local_loops[static_cast<size_t>(l)].insert(s.id);
                         if (live_in(s.body, l)) carried[static_cast<size_t>(l)] = true;
@@ -445,6 +518,8 @@ void assign_homes(ThreadPlan& plan) {
         }
     };
     visit(plan.steps, false);
+    for (size_t l = 0; l < locals; ++l)
+        if (in_block[l] && assigned[l]) return false;
     plan.local_home.assign(locals, Home::block);
     plan.loop_locals.assign(static_cast<size_t>(plan.thread_loops), {});
     plan.loop_arrays.assign(static_cast<size_t>(plan.thread_loops), {});
@@ -466,18 +541,21 @@ void assign_homes(ThreadPlan& plan) {
                 static_cast<int>(a));
         }
     }
+    return true;
 }
 
 }  // namespace
 
 ThreadPlan plan_threads(const Kernel& kernel) {
-    ThreadPlan plan;
-    plan.kernel = kernel;
-    Planner p{plan.kernel, analyze_uniformity(plan.kernel)};
-    plan.steps = p.region(plan.kernel.body);
-    plan.thread_loops = p.thread_loops;
-    assign_homes(plan);
-    return plan;
+    for (bool inside : {true, false}) {
+        ThreadPlan plan;
+        plan.kernel = kernel;
+        Planner p{plan.kernel, analyze_uniformity(plan.kernel), inside};
+        plan.steps = p.region(plan.kernel.body);
+        plan.thread_loops = p.thread_loops;
+        if (assign_homes(plan)) return plan;
+    }
+    fail("kernel {}: no thread-loop plan gives every local one home", kernel.name);
 }
 
 }  // namespace kiln::codegen
