@@ -115,7 +115,8 @@ TEST(UserKernels, RegisterBlockedSgemmMatchesOracleEverywhere) {
     struct Shape {
         int tm, tn, block;
     };
-    for (Shape s : {Shape{4, 2, 32}, Shape{2, 3, 16}}) {
+    // Blocks of one and two CPU strips of threads, and one ending in a partial strip.
+    for (Shape s : {Shape{4, 2, 32}, Shape{2, 3, 16}, Shape{3, 2, 24}}) {
         const int64_t m = 3 * s.tm, n = 2 * s.tn * s.block, k = 37;
         const auto a = random_floats(static_cast<size_t>(m * k), 9);
         const auto b = random_floats(static_cast<size_t>(k * n), 10);

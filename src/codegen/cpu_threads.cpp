@@ -271,9 +271,9 @@ struct Planner {
     }
 
     // Whether the thread loop moves inside the uniform loop f: where its threads touch adjacent
-    // elements (threads_adjacent). A loop with a barrier always does; so does every uniform loop when `inside` is off (the
-    // plan's fallback where a loop left inside a thread loop gives a value to a local that
-    // uniform work reads).
+    // elements (threads_adjacent). A loop with a barrier always does; so does every uniform loop
+    // when `inside` is off (the plan's fallback where a loop left inside a thread loop gives a
+    // value to a local that uniform work reads).
     bool hoist(const stmt::For& f) const {
         return uniform_loop(f) && (!inside || threads_adjacent(f.body) || contains_barrier(f.body));
     }
@@ -395,6 +395,35 @@ struct Planner {
         return true;
     }
 
+    // Fills a thread step's `below` parts where its body is one if whose condition bounds the
+    // thread index (see BlockStep).
+    void find_bound(BlockStep& step) const {
+        if (step.body.size() != 1) return;
+        const auto* c = std::get_if<stmt::If>(&step.body[0]->node);
+        if (!c || c->else_body) return;
+        const auto* lt = std::get_if<expr::Binary>(&c->cond->node);
+        if (!lt || lt->op != BinOp::lt || lt->a->type != DType::i32) return;
+        const auto* sum = std::get_if<expr::Binary>(&lt->a->node);
+        ExprRef offset;
+        if (is_thread_index(lt->a))
+            offset = i32(0);
+        else if (sum && sum->op == BinOp::add && is_thread_index(sum->b) && uniform(sum->a))
+            offset = sum->a;
+        else if (sum && sum->op == BinOp::add && is_thread_index(sum->a) && uniform(sum->b))
+            offset = sum->b;
+        if (!offset || !uniform(lt->b) || reads_memory(offset) || reads_memory(lt->b)) return;
+        step.below = lt->a;
+        step.below_offset = offset;
+        step.below_end = lt->b;
+        step.guarded = c->then_body;
+    }
+
+    static bool reads_memory(const ExprRef& e) {
+        bool found = false;
+        walk(e, [&](const ExprRef& n) { found |= std::holds_alternative<expr::Load>(n->node); });
+        return found;
+    }
+
     BlockSteps region(const StmtRef& s) {
         BlockSteps steps;
         std::vector<StmtRef> batch;
@@ -402,6 +431,7 @@ struct Planner {
             if (batch.empty()) return;
             steps.push_back(
                 {BlockStep::Kind::threads, std::move(batch), nullptr, {}, {}, thread_loops++});
+            find_bound(steps.back());
             batch.clear();
         };
         auto step = [&](BlockStep::Kind kind, const StmtRef& st, BlockSteps inner,
@@ -544,6 +574,88 @@ bool assign_homes(ThreadPlan& plan) {
     return true;
 }
 
+// Whether some local or array keeps values of every thread across thread loops.
+bool carries_values(const ThreadPlan& plan) {
+    auto per_thread = [](Home h) { return h == Home::per_thread; };
+    return std::any_of(plan.local_home.begin(), plan.local_home.end(), per_thread) ||
+           std::any_of(plan.array_home.begin(), plan.array_home.end(), per_thread);
+}
+
+// Locals a thread loop can compute again instead of keeping them in a per-thread array: varying
+// locals given their one value outside every loop, from values that read no memory, other such
+// locals and uniform locals likewise given one value outside every loop. (Their values are then
+// the same wherever a later thread loop reads them; a per-thread array would hide from the
+// compiler that `row * n + thread_index` steps by one between threads.)
+struct Recomputable {
+    const Kernel& k;
+    const Uniformity& u;
+    std::vector<ExprRef> value;  // by local id: its value where it is recomputable
+
+    Recomputable(const Kernel& kernel, const Uniformity& uniformity)
+        : k(kernel), u(uniformity), value(kernel.locals.size()) {
+        const std::vector<ExprRef> single = single_lets(k);
+        std::vector<bool> outside_loops(k.locals.size(), false);
+        std::function<void(const StmtRef&)> visit = [&](const StmtRef& s) {
+            if (!s) return;
+            if (const auto* q = std::get_if<stmt::Seq>(&s->node)) {
+                for (const auto& i : q->items) visit(i);
+            } else if (const auto* c = std::get_if<stmt::If>(&s->node)) {
+                visit(c->then_body);
+                visit(c->else_body);
+            } else if (const auto* l = std::get_if<stmt::Let>(&s->node)) {
+                outside_loops[static_cast<size_t>(l->local)] = true;
+            }
+        };
+        visit(k.body);
+        // Locals are numbered as they are made, so a value names only lower-numbered locals.
+        std::vector<bool> stable(k.locals.size(), false);
+        for (size_t l = 0; l < k.locals.size(); ++l) {
+            const ExprRef& v = single[l];
+            if (!v || !outside_loops[l]) continue;
+            bool ok = true;
+            walk(v, [&](const ExprRef& n) {
+                if (std::holds_alternative<expr::Load>(n->node) ||
+                    std::holds_alternative<expr::ShuffleXor>(n->node))
+                    ok = false;
+                if (const auto* x = std::get_if<expr::Local>(&n->node))
+                    ok = ok && static_cast<size_t>(x->id) < l && stable[static_cast<size_t>(x->id)];
+            });
+            stable[l] = ok;
+            if (ok && u.varying_local.at(l)) value[l] = v;
+        }
+    }
+
+    // Puts `let l = value` first in the body of every thread loop that may read a recomputable
+    // l before giving it a value (with the locals its value names, in order).
+    void place(BlockSteps& steps) const {
+        for (BlockStep& s : steps) {
+            place(s.inner);
+            place(s.else_inner);
+            if (s.kind != BlockStep::Kind::threads) continue;
+            std::set<int> needed;
+            std::function<void(int)> need = [&](int l) {
+                if (!value[static_cast<size_t>(l)] || !needed.insert(l).second) return;
+                walk(value[static_cast<size_t>(l)], [&](const ExprRef& n) {
+                    if (const auto* x = std::get_if<expr::Local>(&n->node)) need(x->id);
+                });
+            };
+            for (const auto& b : s.body)
+                for_each_local(b, [&](int l) {
+                    if (value[static_cast<size_t>(l)] && live_in(s.body, l)) need(l);
+                });
+            std::vector<StmtRef> lets;
+            for (int l : needed)  // ascending: each value's locals come first
+                lets.push_back(make(stmt::Let{l, value[static_cast<size_t>(l)]}));
+            if (lets.empty()) continue;
+            s.body.insert(s.body.begin(), lets.begin(), lets.end());
+            if (s.guarded) {  // the test needs none of them: its sum is uniform + thread index
+                lets.push_back(s.guarded);
+                s.guarded = make(stmt::Seq{lets});
+            }
+        }
+    }
+};
+
 }  // namespace
 
 ThreadPlan plan_threads(const Kernel& kernel) {
@@ -553,7 +665,12 @@ ThreadPlan plan_threads(const Kernel& kernel) {
         Planner p{plan.kernel, analyze_uniformity(plan.kernel), inside};
         plan.steps = p.region(plan.kernel.body);
         plan.thread_loops = p.thread_loops;
-        if (assign_homes(plan)) return plan;
+        Recomputable(plan.kernel, p.u).place(plan.steps);
+        plan.strips = !contains_barrier(plan.kernel.body);
+        if (assign_homes(plan)) {
+            plan.strips = plan.strips && carries_values(plan);
+            return plan;
+        }
     }
     fail("kernel {}: no thread-loop plan gives every local one home", kernel.name);
 }

@@ -12,6 +12,9 @@
 // `i < e` tested in each thread: the same iterations in every thread, as long as i does not wrap
 // (where it would, the original loop would not end).
 //
+// A varying local given its one value outside loops, from values that read no memory, is
+// computed again in each later thread loop that reads it, rather than kept per thread.
+//
 // Each local lives where it must: a variable of the block (uniform values), a private variable
 // of the thread loops that use it, or an array of block_size values indexed by the thread
 // (values carried into a thread loop: across a split, or from one trip of a uniform loop to the
@@ -45,6 +48,12 @@ struct BlockStep {
     ir::StmtRef stmt;               // uniform, loop, branch
     BlockSteps inner, else_inner;   // loop, branch
     int id = 0;                     // threads: the loop's number in the block
+    // threads: where `body` is one `if (offset + thread_index < end)` without else (offset and
+    // end uniform i32 values that read no memory), `below` is the sum and `guarded` the if's
+    // body. Where the sum never wraps, the threads that pass the test are the first
+    // end - offset, and the loop may run those alone, without the test.
+    ir::ExprRef below, below_offset, below_end;
+    ir::StmtRef guarded;
 };
 
 struct ThreadPlan {
@@ -56,6 +65,11 @@ struct ThreadPlan {
     // By thread loop: its private locals and arrays (a local may be private to several loops,
     // none of which it carries a value into).
     std::vector<std::vector<int>> loop_locals, loop_arrays;
+    // Whether the block runs in strips of threads (KILN_STRIP, a vector of 4-byte values), the
+    // whole program once per strip: where the kernel has no barrier, so its threads never wait
+    // for each other, and some value is carried across thread loops. Per-thread values then
+    // need a strip's worth of room, which the compiler keeps in registers.
+    bool strips = false;
 };
 
 // Plans `kernel` (folds already lowered) as thread loops and uniform steps.

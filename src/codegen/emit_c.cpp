@@ -3,6 +3,7 @@
 // Emitter, after the dialect's prelude and kiln's scalar semantics, as one compile unit.
 #include "codegen/emit_c.hpp"
 
+#include <climits>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "codegen/emitter.hpp"
 #include "ir/hash.hpp"
 #include "ir/lower_folds.hpp"
+#include "ir/no_wrap.hpp"
 #include "ir/simplify.hpp"
 
 namespace kiln::codegen {
@@ -19,25 +21,61 @@ using namespace kiln::ir;
 
 namespace {
 
-// The CPU: one function over a range of blocks; each block runs its plan's steps.
-std::string emit_cpu(const Kernel& lowered, const Dialect& d, const std::string& entry) {
-    const ThreadPlan plan = plan_threads(lowered);
+// The CPU's function `name` over a range of blocks, each running the plan's steps; `first` is
+// its first statement.
+std::string emit_block_range(const ThreadPlan& plan, const Dialect& d, const std::string& name,
+                             bool exported, const NoWrap& no_wrap, const std::string& first) {
     Emitter e(plan.kernel, d);
     e.plan = &plan;
-    e.out += e.signature(entry) + " {\n";
+    e.no_wrap = &no_wrap;
+    e.out += e.block_range_function(name, exported) + " {\n";
+    if (!first.empty()) e.line(first);
     e.unpack_args();
     e.declare_tiles();
-    e.declare_locals(
-        [&](int l) { return plan.local_home[static_cast<size_t>(l)] != Home::thread_loop; });
-    e.declare_arrays(
-        [&](int a) { return plan.array_home[static_cast<size_t>(a)] == Home::per_thread; }, true);
+    auto home = [&](int l) { return plan.local_home[static_cast<size_t>(l)]; };
+    auto per_thread_locals = [&] {
+        e.declare_locals([&](int l) { return home(l) == Home::per_thread; });
+        e.declare_arrays(
+            [&](int a) { return plan.array_home[static_cast<size_t>(a)] == Home::per_thread; },
+            true);
+    };
+    e.declare_locals([&](int l) { return home(l) == Home::block; });
+    if (!plan.strips) per_thread_locals();
     e.open("for (int64_t kiln_b = kiln_block_begin; kiln_b < kiln_block_end; ++kiln_b)");
     e.line("const int32_t kiln_block = (int32_t)kiln_b;");
     e.line("(void)kiln_block;");
+    if (plan.strips) {
+        e.open(fmt::format("for (int32_t kiln_s = 0; kiln_s < {}; kiln_s += KILN_STRIP)",
+                           plan.kernel.block_size));
+        per_thread_locals();
+    }
     e.block_steps(plan.steps);
+    if (plan.strips) e.close();
     e.close();
     e.out += "}\n";
     return e.out;
+}
+
+// The CPU: one function over a range of blocks; each block runs its plan's steps. Its integer
+// arithmetic is plain where it never wraps in launches whose absolute positions fit in i32;
+// where more does not wrap in those than in any launch, a larger grid runs a second copy,
+// written for any launch.
+std::string emit_cpu(const Kernel& lowered, const Dialect& d, const std::string& entry) {
+    const ThreadPlan plan = plan_threads(lowered);
+    const int64_t small_grid = i32_position_grid(plan.kernel.block_size);
+    const NoWrap in_small_grids = find_no_wrap(plan.kernel, small_grid);
+    const NoWrap in_any_grid = find_no_wrap(plan.kernel, INT32_MAX);
+    std::string out;
+    std::string dispatch;
+    if (!(in_small_grids == in_any_grid)) {
+        const std::string any_grid = entry + "_any_grid";
+        out = emit_block_range(plan, d, any_grid, false, in_any_grid, "") + "\n";
+        dispatch = fmt::format(
+            "if (kiln_grid > {}) {{ {}(kiln_args, kiln_block_begin, kiln_block_end, kiln_grid); "
+            "return; }}",
+            small_grid, any_grid);
+    }
+    return out + emit_block_range(plan, d, entry, true, in_small_grids, dispatch);
 }
 
 // GPUs: the kernel as written, one thread of it.

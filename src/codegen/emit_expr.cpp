@@ -51,9 +51,13 @@ std::string Emitter::local(int id) const {
     if (plan && plan->local_home.at(static_cast<size_t>(id)) == Home::per_thread) {
         if (!in_thread_loop)
             fail("kernel {}: per-thread local {} read outside a thread loop", k.name, id);
-        return fmt::format("v{}[kiln_t]", id);
+        return fmt::format("v{}[{}]", id, thread_slot());
     }
     return fmt::format("v{}", id);
+}
+
+std::string Emitter::thread_slot() const {
+    return plan->strips ? "kiln_t - kiln_s" : "kiln_t";
 }
 
 std::string Emitter::mem(MemRef m) const {
@@ -62,7 +66,7 @@ std::string Emitter::mem(MemRef m) const {
     if (plan && plan->array_home.at(static_cast<size_t>(m.id)) == Home::per_thread) {
         if (!in_thread_loop)
             fail("kernel {}: per-thread array {} used outside a thread loop", k.name, m.id);
-        return fmt::format("la{}[kiln_t]", m.id);
+        return fmt::format("la{}[{}]", m.id, thread_slot());
     }
     return fmt::format("la{}", m.id);
 }
@@ -129,7 +133,7 @@ std::string Emitter::builtin(BuiltinKind b) const {
     return "?";
 }
 
-std::string Emitter::binary(const expr::Binary& n) {
+std::string Emitter::binary(const ExprRef& e, const expr::Binary& n) {
     const DType t = n.a->type;
     std::string a = expr(n.a), b = expr(n.b);
     const std::string op = name(n.op);
@@ -156,6 +160,8 @@ std::string Emitter::binary(const expr::Binary& n) {
         case BinOp::add:
         case BinOp::sub:
         case BinOp::mul:
+            if (no_wrap && no_wrap->ops.count(e.get()) && (t == DType::i32 || t == DType::i64))
+                return fmt::format("({} {} {})", a, op, b);
             return fmt::format("(({})(({}){} {} ({}){}))", ct, ut, a, op, ut, b);
         case BinOp::div:
         case BinOp::rem:
@@ -257,7 +263,7 @@ std::string Emitter::expr(const ExprRef& e) {
             } else if constexpr (std::is_same_v<N, expr::Unary>) {
                 return unary(e, n);
             } else if constexpr (std::is_same_v<N, expr::Binary>) {
-                return binary(n);
+                return binary(e, n);
             } else if constexpr (std::is_same_v<N, expr::Select>) {
                 return fmt::format("({} ? {} : {})", expr(n.cond), expr(n.a), expr(n.b));
             } else if constexpr (std::is_same_v<N, expr::Cast>) {

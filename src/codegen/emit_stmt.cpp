@@ -28,8 +28,13 @@ void Emitter::close() {
 
 void Emitter::for_loop(const stmt::For& n, const std::function<void()>& body) {
     named.clear();
-    open(fmt::format("for ({0} = {1}; {0} < {2}; {0} += {3})", local(n.local), expr(n.begin),
-                     expr(n.end), expr(n.step)));
+    const std::string v = local(n.local), step = expr(n.step);
+    const DType t = n.begin->type;
+    const std::string next =
+        !no_wrap || no_wrap->steps.count(n.local)
+            ? fmt::format("{} += {}", v, step)
+            : fmt::format("{0} = ({1})(({2}){0} + ({2}){3})", v, c_type(t), c_unsigned(t), step);
+    open(fmt::format("for ({0} = {1}; {0} < {2}; {3})", v, expr(n.begin), expr(n.end), next));
     body();
     close();
 }
@@ -100,7 +105,7 @@ void Emitter::declare_locals(const std::function<bool(int)>& which) {
         if (!which(id)) continue;
         const char* t = c_type(k.locals[i].type);
         if (plan && plan->local_home[i] == Home::per_thread)
-            line(fmt::format("{} v{}[{}];", t, i, k.block_size));
+            line(fmt::format("{} v{}[{}];", t, i, per_thread_count()));
         else
             line(fmt::format("{} v{};", t, i));
     }
@@ -111,10 +116,15 @@ void Emitter::declare_arrays(const std::function<bool(int)>& which, bool per_thr
         if (!which(static_cast<int>(i))) continue;
         const auto& a = k.arrays[i];
         if (per_thread)
-            line(fmt::format("{} la{}[{}][{}];", c_mem_type(a.type), i, k.block_size, a.size));
+            line(
+                fmt::format("{} la{}[{}][{}];", c_mem_type(a.type), i, per_thread_count(), a.size));
         else
             line(fmt::format("{} la{}[{}];", c_mem_type(a.type), i, a.size));
     }
+}
+
+std::string Emitter::per_thread_count() const {
+    return plan && plan->strips ? "KILN_STRIP" : std::to_string(k.block_size);
 }
 
 void Emitter::declare_tiles() {

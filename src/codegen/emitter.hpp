@@ -13,6 +13,7 @@
 #include "codegen/cpu_threads.hpp"
 #include "codegen/dialect.hpp"
 #include "ir/divisibility.hpp"
+#include "ir/no_wrap.hpp"
 #include "kiln/ir.hpp"
 
 namespace kiln::codegen {
@@ -25,6 +26,10 @@ struct Emitter {
     // every local is one variable of its thread.
     const ThreadPlan* plan = nullptr;
     bool in_thread_loop = false;  // CPU: emitting inside a loop over the block's threads
+    // CPU: the integer operations and loop steps written as plain signed arithmetic, since they
+    // never wrap (ir/no_wrap.hpp); every other one is written to wrap. Null on GPUs, where
+    // + - * are written to wrap and loop steps as `+=`.
+    const ir::NoWrap* no_wrap = nullptr;
     std::unordered_map<const ir::ExprNode*, std::string> named;  // shared nodes of a statement
     std::string out;
     int depth = 1;
@@ -42,6 +47,9 @@ struct Emitter {
     std::string param_name(int i) const;
     std::string local(int id) const;
     std::string mem(ir::MemRef m) const;
+    // CPU: a thread's place in per-thread values (in its strip where the block runs in strips).
+    std::string thread_slot() const;
+    std::string per_thread_count() const;
 
     // Expressions (emit_expr.cpp).
     std::string expr(const ir::ExprRef& e);
@@ -55,7 +63,7 @@ struct Emitter {
     std::string hinted_load(ir::MemRef m, const std::string& element) const;
     std::string cast(DType to, DType from, const std::string& v) const;
     std::string builtin(ir::BuiltinKind b) const;
-    std::string binary(const ir::expr::Binary& n);
+    std::string binary(const ir::ExprRef& e, const ir::expr::Binary& n);
     std::string unary(const ir::ExprRef& e, const ir::expr::Unary& n);
     std::string constant(const ir::ExprRef& e, const ir::expr::Const& c) const;
     std::string shuffle(const ir::ExprRef& e, const ir::expr::ShuffleXor& n);
@@ -77,6 +85,10 @@ struct Emitter {
     // The entry point's signature and, where arguments come as an array, their unpacking
     // (emit_abi.cpp).
     std::string signature(const std::string& entry) const;
+    // CPU: a function over a range of blocks: the entry, exported, or the copy of it for grids
+    // whose positions pass i32, which is left unoptimized (such launches are rare, and the copy
+    // would otherwise add most of a kernel's compile time again).
+    std::string block_range_function(const std::string& name, bool exported) const;
     void unpack_args();
 
     // CPU: a block as its plan's steps (emit_threads.cpp).

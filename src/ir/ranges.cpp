@@ -222,8 +222,13 @@ Ranges::Ranges(const Kernel& kernel, int64_t max_grid)
                 if constexpr (std::is_same_v<N, stmt::Let> || std::is_same_v<N, stmt::Assign>) {
                     definitions_.at(static_cast<size_t>(n.local)).push_back({.value = n.value});
                 } else if constexpr (std::is_same_v<N, stmt::For>) {
+                    // A body that gives the variable values of its own leaves its steps
+                    // unbounded.
                     definitions_.at(static_cast<size_t>(n.local))
-                        .push_back({.begin = n.begin, .end = n.end, .step = n.step});
+                        .push_back({.begin = n.begin,
+                                    .end = n.end,
+                                    .step = n.step,
+                                    .opaque = assigns(n.body, n.local)});
                 } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
                     for (int l : n.locals)
                         definitions_.at(static_cast<size_t>(l)).push_back({.opaque = true});
@@ -247,22 +252,31 @@ Interval Ranges::local(int id) const {
     if (local_state_[i] == 2) return local_range_[i];
     if (local_state_[i] == 1) return type_range(t);  // defined through itself: give up
     local_state_[i] = 1;
+    // A loop that goes on from the variable's value (`for v = v; ...`, a fold's last chunks)
+    // starts from one of the values the other definitions give it.
+    auto continues = [&](const Definition& d) {
+        const auto* l = d.begin ? std::get_if<expr::Local>(&d.begin->node) : nullptr;
+        return l && l->id == id;
+    };
     Interval r = kEmpty;
-    for (const Definition& d : definitions_[i]) {
-        if (d.opaque) {
-            r = type_range(t);
-        } else if (d.value) {
-            r = join(r, of(d.value, requirements_));
-        } else {
-            // A loop variable runs from begin while below end, one step at a time; after the
-            // last step it is at most end - 1 + step. Without a positive step, or where that
-            // could pass the type's end, it may wrap.
-            const Interval b = of(d.begin, requirements_), e = of(d.end, requirements_),
-                           s = of(d.step, requirements_);
-            if (s.lo < 1 || b.empty() || e.empty())
+    for (const bool continuing : {false, true}) {
+        for (const Definition& d : definitions_[i]) {
+            if (continues(d) != continuing) continue;
+            if (d.opaque) {
                 r = type_range(t);
-            else
-                r = join(r, fit(t, b.lo, std::max(Wide{b.hi}, Wide{e.hi} - 1 + s.hi)));
+            } else if (d.value) {
+                r = join(r, of(d.value, requirements_));
+            } else {
+                // A loop variable runs from begin while below end, one step at a time; after
+                // the last step it is at most end - 1 + step. Without a positive step, or where
+                // that could pass the type's end, it may wrap.
+                const Interval b = continuing ? r : of(d.begin, requirements_),
+                               e = of(d.end, requirements_), s = of(d.step, requirements_);
+                if (s.lo < 1 || b.empty() || e.empty())
+                    r = type_range(t);
+                else
+                    r = join(r, fit(t, b.lo, std::max(Wide{b.hi}, Wide{e.hi} - 1 + s.hi)));
+            }
         }
     }
     if (definitions_[i].empty()) r = type_range(t);
