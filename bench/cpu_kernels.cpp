@@ -1,13 +1,14 @@
 // The CPU benchmark: user-written kernels (ops/user_kernels.hpp) and the shipped rms_norm on
 // kiln's CPU backend, each beside the same kernel on PoCL (the OpenCL CPU device) and beside an
 // outside peer where there is one — a plain OpenMP loop for (a+b)^2, OpenBLAS's sgemm (loaded at
-// run time when installed), and for the 1 x 4096 rms_norm a direct call of the kernel's entry,
-// which shows what a launch costs. Every figure is the median of wall-clock times of one launch
-// and its wait, the peers timed in turn within each repeat so that bandwidth swings hit them
+// run time when installed), Halide's rms_norm and softmax (with --halide, the library
+// bench/peers_halide.py builds), and for the 1 x 4096 rms_norm a direct call of the kernel's
+// entry, which shows what a launch costs. Every figure is the median of wall-clock times of one
+// launch and its wait, the peers timed in turn within each repeat so that bandwidth swings hit them
 // alike; "spread" is the interquartile range over the median. Outputs of kiln and PoCL are
 // compared bitwise.
 //
-//   bench_cpu_kernels [--repeats R] [--only NAME] [--source NAME] [--json FILE]
+//   bench_cpu_kernels [--repeats R] [--only NAME] [--source NAME] [--json FILE] [--halide LIB]
 #include <dlfcn.h>
 
 #include <array>
@@ -112,6 +113,26 @@ CblasSgemm openblas_sgemm() {
     return nullptr;
 }
 
+// The Halide peer's entries (bench/peers_halide.py), from the library --halide names.
+struct HalidePeers {
+    int (*rms_norm)(const float* x, const float* w, float eps, float* out, int rows,
+                    int n) = nullptr;
+    int (*softmax)(const float* x, float* out, int rows, int n) = nullptr;
+};
+
+HalidePeers halide_peers(const std::string& lib) {
+    HalidePeers h;
+    if (lib.empty()) return h;
+    void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) fail("--halide {}: {}", lib, dlerror());
+    h.rms_norm = reinterpret_cast<decltype(h.rms_norm)>(dlsym(handle, "kiln_halide_rms_norm"));
+    h.softmax = reinterpret_cast<decltype(h.softmax)>(dlsym(handle, "kiln_halide_softmax"));
+    if (!h.rms_norm || !h.softmax)
+        fail("--halide {}: no kiln_halide_rms_norm / kiln_halide_softmax (bench/peers_halide.py)",
+             lib);
+    return h;
+}
+
 std::vector<Workload> workloads() {
     std::vector<Workload> ws;
     const int64_t n = 4096, rows = 4096;
@@ -181,8 +202,10 @@ int main(int argc, char** argv) {
     using namespace kiln;
     using namespace kiln::bench;
     try {
-        Flags flags(argc, argv, {"--repeats", "--only", "--source", "--json"},
-                    "bench_cpu_kernels [--repeats R] [--only NAME] [--source NAME] [--json FILE]");
+        Flags flags(argc, argv, {"--repeats", "--only", "--source", "--json", "--halide"},
+                    "bench_cpu_kernels [--repeats R] [--only NAME] [--source NAME] [--json FILE] "
+                    "[--halide LIB]");
+        const HalidePeers halide = halide_peers(flags.text("--halide"));
         const int repeats = static_cast<int>(flags.integer("--repeats", 21, 3, 10000));
         Device* cpu = nullptr;
         Device* pocl = nullptr;
@@ -226,6 +249,19 @@ int main(int argc, char** argv) {
                     blas(101, 111, 111, 1024, 1024, 1024, 1.0f, w.inputs[0].data(), 1024,
                          w.inputs[1].data(), 1024, 0.0f, peer_out.data(), 1024);
                 };
+            } else if (halide.rms_norm && w.name.rfind("rms_norm 4096^2", 0) == 0) {
+                peer_s.who = "Halide";
+                peer_out.resize(w.outputs[0]);
+                float eps = 0;
+                std::memcpy(&eps, &w.scalars[0].bits, 4);
+                peer = [&, eps] {
+                    halide.rms_norm(w.inputs[0].data(), w.inputs[1].data(), eps, peer_out.data(),
+                                    4096, 4096);
+                };
+            } else if (halide.softmax && w.name.rfind("softmax 4096^2", 0) == 0) {
+                peer_s.who = "Halide";
+                peer_out.resize(w.outputs[0]);
+                peer = [&] { halide.softmax(w.inputs[0].data(), peer_out.data(), 4096, 4096); };
             } else if (w.grid == 1) {
                 // The entry called directly on this thread, arguments packed once (ABI.md).
                 peer_s.who = "direct call";
