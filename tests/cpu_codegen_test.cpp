@@ -104,6 +104,19 @@ TEST(CpuCodegen, WrapFreeIndicesArePlainAndALargeGridRunsTheCopyWrittenToWrap) {
     EXPECT_THAT(cuda, Not(HasSubstr("_any_grid")));
 }
 
+TEST(CpuCodegen, ARowKernelsIndicesAreAllPlainInGridsOfI32Positions) {
+    // A block per row: the folds' rounds (a loop going on from its variable for the last chunks)
+    // and the normalize loop, whose threads start one apart (rewritten over its first thread's
+    // index); a thread per row: the lanes of each thread's fold.
+    for (int threads : {256, 1}) {
+        const ir::Kernel k = ops::rms_norm_rows(4096, threads == 1 ? 64 : 256, threads);
+        const std::string src = generate_source(Backend::cpu, std::span<const ir::Kernel>(&k, 1));
+        const size_t fast = src.find("extern \"C\" void " + codegen::entry_name(k) + "(");
+        ASSERT_NE(fast, std::string::npos);
+        EXPECT_THAT(src.substr(fast), Not(HasSubstr("(uint32_t)"))) << src.substr(fast);
+    }
+}
+
 TEST(CpuLaunch, PositionsPastI32WrapAsKilnSaysOnTheCpu) {
     // 2^21 blocks of 1024 threads reach position 2^31: the last two blocks' positions wrap to
     // INT32_MIN + j. Only those blocks write (a test of the block, so the others cost little).

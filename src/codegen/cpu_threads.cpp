@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "ir/uniformity.hpp"
@@ -176,33 +177,48 @@ bool live_in(const std::vector<StmtRef>& body, int id) {
     return false;
 }
 
-// By local id: the value of the one Let that gives the local a value, where no other statement
-// does (null otherwise).
-std::vector<ExprRef> single_lets(const Kernel& k) {
-    std::vector<int> defs(k.locals.size(), 0);
-    std::vector<ExprRef> value(k.locals.size());
+// How a local gets its values: the values of the Lets and Assigns giving it one, and whether
+// anything else (a loop, a vector load, a fold) does too.
+struct LocalValues {
+    std::vector<ExprRef> values;
+    int lets = 0;
+    bool other = false;
+};
+
+std::vector<LocalValues> local_values(const Kernel& k) {
+    std::vector<LocalValues> out(k.locals.size());
+    auto at = [&](int l) -> LocalValues& { return out[static_cast<size_t>(l)]; };
     for_each_stmt(k.body, [&](const StmtNode& n) {
         std::visit(
             [&](const auto& x) {
                 using N = std::decay_t<decltype(x)>;
                 if constexpr (std::is_same_v<N, stmt::Let>) {
-                    ++defs[static_cast<size_t>(x.local)];
-                    value[static_cast<size_t>(x.local)] = x.value;
+                    at(x.local).values.push_back(x.value);
+                    ++at(x.local).lets;
                 } else if constexpr (std::is_same_v<N, stmt::Assign>) {
-                    defs[static_cast<size_t>(x.local)] += 2;
+                    at(x.local).values.push_back(x.value);
                 } else if constexpr (std::is_same_v<N, stmt::For>) {
-                    defs[static_cast<size_t>(x.local)] += 2;
+                    at(x.local).other = true;
                 } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
-                    for (int l : x.locals) defs[static_cast<size_t>(l)] += 2;
+                    for (int l : x.locals) at(l).other = true;
                 } else if constexpr (std::is_same_v<N, stmt::Fold>) {
-                    defs[static_cast<size_t>(x.result)] += 2;
-                    defs[static_cast<size_t>(x.index)] += 2;
+                    at(x.result).other = true;
+                    at(x.index).other = true;
                 }
             },
             n.node);
     });
-    for (size_t l = 0; l < value.size(); ++l)
-        if (defs[l] != 1) value[l] = nullptr;
+    return out;
+}
+
+// By local id: the value of the one Let that gives the local a value, where no other statement
+// does (null otherwise).
+std::vector<ExprRef> single_lets(const Kernel& k) {
+    const std::vector<LocalValues> all = local_values(k);
+    std::vector<ExprRef> value(all.size());
+    for (size_t l = 0; l < all.size(); ++l)
+        if (!all[l].other && all[l].lets == 1 && all[l].values.size() == 1)
+            value[l] = all[l].values[0];
     return value;
 }
 
@@ -211,7 +227,31 @@ struct Planner {
     Uniformity u;
     bool inside;  // uniform loops whose threads are far apart may stay inside thread loops
     std::vector<ExprRef> single_let = single_lets(k);
+    std::vector<LocalValues> values = local_values(k);
     int thread_loops = 0;
+    std::map<const StmtNode*, StmtRef> rewritten;  // strided loops, by the loop they replace
+
+    // s with the strided loops in place of the loops they replace: the kernel the steps run,
+    // which later passes read (ir/no_wrap.hpp).
+    StmtRef with_rewrites(const StmtRef& s) const {
+        if (!s) return s;
+        if (auto it = rewritten.find(s.get()); it != rewritten.end())
+            return with_rewrites_inside(it->second);
+        return with_rewrites_inside(s);
+    }
+    StmtRef with_rewrites_inside(const StmtRef& s) const {
+        if (const auto* q = std::get_if<stmt::Seq>(&s->node)) {
+            std::vector<StmtRef> items;
+            for (const auto& i : q->items) items.push_back(with_rewrites(i));
+            return make(stmt::Seq{items});
+        }
+        if (const auto* c = std::get_if<stmt::If>(&s->node))
+            return make(
+                stmt::If{c->cond, with_rewrites(c->then_body), with_rewrites(c->else_body)});
+        if (const auto* f = std::get_if<stmt::For>(&s->node))
+            return make(stmt::For{f->local, f->begin, f->end, f->step, with_rewrites(f->body)});
+        return s;
+    }
 
     bool uniform(const ExprRef& e) const { return !u.varying(e); }
     bool uniform_local(int id) const { return !u.varying_local.at(static_cast<size_t>(id)); }
@@ -226,15 +266,21 @@ struct Planner {
     }
 
     // How far apart adjacent threads' values of an i32 index are: 0 (the same), 1 (adjacent),
-    // or kFar (farther, or not known). Locals given one value by a Let count as that value.
+    // or kFar (farther, or not known). A local given values only by Lets and Assigns is as far
+    // apart as the farthest of its values.
     static constexpr int64_t kFar = 1 << 20;
     int64_t thread_stride(const ExprRef& e, int depth = 0) const {
         if (uniform(e)) return 0;
         if (is_thread_index(e)) return 1;
         if (depth > 16) return kFar;
         if (const auto* l = std::get_if<expr::Local>(&e->node)) {
-            const ExprRef& value = single_let.at(static_cast<size_t>(l->id));
-            return value ? thread_stride(value, depth + 1) : kFar;
+            if (static_cast<size_t>(l->id) >= values.size()) return kFar;  // made by the plan
+            const LocalValues& v = values[static_cast<size_t>(l->id)];
+            if (v.other || v.values.empty()) return kFar;
+            int64_t stride = 0;
+            for (const ExprRef& value : v.values)
+                stride = std::max(stride, thread_stride(value, depth + 1));
+            return stride;
         }
         const auto* b = std::get_if<expr::Binary>(&e->node);
         if (!b) return kFar;
@@ -464,6 +510,7 @@ struct Planner {
                             step(BlockStep::Kind::loop, i, region(n.body), {});
                         } else if (stridable(n, i)) {
                             StmtRef r = strided(n);
+                            rewritten[i.get()] = r;
                             const auto& f = std::get<stmt::For>(r->node);
                             step(BlockStep::Kind::loop, r, region(f.body), {});
                         } else {
@@ -664,6 +711,7 @@ ThreadPlan plan_threads(const Kernel& kernel) {
         plan.kernel = kernel;
         Planner p{plan.kernel, analyze_uniformity(plan.kernel), inside};
         plan.steps = p.region(plan.kernel.body);
+        plan.kernel.body = p.with_rewrites(plan.kernel.body);
         plan.thread_loops = p.thread_loops;
         Recomputable(plan.kernel, p.u).place(plan.steps);
         plan.strips = !contains_barrier(plan.kernel.body);
