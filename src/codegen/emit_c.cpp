@@ -14,6 +14,7 @@
 #include "ir/lower_folds.hpp"
 #include "ir/no_wrap.hpp"
 #include "ir/simplify.hpp"
+#include "ir/visit.hpp"
 
 namespace kiln::codegen {
 
@@ -81,6 +82,7 @@ std::string emit_cpu(const Kernel& lowered, const Dialect& d, const std::string&
 // GPUs: the kernel as written, one thread of it.
 std::string emit_gpu(const Kernel& lowered, const Dialect& d, const std::string& entry) {
     Emitter e(lowered, d);
+    e.split_if_else = d.split_if_else && contains_barrier(lowered.body);
     e.out += e.signature(entry) + " {\n";
     e.declare_tiles();
     e.declare_locals([](int) { return true; });

@@ -42,6 +42,18 @@ void Emitter::for_loop(const stmt::For& n, const std::function<void()>& body) {
 void Emitter::if_else(const stmt::If& n, const std::function<void()>& then_body,
                       const std::function<void()>& else_body) {
     name_shared({n.cond});
+    if (n.else_body && split_if_else) {
+        const std::string c = fmt::format("kiln_c{}", temp_counter++);
+        line(fmt::format("volatile const int {} = {};", c, condition(n.cond)));
+        named.clear();
+        open(fmt::format("if ({})", c));
+        then_body();
+        close();
+        open(fmt::format("if (!{})", c));
+        else_body();
+        close();
+        return;
+    }
     open(fmt::format("if ({})", condition(n.cond)));
     named.clear();
     then_body();

@@ -30,6 +30,7 @@ struct Emitter {
     // never wrap (ir/no_wrap.hpp); every other one is written to wrap. Null on GPUs, where
     // + - * are written to wrap and loop steps as `+=`.
     const ir::NoWrap* no_wrap = nullptr;
+    bool split_if_else = false;  // Dialect::split_if_else, in a kernel with barriers
     std::unordered_map<const ir::ExprNode*, std::string> named;  // shared nodes of a statement
     std::string out;
     int depth = 1;

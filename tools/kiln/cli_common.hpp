@@ -15,9 +15,10 @@ struct Command {
     std::function<int()> run;
 };
 
-Command add_info_command(CLI::App& parent);   // info.cpp
-Command add_demo_command(CLI::App& parent);   // demo.cpp
-Command add_tune_command(CLI::App& parent);   // tune.cpp
-Command add_cache_command(CLI::App& parent);  // cache.cpp
+Command add_info_command(CLI::App& parent);     // info.cpp
+Command add_demo_command(CLI::App& parent);     // demo.cpp
+Command add_tune_command(CLI::App& parent);     // tune.cpp
+Command add_cache_command(CLI::App& parent);    // cache.cpp
+Command add_profile_command(CLI::App& parent);  // profile.cpp
 
 }  // namespace kiln::cli
