@@ -45,6 +45,7 @@ KILN_FN float4 kiln_keep(const float4* p) { const uint4 u = kiln_keep((const uin
         .sqrt_f32 = "__fsqrt_rn",
         .fma_f32 = "__fmaf_rn",
         .dp4a = "__dp4a",
+        .entry_abi = EntryAbi::cuda_global,
         .threads_as_loops = false,
         .has_shuffle = true,
         .warp_size = 32,

@@ -28,6 +28,7 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return as_float(u); }
         .sqrt_f32 = "sqrt",
         .fma_f32 = "fma",
         .dp4a = "kiln_dp4a",
+        .entry_abi = EntryAbi::opencl_kernel,
         .threads_as_loops = false,
         .has_shuffle = false,
         .warp_size = 1,

@@ -225,8 +225,13 @@ Ranges::Ranges(const Kernel& kernel, int64_t max_grid)
                 if constexpr (std::is_same_v<N, stmt::Let> || std::is_same_v<N, stmt::Assign>) {
                     definitions_.at(static_cast<size_t>(n.local)).push_back({.value = n.value});
                 } else if constexpr (std::is_same_v<N, stmt::For>) {
+                    // A body that gives the variable values of its own leaves its steps
+                    // unbounded.
                     definitions_.at(static_cast<size_t>(n.local))
-                        .push_back({.begin = n.begin, .end = n.end, .step = n.step});
+                        .push_back({.begin = n.begin,
+                                    .end = n.end,
+                                    .step = n.step,
+                                    .opaque = assigns(n.body, n.local)});
                 } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
                     for (int l : n.locals)
                         definitions_.at(static_cast<size_t>(l)).push_back({.opaque = true});

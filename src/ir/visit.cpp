@@ -235,4 +235,12 @@ bool contains_barrier(const StmtRef& s) {
     });
 }
 
+bool assigns(const StmtRef& s, int local) {
+    return contains(s, [local](const StmtNode& n) {
+        const auto* a = std::get_if<stmt::Assign>(&n.node);
+        const auto* l = std::get_if<stmt::Let>(&n.node);
+        return (a && a->local == local) || (l && l->local == local);
+    });
+}
+
 }  // namespace kiln::ir

@@ -30,6 +30,7 @@ void for_each_expr(const StmtNode& s, const std::function<void(const ExprRef&)>&
 void for_each_stmt(const StmtRef& s, const std::function<void(const StmtNode&)>& f);
 // True when the statement tree contains a node for which pred is true.
 bool contains(const StmtRef& s, const std::function<bool(const StmtNode&)>& pred);
-bool contains_barrier(const StmtRef& s);  // a Barrier or a Fold over more than one thread
+bool contains_barrier(const StmtRef& s);    // a Barrier or a Fold over more than one thread
+bool assigns(const StmtRef& s, int local);  // a Let or Assign giving `local` a value
 
 }  // namespace kiln::ir
