@@ -1,19 +1,23 @@
 // Probing the system C++ compiler and compiling CPU kernels with it.
 #include "runtime/cpu/toolchain.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <sstream>
 
 #include <xxhash.h>
 
+#include "cache/atomic_file.hpp"
 #include "kiln/error.hpp"
 #include "runtime/cpu/process.hpp"
 
@@ -73,11 +77,48 @@ std::string temp_root() {
     return (tmp && *tmp) ? tmp : "/tmp";
 }
 
-// A private directory removed (with its contents) when this goes out of scope.
+constexpr std::string_view kTempPrefix = "kiln-cpu-";
+
+// Removes the compile directories that killed processes left in the temporary root: this
+// user's, named kiln-cpu-<pid>-XXXXXX, whose process is gone (cache::writer_is_stale), or of an
+// older naming without a pid and older than cache::kStaleAge.
+void remove_stale_temp_dirs() {
+    std::error_code ec;
+    std::vector<std::filesystem::path> stale;
+    for (std::filesystem::directory_iterator it(temp_root(), ec), end; !ec && it != end;
+         it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        struct stat st {};
+        if (!name.starts_with(kTempPrefix) || ::lstat(it->path().c_str(), &st) != 0 ||
+            !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+            continue;
+        const std::string_view rest = std::string_view(name).substr(kTempPrefix.size());
+        const size_t dash = rest.find('-');
+        pid_t pid = 0;
+        const bool has_pid =
+            dash != std::string_view::npos && rest.size() == dash + 7 &&
+            std::from_chars(rest.data(), rest.data() + dash, pid).ptr == rest.data() + dash;
+        if (!has_pid && rest.size() != 6) continue;  // not a name kiln gives
+        const auto modified = std::filesystem::last_write_time(it->path(), ec);
+        if (ec) {
+            ec.clear();
+            continue;
+        }
+        const bool old =
+            std::filesystem::file_time_type::clock::now() - modified > cache::kStaleAge;
+        if (has_pid ? cache::writer_is_stale(pid, modified) : old) stale.push_back(it->path());
+    }
+    for (const auto& dir : stale) std::filesystem::remove_all(dir, ec);
+}
+
+// A private directory removed (with its contents) when this goes out of scope. The first one
+// a process makes removes stale ones first.
 struct TempDir {
     std::filesystem::path path;
     TempDir() {
-        std::string pattern = temp_root() + "/kiln-cpu-XXXXXX";
+        static std::once_flag swept;
+        std::call_once(swept, remove_stale_temp_dirs);
+        std::string pattern = fmt::format("{}/{}{}-XXXXXX", temp_root(), kTempPrefix, ::getpid());
         if (!::mkdtemp(pattern.data()))
             fail("CPU backend: cannot create a temporary directory {}: {}", pattern,
                  std::strerror(errno));
