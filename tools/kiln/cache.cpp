@@ -10,6 +10,7 @@
 #include "cli_common.hpp"
 #include "kiln/tune.hpp"
 #include "table.hpp"
+#include "tune/tsv_file.hpp"
 
 namespace kiln::cli {
 namespace {
@@ -25,10 +26,14 @@ std::vector<std::string> device_ids(const CacheOptions& opt) {
     if (!opt.device.empty()) return {find_device(opt.device).info().id};
     std::set<std::string> ids;
     std::error_code ec;
+    auto is_id = [](const std::string& name) { return cache::safe_component(name) == name; };
     for (const auto& e : fs::directory_iterator(Tuner::process_default().root(), ec))
-        if (e.path().extension() == ".tsv") ids.insert(e.path().stem().string());
+        if (e.path().extension() == ".tsv" && is_id(e.path().stem().string()) &&
+            tune::looks_like_tsv(e.path()))
+            ids.insert(e.path().stem().string());
     for (const auto& e : fs::directory_iterator(cache::process_kernel_cache().root(), ec))
-        if (e.is_directory()) ids.insert(e.path().filename().string());
+        if (e.is_directory() && !e.is_symlink() && is_id(e.path().filename().string()))
+            ids.insert(e.path().filename().string());
     return {ids.begin(), ids.end()};
 }
 

@@ -101,7 +101,7 @@ int report(Tuned<Buffer>& tuned, const TuneOptions& opt) {
         return 0;
     }
     fmt::print("op {}  key {}\ndevice {}\ncache {}\n", r.op, r.key, r.device_id,
-               r.cache_file.string());
+               r.cache_file.empty() ? "(none: kept in memory only)" : r.cache_file.string());
     if (r.hit) {
         fmt::print("cached winner: {} (a hit: nothing benched, the winner ran once)\n", r.winner);
         return 0;
