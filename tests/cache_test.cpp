@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 
 #include "cache/kernel_cache.hpp"
@@ -55,11 +56,15 @@ class CacheTest : public ::testing::Test {
         clear_memory_cache();
         fs::remove_all(root_);
     }
+
+  public:
     static void check_runs(const CompiledKernel& k, float constant) {
         Buffer y(k.device(), DType::f32, 50);
         k.launch(2, {y});
         EXPECT_EQ(y.download<float>()[49], 49.0f * constant);
     }
+
+  protected:
     std::vector<fs::path> entries() const {
         std::vector<fs::path> out;
         for (auto& e : fs::recursive_directory_iterator(root_))
@@ -273,22 +278,39 @@ TEST_F(CacheTest, ARootWritableByOthersIsBypassedWithOneWarning) {
     expect_bypassed(root_, root_, run_id() + 20);
 }
 
-TEST_F(CacheTest, AnEntryDirectoryWritableByItsGroupIsBypassedWithOneWarning) {
-    for (Device* d : devices()) compile(*d, kernel_with(run_id()));
-    const fs::path dir = root_ / "kernels" / cache::safe_component(cpu_device().info().id);
-    ASSERT_EQ(::chmod(dir.c_str(), 0770), 0);
+// The CPU device's entry directory spoiled by `spoil`: its entries are not loaded, new ones are
+// not written, and one warning says `why`.
+void expect_entry_dir_bypassed(const fs::path& root,
+                               const std::function<void(const fs::path&)>& spoil,
+                               const std::string& why, float a) {
+    for (Device* d : devices()) compile(*d, kernel_with(a));
+    const fs::path dir = root / "kernels" / cache::safe_component(cpu_device().info().id);
+    spoil(dir);
     clear_memory_cache();
     ::testing::internal::CaptureStderr();
-    const auto k = compile(cpu_device(), kernel_with(run_id()));
-    const auto again = compile(cpu_device(), kernel_with(run_id() + 30));
+    const auto k = compile(cpu_device(), kernel_with(a));
+    const auto again = compile(cpu_device(), kernel_with(a + 30));
     const std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_FALSE(k->info().disk_hit);  // its entry there is not loaded
-    check_runs(*k, run_id());
-    check_runs(*again, run_id() + 30);
+    CacheTest::check_runs(*k, a);
+    CacheTest::check_runs(*again, a + 30);
     EXPECT_EQ(count_of(err, "kiln: warning:"), 1u) << err;
-    EXPECT_NE(err.find("writable by its group"), std::string::npos) << err;
+    EXPECT_NE(err.find(why), std::string::npos) << err;
     EXPECT_FALSE(fs::exists(
         cache::process_kernel_cache().entry_path(cpu_device().info().id, again->info().cache_key)));
+}
+
+TEST_F(CacheTest, AnEntryDirectoryWritableByItsGroupIsBypassedWithOneWarning) {
+    expect_entry_dir_bypassed(
+        root_, [](const fs::path& dir) { ASSERT_EQ(::chmod(dir.c_str(), 0770), 0); },
+        "writable by its group", run_id());
+}
+
+TEST_F(CacheTest, AnEntryDirectoryOwnedBySomeoneElseIsBypassedWithOneWarning) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to nobody";
+    expect_entry_dir_bypassed(
+        root_, [](const fs::path& dir) { ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0); },
+        "is owned by uid 65534", run_id());
 }
 
 // The pid of a process that has exited.

@@ -1,6 +1,4 @@
 // Tuner: cached winners per device, in memory and in one append-only TSV file per device.
-#include <set>
-
 #include "cache/atomic_file.hpp"
 #include "cache/paths.hpp"
 #include "cache/private_dir.hpp"
@@ -65,8 +63,8 @@ Tuner::DeviceTable& Tuner::table(const std::string& device_id) {
         t.on_disk = false;
         t.table = tune::TsvTable();
         warn_once("autotune-file:" + path.string(),
-                  fmt::format("autotune file {} {}; expected a regular file. Tuned winners of {} "
-                              "are kept in memory only",
+                  fmt::format("autotune file {} {}; kiln uses only a regular file there: tuned "
+                              "winners of {} are kept in memory only",
                               path.string(), why, device_id));
         return t;
     }
