@@ -7,7 +7,7 @@ build=$1
 dest=$2
 rm -rf "$dest"
 mkdir -p "$dest/lib"
-cp "$build"/tests/*_test "$build/kiln" "$build"/bench/bench_* "$dest/"
+cp "$build"/tests/*_test "$build/kiln" "$build/kiln-opencl-probe" "$build"/bench/bench_* "$dest/"
 strip "$dest"/* 2>/dev/null || true
 for lib in $(ldd "$dest/kiln" "$dest"/*_test | awk '/=> \// {print $3}' | sort -u); do
     case $(basename "$lib") in

@@ -8,7 +8,8 @@ preset="${1:-default}"
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ libfmt-dev libcli11-dev libxxhash-dev ocl-icd-opencl-dev
-          opencl-headers pocl-opencl-icd libgtest-dev libgmock-dev libbenchmark-dev)
+          opencl-headers pocl-opencl-icd libgtest-dev libgmock-dev libbenchmark-dev
+          libmpfr-dev)
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -165,10 +165,13 @@ TEST_P(CanonicalFold, MatchesOracleAtRaggedExtents) {
         auto x =
             test::random_buffer(c.type, static_cast<size_t>(rows * n), static_cast<uint64_t>(n));
         if (is_float(c.type)) {  // finite values of moderate size, so sums stay informative
+            // Products: factors near 1 of either sign, so a row's product neither vanishes nor
+            // overflows at once.
+            const bool prod = c.op == ir::FoldOp::prod;
             std::mt19937 rng(static_cast<uint32_t>(n));
-            std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+            std::uniform_real_distribution<float> dist(prod ? 0.97f : -3.0f, prod ? 1.03f : 3.0f);
             for (size_t i = 0; i < x.count(); ++i) {
-                const float f = dist(rng);
+                const float f = prod && (rng() & 1) ? -dist(rng) : dist(rng);
                 if (c.type == DType::f32)
                     std::memcpy(&x.bytes[i * 4], &f, 4);
                 else {
@@ -178,6 +181,8 @@ TEST_P(CanonicalFold, MatchesOracleAtRaggedExtents) {
                 }
             }
         }
+        if (c.op == ir::FoldOp::prod && is_integer(c.type))  // odd factors: no product wraps to 0
+            for (size_t i = 0; i < x.count(); ++i) x.bytes[i * size_of(c.type)] |= 1;
         HostBuffer want = test::poisoned(c.type, rows);
         oracle::row_fold(c.type, n, fold.spec, x.bytes, want.bytes);
         test::expect_everywhere(ops::row_fold(c.type, n, fold, c.block),
@@ -202,7 +207,10 @@ INSTANTIATE_TEST_SUITE_P(Schedules, CanonicalFold,
                                            FoldCase{DType::u8, ir::FoldOp::min, 4, 4, 4, 16},
                                            FoldCase{DType::f32, ir::FoldOp::sum, 32, 4, 32, 64, 3},
                                            FoldCase{DType::f32, ir::FoldOp::sum, 32, 2, 8, 64, 2},
-                                           FoldCase{DType::i32, ir::FoldOp::sum, 32, 1, 1, 64, 4}),
+                                           FoldCase{DType::i32, ir::FoldOp::sum, 32, 1, 1, 64, 4},
+                                           FoldCase{DType::f32, ir::FoldOp::prod, 32, 4, 32, 64},
+                                           FoldCase{DType::bf16, ir::FoldOp::prod, 16, 2, 4, 64, 2},
+                                           FoldCase{DType::i32, ir::FoldOp::prod, 64, 2, 64, 128}),
                          [](const auto& info) {
                              const FoldCase& c = info.param;
                              return fmt::format("{}_{}_w{}_v{}_t{}_b{}_u{}", name(c.type),

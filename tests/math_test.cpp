@@ -17,12 +17,18 @@
 #include "kiln/math.hpp"
 #include "kiln/semantics.hpp"
 #include "runtime/cuda/nvrtc.hpp"
+#include "support/errors.hpp"
+#include "support/ulp.hpp"
 
 namespace {
 
 using kiln::Device;
 using kiln::DType;
 using kiln::Expr;
+using kiln::test::from_bits;
+using kiln::test::same_bits;
+using kiln::test::to_bits;
+using kiln::test::ulp_error;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -45,8 +51,21 @@ const std::vector<Function>& functions() {
         {"tanh", kiln::tanh, [](long double x) { return std::tanh(x); }, 2.0},
         {"sigmoid", kiln::sigmoid, [](long double x) { return 1.0L / (1.0L + std::exp(-x)); }, 2.0},
         {"erf", kiln::erf, [](long double x) { return std::erf(x); }, 1.0},
+        {"rsqrt", kiln::rsqrt, [](long double x) { return 1.0L / std::sqrt(x); }, 0.5},
+        {"sin", kiln::sin, [](long double x) { return std::sin(x); }, 1.0},
+        {"cos", kiln::cos, [](long double x) { return std::cos(x); }, 1.0},
+        {"floor", kiln::floor, [](long double x) { return std::floor(x); }, 0.0},
+        {"ceil", kiln::ceil, [](long double x) { return std::ceil(x); }, 0.0},
+        {"trunc", kiln::trunc, [](long double x) { return std::trunc(x); }, 0.0},
+        {"round", kiln::round, [](long double x) { return std::nearbyint(x); }, 0.0},
     };
     return fs;
+}
+
+size_t index_of(const std::string& name) {
+    for (size_t i = 0; i < functions().size(); ++i)
+        if (functions()[i].name == name) return i;
+    throw kiln::Error("no function " + name);
 }
 
 // y[i] = f(x[i]) over f32 buffers.
@@ -72,13 +91,6 @@ std::vector<float> run(const kiln::CompiledKernel& kernel, const std::vector<flo
     bx.upload(in);
     kernel.launch(static_cast<int64_t>((in.size() + 63) / 64), {bx, by});
     return by.download<float>();
-}
-
-float from_bits(uint32_t u) {
-    return std::bit_cast<float>(u);
-}
-uint32_t to_bits(float f) {
-    return std::bit_cast<uint32_t>(f);
 }
 
 // Inputs over the whole f32 range: special values, every binade's edges (both signs, a few ulp
@@ -111,6 +123,15 @@ std::vector<float> inputs(size_t random_count, uint32_t seed) {
             v.push_back(-from_bits(to_bits(t) + static_cast<uint32_t>(d)));
         }
     }
+    // Near multiples of pi/2, where sin and cos reduce their argument with the most cancellation.
+    for (int i = 0; i < 216; ++i) {
+        const long double k = std::floor(std::pow(1.5L, i));
+        const float x = static_cast<float>(k * 1.5707963267948966192313216916397514L);
+        for (int d = -2; d <= 2; ++d) {
+            v.push_back(from_bits(to_bits(x) + static_cast<uint32_t>(d)));
+            v.push_back(-from_bits(to_bits(x) + static_cast<uint32_t>(d)));
+        }
+    }
     for (uint32_t e = 0; e < 255; ++e) {
         for (int d = -3; d <= 3; ++d) {
             const uint32_t b = (e << 23) + static_cast<uint32_t>(d);
@@ -126,31 +147,6 @@ std::vector<float> inputs(size_t random_count, uint32_t seed) {
         v.push_back(from_bits(b));
     }
     return v;
-}
-
-// |y - ref| in units of the last place of the exact value (2^-149 below the normal range).
-// An overflowing reference counts as correct only for inf; NaN must match NaN.
-double ulp_error(float y, long double ref) {
-    if (std::isnan(ref) || std::isnan(y))
-        return std::isnan(ref) && std::isnan(y) ? 0 : std::numeric_limits<double>::infinity();
-    const float rounded = static_cast<float>(ref);
-    if (std::isinf(rounded) || std::isinf(y)) {
-        if (rounded == y) return 0;
-        // An overflow is a rounding of the exact value past FLT_MAX: measure against 2^128.
-        if (std::isinf(y) && std::fabs(ref) >= std::numeric_limits<float>::max())
-            return static_cast<double>((std::ldexp(1.0L, 128) - std::fabs(ref)) /
-                                       std::ldexp(1.0L, 104));
-        return std::numeric_limits<double>::infinity();
-    }
-    int e = 0;
-    std::frexp(ref, &e);  // |ref| in [2^(e-1), 2^e)
-    const int ulp_exp = std::max(e - 1, -126) - 23;
-    return static_cast<double>(std::fabs(static_cast<long double>(y) - ref) /
-                               std::ldexp(1.0L, ulp_exp));
-}
-
-bool same_bits(float a, float b) {
-    return (std::isnan(a) && std::isnan(b)) || to_bits(a) == to_bits(b);
 }
 
 // The CPU device's compiled kernels, compiled once for the whole file.
@@ -185,6 +181,22 @@ TEST(Math, ErrorBoundsOverTheWholeRange) {
             << f.name << " at x = " << worst_x << " (" << std::hexfloat << worst_x << ")";
         std::printf("%-8s max error %.3f ulp at %a\n", f.name, worst, worst_x);
     }
+}
+
+// rsqrt scales every positive input exactly into [1, 4) and the result back exactly, so these
+// 2^24 inputs decide its error everywhere: it is correctly rounded.
+TEST(Math, RsqrtIsCorrectlyRoundedOverItsWholeReducedRange) {
+    std::vector<float> in;
+    for (uint32_t b = 0x3f800000u; b < 0x40800000u; ++b) in.push_back(from_bits(b));
+    const std::vector<float> out = run(*cpu_kernels()[index_of("rsqrt")], in);
+    size_t wrong = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+        const float want = static_cast<float>(1.0L / std::sqrt(static_cast<long double>(in[i])));
+        if (!same_bits(out[i], want) && ++wrong <= 5)
+            ADD_FAILURE() << "rsqrt(" << std::hexfloat << in[i] << ") = " << out[i] << ", want "
+                          << want;
+    }
+    EXPECT_EQ(wrong, 0u);
 }
 
 struct Special {
@@ -282,6 +294,60 @@ TEST(Math, SpecialValuesExactly) {
         {"erf", -5.0f, -1.0f},
         {"erf", max, 1.0f},
         {"erf", kNaN, kNaN},
+        {"rsqrt", 0.0f, kInf},
+        {"rsqrt", -0.0f, -kInf},
+        {"rsqrt", -1.0f, kNaN},
+        {"rsqrt", -kInf, kNaN},
+        {"rsqrt", kInf, 0.0f},
+        {"rsqrt", kNaN, kNaN},
+        {"rsqrt", 4.0f, 0.5f},
+        {"rsqrt", 0x1p-126f, 0x1p63f},
+        {"rsqrt", tiny, 0x1.6a09e6p+74f},  // 2^74.5
+        {"rsqrt", max, 0x1p-64f},
+        {"sin", 0.0f, 0.0f},
+        {"sin", -0.0f, -0.0f},
+        {"sin", tiny, tiny},
+        {"sin", -tiny, -tiny},
+        {"sin", 0x1p-20f, 0x1p-20f},
+        {"sin", kInf, kNaN},
+        {"sin", -kInf, kNaN},
+        {"sin", kNaN, kNaN},
+        {"sin", max, -0x1.0b3366p-1f},  // sin(FLT_MAX) rounded: the reduction is exact
+        {"cos", 0.0f, 1.0f},
+        {"cos", -0.0f, 1.0f},
+        {"cos", tiny, 1.0f},
+        {"cos", kInf, kNaN},
+        {"cos", -kInf, kNaN},
+        {"cos", kNaN, kNaN},
+        {"floor", -0.5f, -1.0f},
+        {"floor", -0.0f, -0.0f},
+        {"floor", 0.5f, 0.0f},
+        {"floor", -tiny, -1.0f},
+        {"floor", 0x1.fffffep22f, 0x1.fffffcp22f},
+        {"floor", -0x1.fffffep22f, -0x1p23f},
+        {"floor", 0x1p23f + 1.0f, 0x1p23f + 1.0f},
+        {"floor", -kInf, -kInf},
+        {"floor", kNaN, kNaN},
+        {"ceil", -0.5f, -0.0f},
+        {"ceil", 0.5f, 1.0f},
+        {"ceil", tiny, 1.0f},
+        {"ceil", -0x1.fffffep22f, -0x1.fffffcp22f},
+        {"ceil", kInf, kInf},
+        {"ceil", kNaN, kNaN},
+        {"trunc", -1.5f, -1.0f},
+        {"trunc", -0.5f, -0.0f},
+        {"trunc", 2.75f, 2.0f},
+        {"trunc", max, max},
+        {"trunc", kNaN, kNaN},
+        {"round", 0.5f, 0.0f},
+        {"round", 1.5f, 2.0f},
+        {"round", 2.5f, 2.0f},
+        {"round", -2.5f, -2.0f},
+        {"round", -0.4f, -0.0f},
+        {"round", 0x1.fffffep22f, 0x1p23f},
+        {"round", 0x1p23f + 1.0f, 0x1p23f + 1.0f},
+        {"round", -kInf, -kInf},
+        {"round", kNaN, kNaN},
     };
     for (size_t fi = 0; fi < functions().size(); ++fi) {
         const Function& f = functions()[fi];
@@ -329,9 +395,11 @@ TEST(Math, EveryDeviceMatchesTheCpuBitForBit) {
 TEST(Math, HalfTypesComputeInF32AndRoundOnce) {
     const std::vector<float> xs = {-3.0f, -1.0f, -0.25f, 0.0f, 0.3f, 1.0f, 2.5f, 7.0f};
     for (DType t : {DType::f16, DType::bf16}) {
+        std::vector<kiln::ir::Kernel> kernels;
+        for (const Function& f : functions()) kernels.push_back(unary_kernel(f.name, f.build, t));
+        const auto compiled = kiln::compile_all(cpu_device(), kernels);  // one compiler run
         for (size_t fi = 0; fi < functions().size(); ++fi) {
             const Function& f = functions()[fi];
-            auto kernel = kiln::compile(cpu_device(), unary_kernel(f.name, f.build, t));
             std::vector<float> widened;
             kiln::Buffer bx(cpu_device(), t, xs.size()), by(cpu_device(), t, xs.size());
             std::vector<uint16_t> in;
@@ -342,7 +410,7 @@ TEST(Math, HalfTypesComputeInF32AndRoundOnce) {
                                                   : kiln::semantics::bf16_to_f32(in.back()));
             }
             bx.upload_raw(in.data(), t, in.size());
-            kernel->launch(1, {bx, by});
+            compiled[fi]->launch(1, {bx, by});
             std::vector<uint16_t> out(xs.size());
             by.download_raw(out.data(), t, out.size());
             const std::vector<float> f32_out = run(*cpu_kernels()[fi], widened);
@@ -358,18 +426,22 @@ TEST(Math, HalfTypesComputeInF32AndRoundOnce) {
 TEST(Math, OtherDtypesAreErrorsNamingTheFunction) {
     kiln::KernelBuilder k("bad", 64);
     Expr i = k.absolute_pos();
+    Expr flag = i < 3;
     for (const Function& f : functions()) {
-        try {
-            f.build(i);
-            ADD_FAILURE() << f.name << " accepted an i32";
-        } catch (const kiln::Error& e) {
-            EXPECT_NE(std::string(e.what()).find(f.name), std::string::npos) << e.what();
-            EXPECT_NE(std::string(e.what()).find("i32"), std::string::npos) << e.what();
+        // The rounding functions return an integer as it is; bool is no number for any.
+        const bool takes_integers = f.max_ulp == 0;
+        if (takes_integers) {
+            EXPECT_EQ(f.build(i).node(), i.node()) << f.name;
         }
+        const Expr& bad = takes_integers ? flag : i;
+        const std::string what = kiln::test::error_of([&] { f.build(bad); });
+        EXPECT_NE(what.find(f.name), std::string::npos) << what;
+        EXPECT_NE(what.find(takes_integers ? "bool" : "i32"), std::string::npos) << what;
     }
     // A literal is f32.
     EXPECT_EQ(kiln::exp(Expr(1.0)).type(), DType::f32);
     EXPECT_EQ(kiln::log(Expr(2)).type(), DType::f32);
+    EXPECT_EQ(kiln::floor(Expr(2)).type(), DType::f32);
 }
 
 TEST(Math, CudaSourceCompilesWithNvrtc) {

@@ -106,6 +106,7 @@ struct Fold {
     static Fold sum() { return Fold{{ir::FoldOp::sum}}; }
     static Fold max() { return Fold{{ir::FoldOp::max}}; }
     static Fold min() { return Fold{{ir::FoldOp::min}}; }
+    static Fold prod() { return Fold{{ir::FoldOp::prod}}; }
     Fold lanes(int w) const {
         Fold f = *this;
         f.spec.lanes = w;

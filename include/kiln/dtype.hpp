@@ -25,6 +25,33 @@ bool is_signed(DType t);                   // i8 i32 i64 and the floats
 int bits_of(DType t);                      // width in bits (bool: 8, as stored)
 DType storage_uint(DType t);               // unsigned integer type of the same width
 
+// Calls f.template operator()<T>() with T the runtime dtype t: one template instantiated per
+// dtype, chosen at run time.
+template <typename F>
+decltype(auto) visit_dtype(DType t, F&& f) {
+    switch (t) {
+        case DType::f32:
+            return f.template operator()<DType::f32>();
+        case DType::f16:
+            return f.template operator()<DType::f16>();
+        case DType::bf16:
+            return f.template operator()<DType::bf16>();
+        case DType::i8:
+            return f.template operator()<DType::i8>();
+        case DType::u8:
+            return f.template operator()<DType::u8>();
+        case DType::i32:
+            return f.template operator()<DType::i32>();
+        case DType::u32:
+            return f.template operator()<DType::u32>();
+        case DType::i64:
+            return f.template operator()<DType::i64>();
+        case DType::boolean:
+            break;
+    }
+    return f.template operator()<DType::boolean>();
+}
+
 // Host C++ type for each dtype, for typed host buffers.
 template <typename T>
 struct dtype_of;

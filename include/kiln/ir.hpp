@@ -55,7 +55,7 @@ enum class BinOp : uint8_t {
 enum class BuiltinKind : uint8_t { thread_index, block_index, grid_size };
 enum class MemSpace : uint8_t { global, shared, local };
 enum class Access : uint8_t { read, write, read_write };
-enum class FoldOp : uint8_t { sum, max, min };
+enum class FoldOp : uint8_t { sum, max, min, prod };
 // How long a buffer's lines should stay in the caches: a hint that never changes a result.
 // streaming: read or written about once per launch, the first lines given up (loads and stores);
 // keep: read again soon, the last lines given up (loads; stores stay plain).

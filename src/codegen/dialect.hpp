@@ -32,6 +32,11 @@ struct Dialect {
     bool has_shuffle = false;       // CUDA: __shfl_xor_sync
     int warp_size = 1;
     VectorLoad vector_load = VectorLoad::elements;
+    // OpenCL: in a kernel with barriers, `if (c) A else B` is written as two ifs on a volatile
+    // copy of c, so each if's false edge reaches the code after it. PoCL 5's work-group compiler
+    // aborts (region_entry_barrier != NULL) on an if/else whose arms both end in control flow
+    // right before a barrier; the volatile copy keeps LLVM from merging the ifs back.
+    bool split_if_else = false;
     // Bytes every buffer parameter's first element is aligned to (the runtime checks it when it
     // allocates); 0: not known. With it, a vector access at an index known to be a multiple of
     // its width (ir/divisibility.hpp) needs no run-time alignment test.

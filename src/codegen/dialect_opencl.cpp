@@ -32,6 +32,7 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return as_float(u); }
         .has_shuffle = false,
         .warp_size = 1,
         .vector_load = VectorLoad::vload,
+        .split_if_else = true,
     };
     return d;
 }

@@ -109,6 +109,7 @@ struct KernelEmitter {
     bool privatized = false;  // CPU with barriers: per-thread values live in [kiln_t] arrays
     std::vector<bool> outer_loop_var;  // CPU: loop variables of uniform loops holding barriers
     bool uniform_context = false;      // CPU: emitting outside the thread loop
+    bool split_if_else = false;        // Dialect::split_if_else, in a kernel with barriers
     std::unordered_map<const ExprNode*, std::string> named;  // shared nodes of this statement
     std::string out;
     int depth = 1;
@@ -411,6 +412,22 @@ struct KernelEmitter {
                     line("}");
                 } else if constexpr (std::is_same_v<N, stmt::If>) {
                     name_shared({n.cond});
+                    if (n.else_body && split_if_else) {
+                        const std::string c = fmt::format("kiln_c{}", temp_counter++);
+                        line(fmt::format("volatile const int {} = {};", c, condition(n.cond)));
+                        named.clear();
+                        line(fmt::format("if ({}) {{", c));
+                        ++depth;
+                        stmt(n.then_body);
+                        --depth;
+                        line("}");
+                        line(fmt::format("if (!{}) {{", c));
+                        ++depth;
+                        stmt(n.else_body);
+                        --depth;
+                        line("}");
+                        return;
+                    }
                     line(fmt::format("if ({}) {{", condition(n.cond)));
                     named.clear();
                     ++depth;
@@ -731,6 +748,7 @@ struct KernelEmitter {
         loops = d.threads_as_loops;
         outer_loop_var.assign(k.locals.size(), false);
         const bool has_barriers = contains_barrier(k.body);
+        split_if_else = d.split_if_else && has_barriers;
         out += signature(entry) + " {\n";
         if (loops) {
             privatized = has_barriers;

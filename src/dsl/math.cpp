@@ -3,48 +3,19 @@
 // with the rest refitted) in Horner form with fma, and branch-free special cases via select.
 #include "kiln/math.hpp"
 
-#include <initializer_list>
 #include <limits>
+
+#include "dsl/math_internal.hpp"
 
 namespace kiln {
 namespace {
 
-Expr f32(float v) {
-    return constant(DType::f32, v);
-}
-
-// c[0] + x * (c[1] + x * (c[2] + ...)), each step one fma.
-Expr horner(const Expr& x, std::initializer_list<float> c) {
-    const float* p = c.end();
-    Expr acc = f32(*--p);
-    while (p != c.begin()) acc = fma(acc, x, f32(*--p));
-    return acc;
-}
-
-// 2^k for an i32 k in [-126, 127], built from its bits.
-Expr pow2i(const Expr& k) {
-    return bitcast(DType::f32, (k + 127) << 23);
-}
-
-// copysign(magnitude, sign_of) for a non-negative (or NaN) magnitude.
-Expr with_sign_of(const Expr& magnitude, const Expr& sign_of) {
-    return f32_from_bits(bits_of(magnitude) | (bits_of(sign_of) & int64_t{0x80000000}));
-}
-
-// Applies an f32 function to any float argument: f16/bf16 are widened and the result rounded
-// back; number literals are f32; other dtypes are an error naming the function.
-Expr on_f32(const char* fn, const Expr& x, Expr (*body)(const Expr&)) {
-    if (x.weak()) return body(cast(DType::f32, x));
-    if (x.type() == DType::f32) return body(x);
-    if (is_half(x.type())) return cast(x.type(), body(cast(DType::f32, x)));
-    fail("{} needs a float argument (f32, f16 or bf16), got {}", fn, name(x.type()));
-}
+using namespace math_detail;
 
 // --- exp family ---------------------------------------------------------------------------
 
 constexpr float kLn2Hi = 0x1.62e430p-1f;    // ln 2 rounded to f32
 constexpr float kLn2Lo = -0x1.05c610p-29f;  // ln 2 - kLn2Hi
-constexpr float kShifter = 0x1.8p23f;       // adding it rounds any |v| < 2^22 to an integer
 
 // x = k ln2 + r with k = round(x / ln2), |r| <= ln2/2 (plus a hair). |x| must be < ~2^21.
 // kLn2Hi has 24 bits and |r| < 1/2, so r_hi = fma(-k, kLn2Hi, x) is exact; r_lo = -k kLn2Lo
@@ -55,10 +26,8 @@ struct ExpReduced {
     Expr r_lo;  // f32, |r_lo| < 2^-21
 };
 ExpReduced reduce_exp(const Expr& x) {
-    const Expr t = x * 0x1.715476p+0f + kShifter;
-    const Expr kf = t - kShifter;
-    const Expr k = bitcast(DType::i32, t) - bitcast(DType::i32, f32(kShifter));
-    return {k, fma(-kf, kLn2Hi, x), -kf * kLn2Lo};
+    const Rounded k = round_to_int(x * 0x1.715476p+0f);
+    return {k.i, fma(-k.f, kLn2Hi, x), -k.f * kLn2Lo};
 }
 
 // e^r - 1 - r_hi = r_lo + r^2 Q(r) on |r| <= 0.3468, the part of expm1 below r_hi (r_lo reaches
@@ -68,13 +37,6 @@ Expr expm1_tail(const ExpReduced& red) {
     const Expr q = horner(r, {0x1p-1f, 0x1.55552cp-3f, 0x1.555502p-5f, 0x1.1155a8p-7f,
                               0x1.6d2e4ap-10f, 0x1.3b8accp-13f});
     return fma(r * r, q, red.r_lo);
-}
-
-// p * 2^k for p in [0.7, 1.5] and k in [-151, 128], rounded once: p * 2^(k/2) is exact (normal),
-// the second product rounds (to a subnormal, to 0 or to inf as the exact value says).
-Expr scale(const Expr& p, const Expr& k) {
-    const Expr k1 = k >> 1;
-    return p * pow2i(k1) * pow2i(k - k1);
 }
 
 // e^x for x in [-104, 89] (or NaN, which propagates).
@@ -89,14 +51,12 @@ Expr exp_f32(const Expr& x) {
 
 Expr exp2_f32(const Expr& x) {
     const Expr xc = min(max(x, -152.0f), 129.0f);
-    const Expr t = xc + kShifter;
-    const Expr kf = t - kShifter;
-    const Expr k = bitcast(DType::i32, t) - bitcast(DType::i32, f32(kShifter));
-    const Expr r = xc - kf;  // exact, |r| <= 1/2
+    const Rounded k = round_to_int(xc);
+    const Expr r = xc - k.f;  // exact, |r| <= 1/2
     // 2^r = 1 + r P(r); relative error of the fit 2^-27.5.
     const Expr p = horner(r, {0x1.62e432p-1f, 0x1.ebfbe6p-3f, 0x1.c6ada8p-5f, 0x1.3b21cap-7f,
                               0x1.5fbcd2p-10f, 0x1.4bdd14p-13f});
-    return scale(fma(p, r, 1.0f), k);
+    return scale(fma(p, r, 1.0f), k.i);
 }
 
 // e^x - 1 = 2^k (1 + r_hi + w) - 1 = 2 * (s w + (s (1 + r_hi) - 1/2)) with s = 2^(k-1) and
@@ -111,20 +71,6 @@ Expr expm1_f32(const Expr& x) {
 }
 
 // --- log family ---------------------------------------------------------------------------
-
-// x = 2^e m with m in [sqrt(1/2), sqrt(2)), for positive finite x (subnormals scaled first).
-struct LogReduced {
-    Expr e;  // i32
-    Expr f;  // m - 1, exact, in [-0.2929, 0.4143)
-};
-LogReduced reduce_log(const Expr& x) {
-    const Expr sub = bits_of(x) < 0x00800000;
-    const Expr xs = select(sub, x * 0x1p23f, x);
-    const Expr t = bitcast(DType::i32, xs) - 0x3f3504f3;  // bits of sqrt(1/2)
-    const Expr e = (t >> 23) - select(sub, 23, 0);
-    const Expr m = bitcast(DType::f32, (t & 0x007fffff) + 0x3f3504f3);
-    return {e, m - 1.0f};
-}
 
 // log(1 + f) - f - t = f^2 P(f) on [-0.2929, 0.4143), plus a small t; relative error of the
 // fit 2^-30.
@@ -184,11 +130,9 @@ Expr log1p_f32(const Expr& x) {
 // n / (a + b): a + b is carried exactly as d + err (TwoSum), and the rounded quotient gets one
 // correction from its exact residual, so the sum's rounding does not show.
 Expr div_by_sum(const Expr& n, const Expr& a, const Expr& b) {
-    const Expr d = a + b;
-    const Expr bv = d - a;
-    const Expr err = (a - (d - bv)) + (b - bv);
-    const Expr q = n / d;
-    return q + (fma(-q, d, n) - q * err) / d;
+    const Pair d = two_sum(a, b);
+    const Expr q = n / d.hi;
+    return q + (fma(-q, d.hi, n) - q * d.lo) / d.hi;
 }
 
 // --- built on exp -------------------------------------------------------------------------

@@ -125,6 +125,8 @@ const char* name(FoldOp op) {
             return "max";
         case FoldOp::min:
             return "min";
+        case FoldOp::prod:
+            return "prod";
     }
     return "?";
 }

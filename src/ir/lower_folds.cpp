@@ -13,6 +13,7 @@ namespace kiln::ir {
 ExprRef fold_identity(FoldOp op, DType type) {
     const double inf = std::numeric_limits<double>::infinity();
     if (op == FoldOp::sum) return int_const(type, 0);
+    if (op == FoldOp::prod) return int_const(type, 1);
     const bool lowest = op == FoldOp::max;
     if (is_float(type)) return float_const(type, lowest ? -inf : inf);
     switch (type) {
@@ -31,7 +32,10 @@ ExprRef fold_identity(FoldOp op, DType type) {
 }
 
 ExprRef fold_combine(FoldOp op, const ExprRef& a, const ExprRef& b) {
-    const BinOp bin = op == FoldOp::sum ? BinOp::add : op == FoldOp::max ? BinOp::max : BinOp::min;
+    const BinOp bin = op == FoldOp::sum    ? BinOp::add
+                      : op == FoldOp::prod ? BinOp::mul
+                      : op == FoldOp::max  ? BinOp::max
+                                           : BinOp::min;
     return make(a->type, expr::Binary{bin, a, b});
 }
 
@@ -312,7 +316,13 @@ struct Lowerer {
                 } else if constexpr (std::is_same_v<N, stmt::If>) {
                     return make(stmt::If{n.cond, walk(n.then_body), walk(n.else_body)});
                 } else if constexpr (std::is_same_v<N, stmt::Fold>) {
-                    return lower(n);
+                    // A fold inside a fold's body (one thread's, the segments of a long fold)
+                    // is lowered first; the body runs once per element, as a loop's does.
+                    stmt::Fold outer = n;
+                    ++loop_depth;
+                    outer.body = walk(n.body);
+                    --loop_depth;
+                    return lower(outer);
                 } else {
                     return s;
                 }

@@ -10,7 +10,8 @@ namespace kiln::ir {
 
 Kernel lower_folds(const Kernel& kernel, int warp_size);
 
-// The identity of a fold op for a type: 0 for sum, -inf / the type's minimum for max, ...
+// The identity of a fold op for a type: 0 for sum, 1 for prod, -inf / the type's minimum for
+// max, +inf / the type's maximum for min.
 ExprRef fold_identity(FoldOp op, DType type);
 // op(a, b) as an expression.
 ExprRef fold_combine(FoldOp op, const ExprRef& a, const ExprRef& b);

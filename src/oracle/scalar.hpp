@@ -118,29 +118,15 @@ struct Scalar<DType::i64> : IntScalar<DType::i64, int64_t, uint64_t> {
     static V rem(V a, V b) { return semantics::kiln_rem_i64(a, b); }
 };
 
-// Runs f.template operator()<T>() for a runtime dtype.
+// Runs f.template operator()<T>() for a runtime dtype; bool runs as u8 (stored as a byte).
 template <typename F>
 decltype(auto) dispatch(DType t, F&& f) {
-    switch (t) {
-        case DType::f32:
-            return f.template operator()<DType::f32>();
-        case DType::f16:
-            return f.template operator()<DType::f16>();
-        case DType::bf16:
-            return f.template operator()<DType::bf16>();
-        case DType::i8:
-            return f.template operator()<DType::i8>();
-        case DType::u8:
+    return visit_dtype(t == DType::boolean ? DType::u8 : t, [&]<DType T>() -> decltype(auto) {
+        if constexpr (T == DType::boolean)
             return f.template operator()<DType::u8>();
-        case DType::i32:
-            return f.template operator()<DType::i32>();
-        case DType::u32:
-            return f.template operator()<DType::u32>();
-        case DType::i64:
-            return f.template operator()<DType::i64>();
-        default:
-            return f.template operator()<DType::u8>();  // bool: stored as a byte
-    }
+        else
+            return f.template operator()<T>();
+    });
 }
 
 // Typed access to raw element bytes.

@@ -153,8 +153,8 @@ void row_fold(DType type, int64_t n, const ir::FoldSpec& fold, const Bytes& x, B
         using V = typename S::V;
         const size_t rows = out.size() / sizeof(V);
         V identity;
-        if (fold.op == ir::FoldOp::sum)
-            identity = S::constant(0);
+        if (fold.op == ir::FoldOp::sum || fold.op == ir::FoldOp::prod)
+            identity = S::constant(fold.op == ir::FoldOp::sum ? 0 : 1);
         else if constexpr (S::is_float)
             identity =
                 S::constant(fold.op == ir::FoldOp::max ? -std::numeric_limits<double>::infinity()
@@ -169,9 +169,10 @@ void row_fold(DType type, int64_t n, const ir::FoldSpec& fold, const Bytes& x, B
                 values[static_cast<size_t>(i)] = fold.op == ir::FoldOp::sum ? S::mul(v, v) : v;
             }
             auto op = [&](V a, V b) {
-                return fold.op == ir::FoldOp::sum   ? S::add(a, b)
-                       : fold.op == ir::FoldOp::max ? S::max(a, b)
-                                                    : S::min(a, b);
+                return fold.op == ir::FoldOp::sum    ? S::add(a, b)
+                       : fold.op == ir::FoldOp::prod ? S::mul(a, b)
+                       : fold.op == ir::FoldOp::max  ? S::max(a, b)
+                                                     : S::min(a, b);
             };
             store<V>(out, r, canonical_fold(values, fold.lanes, fold.chunk, identity, op));
         }

@@ -13,10 +13,9 @@ int main(int argc, char** argv) {
                  "kiln"};
     app.require_subcommand(1);
     const std::vector<kiln::cli::Command> commands = {
-        kiln::cli::add_info_command(app),
-        kiln::cli::add_demo_command(app),
-        kiln::cli::add_tune_command(app),
-        kiln::cli::add_cache_command(app),
+        kiln::cli::add_info_command(app),    kiln::cli::add_demo_command(app),
+        kiln::cli::add_tune_command(app),    kiln::cli::add_cache_command(app),
+        kiln::cli::add_profile_command(app),
     };
     try {
         app.parse(argc, argv);

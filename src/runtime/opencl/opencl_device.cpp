@@ -94,10 +94,12 @@ OpenClDevice::OpenClDevice(cl_platform_id platform, cl_device_id device) : devic
     info_.compute_units =
         static_cast<int>(device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS));
     info_.warp_size = 1;
-    info_.id = sanitize_id("opencl-" + platform_short_name(platform, platform_name) + "-" +
-                           device_name + "-" + driver_version);
+    const std::string short_name = platform_short_name(platform, platform_name);
+    info_.id = sanitize_id("opencl-" + short_name + "-" + device_name + "-" + driver_version);
     toolchain_id_ = fmt::format("opencl|{} {}|{}|{}|{}|{}", platform_name, platform_version,
                                 device_name, driver_version, c_version, build_options);
+    platform_short_name_ = short_name;
+    isolated_target_ = {platform_name, device_name, driver_version, info_.id, toolchain_id_};
 
     max_work_group_size_ = device_value<size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
     auto dims = device_value<cl_uint>(device, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS);
@@ -215,7 +217,20 @@ void OpenClDevice::build(cl_program program, std::string_view what) {
          cl_error_text(rc), log.empty() ? "(empty)" : log);
 }
 
+std::vector<uint8_t> OpenClDevice::payload(const std::string& source,
+                                           std::span<const uint8_t> binary) {
+    if (binary.empty()) {
+        // The driver keeps no binary: store the source; load() rebuilds it.
+        auto text = std::span(reinterpret_cast<const uint8_t*>(source.data()), source.size());
+        return wrap_payload(PayloadKind::source, text);
+    }
+    return wrap_payload(PayloadKind::driver_binary, binary);
+}
+
 std::vector<uint8_t> OpenClDevice::compile(const std::string& source) {
+    if (isolate_builds(platform_short_name_))
+        if (auto binary = build_isolated(isolated_target_, source, build_options))
+            return payload(source, *binary);
     const char* text = source.c_str();
     size_t length = source.size();
     cl_int rc = CL_SUCCESS;
@@ -232,12 +247,7 @@ std::vector<uint8_t> OpenClDevice::compile(const std::string& source) {
     }
     clReleaseProgram(program);
     check(rc, "clGetProgramInfo");
-    if (size == 0) {
-        // The driver keeps no binary: store the source; load() rebuilds it.
-        auto text = std::span(reinterpret_cast<const uint8_t*>(source.data()), source.size());
-        return wrap_payload(PayloadKind::source, text);
-    }
-    return wrap_payload(PayloadKind::driver_binary, binary);
+    return payload(source, binary);
 }
 
 std::unique_ptr<Module> OpenClDevice::load(std::span<const uint8_t> binary) {

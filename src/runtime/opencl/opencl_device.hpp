@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kiln/device.hpp"
+#include "runtime/opencl/isolated_build.hpp"
 
 namespace kiln::runtime::opencl {
 
@@ -67,11 +68,16 @@ class OpenClDevice final : public Device {
     // clBuildProgram with build_options; on failure throws with the build log.
     void build(cl_program program, std::string_view what);
 
+    // Wraps a driver binary (empty: the driver keeps none, so the source) in the envelope.
+    static std::vector<uint8_t> payload(const std::string& source, std::span<const uint8_t> binary);
+
     cl_device_id device_ = nullptr;
     cl_context context_ = nullptr;
     cl_command_queue queue_ = nullptr;
     DeviceInfo info_;
     std::string toolchain_id_;
+    std::string platform_short_name_;  // "pocl", "nv", ...: isolate_builds() decides by it
+    IsolatedTarget isolated_target_;
     size_t max_work_group_size_ = 0;
     uint64_t max_alloc_bytes_ = 0;
 

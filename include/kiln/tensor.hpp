@@ -1,0 +1,224 @@
+// kiln::Tensor: lazy tensors on a device. Ops build a graph; resolve() (or reading the data)
+// plans it into few fused kernels of kiln's DSL, picks each launch's schedule with a cost model
+// and the tuner, runs them, and remembers the plan so the next resolve of the same graph replays
+// it in microseconds.
+//
+//   Device& d = kiln::best_device();
+//   Tensor x = Tensor::randn({4096, 4096}, /*seed=*/1, DType::f32, d);
+//   Tensor y = kiln::softmax(x * 2.0f, -1);
+//   std::vector<float> host = y.to_host<float>();
+//
+// Every result is bit-identical to the graph evaluated op by op in plain C++ (docs/graph.md
+// states each op's arithmetic), whatever the fusion, schedule or device. Bad input (shapes that
+// do not broadcast, a bad axis, mismatched dtypes or devices, an element count that overflows)
+// is a kiln::Error naming the op and the shapes, raised when the op is built.
+// A graph is not safe to use from several threads at once; separate graphs are.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "kiln/buffer.hpp"
+#include "kiln/device.hpp"
+#include "kiln/dtype.hpp"
+
+namespace kiln {
+
+namespace graph {
+struct Node;
+}
+
+using Shape = std::vector<int64_t>;
+
+class Tensor {
+  public:
+    // An empty handle; every use but assignment is a kiln::Error.
+    Tensor() = default;
+    explicit Tensor(std::shared_ptr<graph::Node> node);
+
+    // Host data (row-major, shape's element count of them), copied to the device now.
+    template <typename T>
+    static Tensor from_host(std::span<const T> data, const Shape& shape,
+                            Device& device = cpu_device()) {
+        return from_bytes(data.data(), data.size(), dtype_of<T>::value, shape, device);
+    }
+    template <typename T>
+    static Tensor from_host(const std::vector<T>& data, const Shape& shape,
+                            Device& device = cpu_device()) {
+        return from_host(std::span<const T>(data), shape, device);
+    }
+    // `count` elements of `dtype` at `data`.
+    static Tensor from_bytes(const void* data, size_t count, DType dtype, const Shape& shape,
+                             Device& device = cpu_device());
+    // A buffer's elements seen as a tensor (no copy); the tensor shares the buffer.
+    static Tensor from_buffer(std::shared_ptr<Buffer> buffer, const Shape& shape);
+
+    static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device& d = cpu_device());
+    static Tensor ones(const Shape& shape, DType dtype = DType::f32, Device& d = cpu_device());
+    static Tensor full(const Shape& shape, double value, DType dtype = DType::f32,
+                       Device& d = cpu_device());
+    // start, start + step, ... below stop (as torch.arange).
+    static Tensor arange(double start, double stop, double step = 1, DType dtype = DType::f32,
+                         Device& d = cpu_device());
+    static Tensor arange(int64_t n, DType dtype = DType::i32, Device& d = cpu_device());
+    // Uniform in [0, 1) and standard normal, from a counter-based hash of (seed, element index):
+    // the same values on every device (float dtypes only).
+    static Tensor rand(const Shape& shape, uint64_t seed, DType dtype = DType::f32,
+                       Device& d = cpu_device());
+    static Tensor randn(const Shape& shape, uint64_t seed, DType dtype = DType::f32,
+                        Device& d = cpu_device());
+
+    const Shape& shape() const;
+    DType dtype() const;
+    Device& device() const;
+    size_t rank() const { return shape().size(); }
+    int64_t numel() const;
+    int64_t size(int64_t axis) const;
+    bool defined() const { return node_ != nullptr; }
+    bool realized() const;
+
+    // Computes this tensor now (and whatever it needs that is not computed yet).
+    Tensor& resolve();
+    // Its elements, row-major; T must be the tensor's dtype (Half / BFloat16 for f16 / bf16).
+    template <typename T>
+    std::vector<T> to_host() const {
+        std::vector<T> out(static_cast<size_t>(numel()));
+        to_host_raw(out.data(), dtype_of<T>::value, out.size());
+        return out;
+    }
+    std::vector<uint8_t> to_host_bytes() const;
+    // The resolved data (row-major, contiguous).
+    const Buffer& buffer() const;
+
+    // Views: index maps folded into whatever reads them, never copies.
+    Tensor reshape(const Shape& shape) const;  // one extent may be -1
+    Tensor permute(const std::vector<int64_t>& order) const;
+    Tensor transpose(int64_t a, int64_t b) const;
+    Tensor expand(const Shape& shape) const;  // numpy broadcasting to `shape`
+    Tensor broadcast_to(const Shape& shape) const { return expand(shape); }
+    // Elements start, start+step, ... below stop along `axis` (negative start/stop count from
+    // the end, clamped as Python slices are; step >= 1).
+    Tensor slice(int64_t axis, int64_t start, int64_t stop, int64_t step = 1) const;
+    // `before[i]` and `after[i]` elements of `value` around axis i (one pair per axis).
+    Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& widths, double value = 0) const;
+    Tensor squeeze(int64_t axis) const;
+    Tensor unsqueeze(int64_t axis) const;
+    Tensor flatten() const;
+    Tensor to(DType dtype) const;  // a cast
+
+    // Reductions over `axes` (empty: all), as the free functions below.
+    Tensor sum(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
+    Tensor mean(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
+    Tensor max(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
+    Tensor min(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
+    Tensor prod(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
+
+    const std::shared_ptr<graph::Node>& node() const;
+
+  private:
+    void to_host_raw(void* data, DType dtype, size_t count) const;
+    std::shared_ptr<graph::Node> node_;
+};
+
+// Resolves several tensors in one plan (shared work is computed once).
+void resolve(std::span<Tensor> tensors);
+
+// Elementwise, with numpy broadcasting. Operands must share a dtype and a device; a C++ number
+// takes the tensor's dtype (it must be representable in it exactly for integer dtypes).
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+// Comparisons give bool tensors.
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, double b);
+Tensor operator!=(const Tensor& a, double b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
+Tensor operator&&(const Tensor& a, const Tensor& b);  // bool tensors
+Tensor operator||(const Tensor& a, const Tensor& b);
+Tensor operator!(const Tensor& a);
+
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+enum class GeluForm { erf, tanh };
+Tensor gelu(const Tensor& x, GeluForm form = GeluForm::erf);
+Tensor silu(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor recip(const Tensor& x);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);  // half to even
+Tensor isnan(const Tensor& x);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, double b);
+Tensor cast(const Tensor& x, DType dtype);
+
+// Reductions over `axes` (empty: every axis). sum and prod of i8/u8/bool give i32; mean needs a
+// float dtype; argmax/argmin give i32 (the first index of the extreme value; NaN counts as the
+// largest), over one axis.
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor max(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor prod(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, int64_t axis, bool keepdim = false);
+Tensor argmin(const Tensor& x, int64_t axis, bool keepdim = false);
+// Sum of squared deviations from the mean over (n - correction).
+Tensor variance(const Tensor& x, const std::vector<int64_t>& axes = {}, int64_t correction = 1,
+                bool keepdim = false);
+Tensor softmax(const Tensor& x, int64_t axis = -1);
+Tensor log_softmax(const Tensor& x, int64_t axis = -1);
+// x / sqrt(mean(x^2 over the last axis) + eps) * weight (weight: the last axis's length).
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
+// (x - mean) / sqrt(var + eps) over the last `normalized` axes, then * weight + bias when given.
+Tensor layer_norm(const Tensor& x, int64_t normalized = 1, const Tensor* weight = nullptr,
+                  const Tensor* bias = nullptr, double eps = 1e-5);
+
+// Laid end to end along `axis` (every other extent equal).
+Tensor concat(const std::vector<Tensor>& parts, int64_t axis = 0);
+
+// Indexing. Indices are i32 or u32 tensors; an index out of range is a kiln::Error when the
+// result is resolved.
+Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);  // index: 1-D
+Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);        // torch.gather
+Tensor embedding(const Tensor& table, const Tensor& ids);                 // table [V, D]
+// A copy of `base` with src's elements added at index's positions along `axis` (torch's
+// scatter_add: index and src of one shape); for each destination element the additions happen
+// in increasing order of the source position.
+Tensor scatter_add(const Tensor& base, int64_t axis, const Tensor& index, const Tensor& src);
+
+}  // namespace kiln

@@ -1,0 +1,87 @@
+// Built-in graph workloads.
+#include "graph/cases.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kiln/error.hpp"
+
+namespace kiln::graph {
+
+namespace {
+
+bool is_gpu(const Device& d) {
+    return d.info().backend == Backend::cuda || d.info().warp_size > 1;
+}
+
+Tensor input(Device& d, const Shape& shape, uint64_t seed) {
+    return Tensor::randn(shape, seed, DType::f32, d).resolve();
+}
+
+double bytes_of(const std::vector<Tensor>& ts) {
+    double b = 0;
+    for (const auto& t : ts) b += static_cast<double>(t.numel()) * size_of(t.dtype());
+    return b;
+}
+
+}  // namespace
+
+const std::vector<std::string>& case_names() {
+    static const std::vector<std::string> names{"add_square", "mul_rank4", "softmax",
+                                                "layer_norm", "rms_norm",  "gelu_mlp_epilogue"};
+    return names;
+}
+
+Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
+    Case c;
+    c.name = name;
+    const int64_t rows = o.rows ? o.rows : 4096;
+    const int64_t n = o.n ? o.n : 4096;
+    if (name == "add_square") {
+        const int64_t count = o.n ? o.n : (is_gpu(d) ? int64_t{1} << 26 : int64_t{1} << 24);
+        c.inputs = {input(d, {count}, 1), input(d, {count}, 2)};
+        c.build = [](const std::vector<Tensor>& in) {
+            Tensor s = in[0] + in[1];
+            return std::vector<Tensor>{s * s};
+        };
+        c.shape = fmt::format("{}", count);
+    } else if (name == "mul_rank4") {
+        const Shape shape = o.shape.empty() ? Shape{9, 11, 32, 16} : o.shape;
+        if (shape.size() != 4)
+            fail("profile mul_rank4: --shape has {} axes; expected 4", shape.size());
+        Shape bshape = shape;
+        bshape[1] = 1;
+        c.inputs = {input(d, shape, 3), input(d, bshape, 4)};
+        c.build = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * in[1]}; };
+        c.shape = fmt::format("{}", fmt::join(shape, "x"));
+    } else if (name == "softmax") {
+        c.inputs = {input(d, {rows, n}, 5)};
+        c.build = [](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{softmax(in[0], -1)};
+        };
+        c.shape = fmt::format("{}x{}", rows, n);
+    } else if (name == "rms_norm") {
+        c.inputs = {input(d, {rows, n}, 5), input(d, {n}, 6)};
+        c.build = [](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{rms_norm(in[0], in[1], 1e-6)};
+        };
+        c.shape = fmt::format("{}x{}", rows, n);
+    } else if (name == "layer_norm" || name == "gelu_mlp_epilogue") {
+        c.inputs = {input(d, {rows, n}, 5), input(d, {n}, 6), input(d, {n}, 7)};
+        if (name == "layer_norm")
+            c.build = [](const std::vector<Tensor>& in) {
+                return std::vector<Tensor>{layer_norm(in[0], 1, &in[1], &in[2])};
+            };
+        else
+            c.build = [](const std::vector<Tensor>& in) {
+                return std::vector<Tensor>{gelu(in[0] * in[1] + in[2])};
+            };
+        c.shape = fmt::format("{}x{}", rows, n);
+    } else {
+        fail("no case '{}'; the cases are {}", name, fmt::join(case_names(), ", "));
+    }
+    c.bytes = bytes_of(c.inputs) + bytes_of(c.build(c.inputs));
+    return c;
+}
+
+}  // namespace kiln::graph

@@ -1,0 +1,37 @@
+// Built-in graph workloads, shared by `kiln profile`, the benchmarks and the conformance suite:
+// each builds its inputs on a device (resolved, so they are leaves) and the graph under test.
+//   add_square          (a + b)^2 over --n f32 elements
+//   mul_rank4           a * b over a rank-4 --shape (b broadcast along the second axis)
+//   softmax             softmax over the last axis of --rows x --n
+//   layer_norm          layer_norm (weight and bias) over the last axis of --rows x --n
+//   rms_norm            rms_norm (weight, eps 1e-6) over the last axis of --rows x --n
+//   gelu_mlp_epilogue   gelu(x * w + b) over --rows x --n, w and b along the rows
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/tensor.hpp"
+
+namespace kiln::graph {
+
+struct CaseOptions {
+    int64_t n = 0, rows = 0;  // 0: the case's default for the device
+    Shape shape;              // mul_rank4; empty: the default
+};
+
+struct Case {
+    std::string name;
+    std::string shape;  // "4096x4096", for tables
+    std::vector<Tensor> inputs;
+    std::function<std::vector<Tensor>(const std::vector<Tensor>&)> build;
+    double bytes = 0;  // the bytes a launch must move at least (inputs read once, outputs written)
+};
+
+const std::vector<std::string>& case_names();
+// kiln::Error naming the known cases when `name` is not one.
+Case make_case(const std::string& name, Device& device, const CaseOptions& options = {});
+
+}  // namespace kiln::graph

@@ -1,0 +1,152 @@
+// kiln::Tensor's handle, creation and data access. Realizing a graph is the planner's job
+// (plan/realize.hpp).
+#include "kiln/tensor.hpp"
+
+#include <cmath>
+
+#include "graph/build.hpp"
+#include "graph/node.hpp"
+#include "kiln/error.hpp"
+#include "plan/realize.hpp"
+
+namespace kiln {
+
+using graph::NodeRef;
+
+namespace {
+
+const graph::Node& node_of(const std::shared_ptr<graph::Node>& n) {
+    if (!n) fail("an empty Tensor was used; assign it a value first");
+    return *n;
+}
+
+void require_float(DType dtype, const char* op) {
+    if (!is_float(dtype)) fail("{}: dtype {}; expected f32, f16 or bf16", op, name(dtype));
+}
+
+}  // namespace
+
+Tensor::Tensor(std::shared_ptr<graph::Node> node) : node_(std::move(node)) {}
+
+Tensor Tensor::from_bytes(const void* data, size_t count, DType dtype, const Shape& shape,
+                          Device& device) {
+    const int64_t n = graph::checked_element_count(shape, "from_host");
+    if (static_cast<size_t>(n) != count)
+        fail("from_host: shape {} holds {} elements; got {} values", graph::to_string(shape), n,
+             count);
+    auto buffer = std::make_shared<Buffer>(device, dtype, count);
+    if (count) buffer->upload_raw(data, dtype, count);
+    return from_buffer(std::move(buffer), shape);
+}
+
+Tensor Tensor::from_buffer(std::shared_ptr<Buffer> buffer, const Shape& shape) {
+    if (!buffer) fail("from_buffer: no buffer");
+    const int64_t n = graph::checked_element_count(shape, "from_buffer");
+    if (static_cast<size_t>(n) != buffer->count())
+        fail("from_buffer: shape {} holds {} elements; the buffer has {}", graph::to_string(shape),
+             n, buffer->count());
+    auto node = graph::make_node(graph::op::Leaf{}, buffer->dtype(), shape, {}, &buffer->device());
+    node->buffer = std::move(buffer);
+    return Tensor(std::move(node));
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device& d) {
+    return full(shape, 0, dtype, d);
+}
+
+Tensor Tensor::ones(const Shape& shape, DType dtype, Device& d) {
+    return full(shape, 1, dtype, d);
+}
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device& d) {
+    return Tensor(graph::constant_node(value, dtype, shape, &d, "full"));
+}
+
+Tensor Tensor::arange(double start, double stop, double step, DType dtype, Device& d) {
+    if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
+        fail("arange: start {}, stop {}, step {}; expected finite values and a non-zero step",
+             start, stop, step);
+    if (!is_float(dtype) &&
+        (std::nearbyint(start) != start || std::nearbyint(step) != step || dtype == DType::boolean))
+        fail("arange: start {} and step {} must be integers for dtype {}", start, step,
+             name(dtype));
+    const double count = std::ceil((stop - start) / step);
+    if (count > static_cast<double>(graph::kMaxElements))
+        fail("arange: {} elements; at most 2^56", count);
+    const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+    return Tensor(graph::make_node(
+        graph::op::Generate{graph::op::GenerateKind::arange, start, step}, dtype, {n}, {}, &d));
+}
+
+Tensor Tensor::arange(int64_t n, DType dtype, Device& d) {
+    return arange(0, static_cast<double>(n), 1, dtype, d);
+}
+
+Tensor Tensor::rand(const Shape& shape, uint64_t seed, DType dtype, Device& d) {
+    require_float(dtype, "rand");
+    graph::checked_element_count(shape, "rand");
+    return Tensor(graph::make_node(graph::op::Generate{graph::op::GenerateKind::rand, 0, 1, seed},
+                                   dtype, shape, {}, &d));
+}
+
+Tensor Tensor::randn(const Shape& shape, uint64_t seed, DType dtype, Device& d) {
+    require_float(dtype, "randn");
+    graph::checked_element_count(shape, "randn");
+    return Tensor(graph::make_node(graph::op::Generate{graph::op::GenerateKind::randn, 0, 1, seed},
+                                   dtype, shape, {}, &d));
+}
+
+const Shape& Tensor::shape() const {
+    return node_of(node_).shape;
+}
+DType Tensor::dtype() const {
+    return node_of(node_).dtype;
+}
+Device& Tensor::device() const {
+    return *node_of(node_).device;
+}
+int64_t Tensor::numel() const {
+    return node_of(node_).numel();
+}
+int64_t Tensor::size(int64_t axis) const {
+    return shape()[static_cast<size_t>(graph::normalize_axis(axis, rank(), "size"))];
+}
+bool Tensor::realized() const {
+    return node_of(node_).realized();
+}
+const std::shared_ptr<graph::Node>& Tensor::node() const {
+    node_of(node_);
+    return node_;
+}
+
+Tensor& Tensor::resolve() {
+    node_of(node_);
+    plan::realize({node_});
+    return *this;
+}
+
+void resolve(std::span<Tensor> tensors) {
+    std::vector<NodeRef> nodes;
+    for (auto& t : tensors) nodes.push_back(t.node());
+    plan::realize(nodes);
+}
+
+const Buffer& Tensor::buffer() const {
+    node_of(node_);
+    if (!node_->realized()) plan::realize({node_});
+    return *node_->buffer;
+}
+
+void Tensor::to_host_raw(void* data, DType dtype, size_t count) const {
+    if (dtype != this->dtype())
+        fail("to_host: the tensor holds {}; asked for {}", name(this->dtype()), name(dtype));
+    const Buffer& b = buffer();
+    if (count) b.download_raw(data, dtype, count);
+}
+
+std::vector<uint8_t> Tensor::to_host_bytes() const {
+    const Buffer& b = buffer();
+    return b.count() ? b.download_bytes() : std::vector<uint8_t>{};
+}
+
+}  // namespace kiln

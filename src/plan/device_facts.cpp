@@ -1,0 +1,128 @@
+// device_facts: measures bandwidth, launch time and arithmetic rate once per device.
+#include "plan/device_facts.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "kiln/compile.hpp"
+#include "kiln/dsl.hpp"
+#include "kiln/tune.hpp"
+
+namespace kiln::plan {
+
+std::string DeviceFacts::summary() const {
+    return fmt::format("{:.1f} GB/s, launch {:.2f} us, {:.1f} GFLOP/s, {} units{}", bandwidth / 1e3,
+                       launch_us, flops / 1e3, units, gpu ? ", SIMT" : "");
+}
+
+namespace {
+
+constexpr int kRepeats = 5;
+constexpr int kFmaSteps = 256;
+
+double median_ms(Device& d, const std::function<void()>& work) {
+    std::vector<double> ms;
+    work();  // warm-up
+    for (int r = 0; r < kRepeats; ++r) ms.push_back(d.time_ms(work));
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+// Each thread runs kFmaSteps steps of four independent fma chains: 8 * kFmaSteps flops.
+ir::Kernel fma_kernel() {
+    KernelBuilder k("facts_fma", 256);
+    auto out = k.output("out", DType::f32);
+    Expr i = k.absolute_pos();
+    Expr x = cast(DType::f32, i) * 1e-9f;
+    std::vector<Var> acc;
+    for (int c = 0; c < 4; ++c) acc.push_back(k.let(x + static_cast<float>(c), "acc"));
+    k.for_(0, kFmaSteps, [&](Expr) {
+        for (auto& a : acc) a = fma(a, Expr(0.999f), Expr(0.001f));
+    });
+    k.if_(i < out.len(), [&] { out[i] = acc[0] + acc[1] + acc[2] + acc[3]; });
+    return k.finish();
+}
+
+ir::Kernel empty_kernel() {
+    KernelBuilder k("facts_empty", 64);
+    auto out = k.output("out", DType::f32);
+    Expr i = k.absolute_pos();
+    k.if_(i < out.len(), [&] { out[i] = 0.0f; });
+    return k.finish();
+}
+
+DeviceFacts measure(Device& d) {
+    DeviceFacts f;
+    const auto& info = d.info();
+    f.gpu = info.backend == Backend::cuda || info.warp_size > 1;
+    f.units = std::max(1, info.compute_units);
+    const size_t bytes = f.gpu ? (size_t{256} << 20) : (size_t{64} << 20);
+    Buffer a(d, DType::u8, bytes), b(d, DType::u8, bytes);
+    a.fill(1);
+    f.bandwidth = 2.0 * static_cast<double>(bytes) /
+                  (median_ms(d, [&] { d.copy(b.memory(), a.memory(), bytes); }) * 1e3);
+
+    auto kernels = compile_all(d, std::vector<ir::Kernel>{empty_kernel(), fma_kernel()});
+    Buffer one(d, DType::f32, 1);
+    f.launch_us = median_ms(d, [&] { kernels[0]->launch(1, {one}); }) * 1e3;
+    const int64_t threads = int64_t{f.units} * (f.gpu ? 2048 : 1024);
+    Buffer out(d, DType::f32, static_cast<size_t>(threads));
+    const double ms = median_ms(d, [&] { kernels[1]->launch(threads / 256, {out}); });
+    f.flops = static_cast<double>(threads) * 8 * kFmaSteps / (ms * 1e3);
+    return f;
+}
+
+std::filesystem::path facts_file(const Device& d) {
+    return Tuner::process_default().root() / (d.info().id + ".facts");
+}
+
+bool load(const std::filesystem::path& path, DeviceFacts& f) {
+    std::ifstream in(path);
+    if (!in) return false;
+    std::map<std::string, double> v;
+    std::string key;
+    double value = 0;
+    while (in >> key >> value) v[key] = value;
+    for (const char* k : {"bandwidth", "launch_us", "flops", "gpu", "units"})
+        if (!v.count(k) || !(v[k] >= 0)) return false;
+    if (v["bandwidth"] <= 0 || v["flops"] <= 0) return false;
+    f = {v["bandwidth"], v["launch_us"], v["flops"], v["gpu"] != 0, static_cast<int>(v["units"])};
+    return true;
+}
+
+void store(const std::filesystem::path& path, const DeviceFacts& f) {
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    const auto tmp = path.string() + fmt::format(".{}.tmp", reinterpret_cast<uintptr_t>(&f));
+    {
+        std::ofstream out(tmp);
+        if (!out) return;  // an unwritable cache only costs a new measurement next time
+        out << fmt::format("bandwidth {}\nlaunch_us {}\nflops {}\ngpu {}\nunits {}\n", f.bandwidth,
+                           f.launch_us, f.flops, f.gpu ? 1 : 0, f.units);
+    }
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) std::filesystem::remove(tmp, ec);
+}
+
+}  // namespace
+
+const DeviceFacts& device_facts(Device& device) {
+    static std::mutex mutex;
+    static std::map<const Device*, DeviceFacts> known;
+    std::lock_guard lock(mutex);
+    if (auto it = known.find(&device); it != known.end()) return it->second;
+    DeviceFacts f;
+    const auto path = facts_file(device);
+    if (!load(path, f)) {
+        f = measure(device);
+        store(path, f);
+    }
+    return known.emplace(&device, f).first->second;
+}
+
+}  // namespace kiln::plan

@@ -1,0 +1,24 @@
+// Device facts the cost model needs, measured once per device and kept beside its tuning
+// decisions (<autotune root>/<device id>.facts): the copy bandwidth, the time of an empty launch
+// and the f32 arithmetic rate, each the median of a few device-side timings.
+#pragma once
+
+#include <string>
+
+#include "kiln/device.hpp"
+
+namespace kiln::plan {
+
+struct DeviceFacts {
+    double bandwidth = 0;  // bytes per microsecond a device copy moves (read + write)
+    double launch_us = 0;  // one empty launch, queued behind nothing
+    double flops = 0;      // f32 operations per microsecond, all compute units busy
+    bool gpu = false;      // a CUDA device or an OpenCL GPU: threads are SIMT lanes
+    int units = 1;         // compute units (SMs, cores)
+    std::string summary() const;
+};
+
+// Measured on first use (per process: from the file when present and readable).
+const DeviceFacts& device_facts(Device& device);
+
+}  // namespace kiln::plan

@@ -1,0 +1,74 @@
+// Schedule domains per launch kind.
+#include "plan/domain.hpp"
+
+#include <fmt/format.h>
+
+#include "graph/fold_order.hpp"
+
+namespace kiln::plan {
+
+const char* name(LaunchKind k) {
+    switch (k) {
+        case LaunchKind::map:
+            return "map";
+        case LaunchKind::row:
+            return "row";
+        case LaunchKind::segments:
+            return "segments";
+        case LaunchKind::scatter:
+            return "scatter";
+    }
+    return "?";
+}
+
+std::string to_string(LaunchKind kind, const Schedule& s) {
+    switch (kind) {
+        case LaunchKind::map:
+            return fmt::format("b{}_t{}_v{}", s.block, s.per_thread, s.vector);
+        case LaunchKind::row:
+        case LaunchKind::segments:
+            return fmt::format("b{}_r{}", s.block, s.threads);
+        case LaunchKind::scatter:
+            return fmt::format("b{}", s.block);
+    }
+    return "?";
+}
+
+std::vector<Schedule> domain_of(const Launch& l, const GraphView& g) {
+    std::vector<Schedule> d;
+    switch (l.kind) {
+        case LaunchKind::map: {
+            const int64_t E = g.node(l.outputs[0]).numel();
+            for (int v : {1, 4}) {
+                if (v == 4 && E % 4 != 0) continue;
+                for (int t : {1, 2, 4, 8})
+                    d.push_back({.block = 256, .per_thread = t, .vector = v});
+            }
+            break;
+        }
+        case LaunchKind::row:
+        case LaunchKind::segments: {
+            // The fold's outermost level: the segments' values in a row launch after a segments
+            // launch, a segment (256 lanes) in a segments launch.
+            const int64_t n = l.partials.empty() ? l.extent : graph::segment_count(l.extent);
+            const int W = l.kind == LaunchKind::segments || graph::segmented(n)
+                              ? graph::kSegmentLanes
+                              : graph::level_lanes(n);
+            d.push_back({.block = 64, .threads = 1});
+            d.push_back({.block = 256, .threads = 1});
+            if (W >= 32) {
+                d.push_back({.block = 128, .threads = 32});
+                d.push_back({.block = 256, .threads = 32});
+            }
+            if (W >= 128) d.push_back({.block = 128, .threads = 128});
+            if (W >= 256) d.push_back({.block = 256, .threads = 256});
+            break;
+        }
+        case LaunchKind::scatter:
+            for (int b : {64, 128, 256}) d.push_back({.block = b});
+            break;
+    }
+    return d;
+}
+
+}  // namespace kiln::plan

@@ -1,0 +1,80 @@
+// Running an executable: buffers, launches, the fault record.
+#include "plan/executable.hpp"
+
+#include <fmt/format.h>
+
+#include "kiln/error.hpp"
+#include "kiln/tune.hpp"
+#include "plan/lower_launch.hpp"
+
+namespace kiln::plan {
+
+RunBuffers begin_run(const Executable& e, const GraphView& g) {
+    if (g.size() != e.nodes)
+        fail("internal: an executable for {} nodes run on a graph of {}", e.nodes, g.size());
+    RunBuffers run;
+    run.nodes.resize(g.size());
+    for (int leaf : g.leaves) run.nodes[size_t(leaf)] = g.node(leaf).buffer;
+    for (int n : e.allocate) {
+        const graph::Node& node = g.node(n);
+        run.nodes[size_t(n)] =
+            std::make_shared<Buffer>(*e.device, node.dtype, static_cast<size_t>(node.numel()));
+    }
+    for (const auto& [dtype, count] : e.scratch)
+        run.scratch.push_back(
+            std::make_shared<Buffer>(*e.device, dtype, static_cast<size_t>(count)));
+    if (e.faults) {
+        run.faults = std::make_shared<Buffer>(*e.device, DType::i64, size_t{kFaultWords});
+        run.faults->fill(0);
+    }
+    return run;
+}
+
+std::vector<Arg> arguments(const CompiledLaunch& l, const RunBuffers& buffers) {
+    std::vector<Arg> args;
+    args.reserve(l.buffers.size());
+    for (int b : l.buffers) {
+        if (b >= 0)
+            args.emplace_back(*buffers.nodes[size_t(b)]);
+        else if (b == kFaultBuffer)
+            args.emplace_back(*buffers.faults);
+        else
+            args.emplace_back(*buffers.scratch[size_t(-2 - b)]);
+    }
+    return args;
+}
+
+void launch(const CompiledLaunch& l, const RunBuffers& buffers) {
+    if (l.empty) return;
+    const auto args = arguments(l, buffers);
+    l.kernel->launch(l.grid, args);
+}
+
+void check_faults(const GraphView& g, const RunBuffers& buffers) {
+    if (!buffers.faults) return;
+    const auto record = buffers.faults->download<int64_t>();
+    if (record[0] == 0) return;
+    const int node = static_cast<int>(record[0] - 1);
+    const graph::Node& n = g.node(node);
+    const auto* gather = n.as<graph::op::Gather>();
+    const int axis = gather ? gather->axis : n.as<graph::op::ScatterAdd>()->axis;
+    const int64_t extent =
+        gather ? g.node(g.inputs[size_t(node)][0]).shape[size_t(axis)] : n.shape[size_t(axis)];
+    const int64_t position = record[1];
+    fail("{}: index {} at position {} of the index is out of range for axis {} of {} elements",
+         gather ? (gather->select ? "index_select" : "gather") : "scatter_add", record[2], position,
+         axis, extent);
+}
+
+std::vector<double> time_launches(const Executable& e, const GraphView& g) {
+    RunBuffers buffers = begin_run(e, g);
+    std::vector<double> us;
+    for (const auto& l : e.launches) {
+        us.push_back(l.empty ? 0 : time_dispatches(*e.device, TUNE_ITERS, [&] {
+                                       launch(l, buffers);
+                                   }) * 1e3);
+    }
+    return us;
+}
+
+}  // namespace kiln::plan

@@ -1,0 +1,67 @@
+// Executable: a plan with a compiled kernel per launch, ready to run on any graph of the
+// structure it was planned for. Running allocates the plan's intermediate and output buffers,
+// launches every kernel in order and checks the fault record of gathers and scatters.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/compile.hpp"
+#include "plan/graph_view.hpp"
+#include "plan/plan.hpp"
+
+namespace kiln::plan {
+
+// What a profile says of one launch.
+struct LaunchRecord {
+    std::string name;      // the kernel's name
+    std::string schedule;  // the point it runs at
+    double estimate_us = 0;
+    bool raced = false;
+    std::string not_raced;                             // why it was not raced
+    std::vector<std::pair<std::string, double>> race;  // each raced point's median ms
+    std::string winner_by_model;                       // the cost model's pick
+};
+
+struct CompiledLaunch {
+    LaunchKind kind = LaunchKind::map;
+    std::shared_ptr<CompiledKernel> kernel;
+    int64_t grid = 0;
+    std::vector<int> buffers;  // node positions, or kFaultBuffer
+    bool empty = false;        // nothing to compute (zero elements)
+    LaunchRecord record;
+};
+
+struct Executable {
+    Device* device = nullptr;
+    std::vector<CompiledLaunch> launches;
+    std::vector<int> allocate;                       // nodes each run allocates a buffer for
+    std::vector<std::pair<DType, int64_t>> scratch;  // scratch buffers each run allocates
+    bool faults = false;
+    size_t nodes = 0;  // the graph's size, checked on every run
+};
+
+// The buffers of one run: per node (leaves hold the graph's, the rest are allocated by
+// begin_run), the scratch buffers and the fault record (zeroed) when the plan has one.
+struct RunBuffers {
+    std::vector<std::shared_ptr<Buffer>> nodes, scratch;
+    std::shared_ptr<Buffer> faults;
+};
+
+RunBuffers begin_run(const Executable& e, const GraphView& g);
+// Launches one launch with the run's buffers.
+void launch(const CompiledLaunch& l, const RunBuffers& buffers);
+// Reads the fault record (waiting for the device) and throws kiln::Error naming the node, the
+// position and the index when a gather or scatter met an index out of range.
+void check_faults(const GraphView& g, const RunBuffers& buffers);
+
+// Each launch's device time in microseconds by the tuner's protocol (warm-up, the L2 flushed on
+// GPUs, the median of TUNE_ITERS), run in order on one run's buffers (0 for empty launches).
+std::vector<double> time_launches(const Executable& e, const GraphView& g);
+
+// The kernel argument list of a launch.
+std::vector<Arg> arguments(const CompiledLaunch& l, const RunBuffers& buffers);
+
+}  // namespace kiln::plan

@@ -1,0 +1,136 @@
+// view_graph: the topological order of a resolve's graph and its structural hash.
+#include "plan/graph_view.hpp"
+
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <xxhash.h>
+
+#include <cstring>
+#include <functional>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace kiln::plan {
+namespace {
+
+// Feeds the bytes of plain values into one XXH3 state.
+class Hasher {
+  public:
+    Hasher() { XXH3_64bits_reset(&state_); }
+    template <typename T>
+    void add(const T& v) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        XXH3_64bits_update(&state_, &v, sizeof v);
+    }
+    template <typename T>
+    void add(const std::vector<T>& v) {
+        add(v.size());
+        if (!v.empty()) XXH3_64bits_update(&state_, v.data(), v.size() * sizeof v[0]);
+    }
+    uint64_t digest() { return XXH3_64bits_digest(&state_); }
+
+  private:
+    XXH3_state_t state_;
+};
+
+void add_payload(Hasher& h, const graph::Node& n) {
+    h.add(n.payload.index());
+    std::visit(
+        [&](const auto& p) {
+            using P = std::decay_t<decltype(p)>;
+            namespace op = graph::op;
+            if constexpr (std::is_same_v<P, op::Constant>) {
+                h.add(p.value);
+            } else if constexpr (std::is_same_v<P, op::Generate>) {
+                h.add(p.kind);
+                h.add(p.start);
+                h.add(p.step);
+                h.add(p.seed);
+            } else if constexpr (std::is_same_v<P, op::Map>) {
+                h.add(p.op);
+            } else if constexpr (std::is_same_v<P, op::Fold>) {
+                h.add(p.kind);
+                h.add(p.axes);
+            } else if constexpr (std::is_same_v<P, op::View>) {
+                h.add(p.kind);
+                h.add(p.a);
+                h.add(p.b);
+                h.add(p.pad_value);
+            } else if constexpr (std::is_same_v<P, op::Concat>) {
+                h.add(p.axis);
+            } else if constexpr (std::is_same_v<P, op::Gather>) {
+                h.add(p.axis);
+                h.add(p.select);
+            } else if constexpr (std::is_same_v<P, op::ScatterAdd>) {
+                h.add(p.axis);
+            }
+        },
+        n.payload);
+}
+
+}  // namespace
+
+GraphView view_graph(const std::vector<graph::NodeRef>& outputs) {
+    GraphView g;
+    std::unordered_map<const graph::Node*, int> position;
+    // Iterative post-order: a node is placed after all of its inputs.
+    struct Frame {
+        graph::NodeRef node;
+        size_t next = 0;
+    };
+    for (const auto& out : outputs) {
+        if (position.count(out.get())) continue;
+        std::vector<Frame> stack{{out}};
+        while (!stack.empty()) {
+            Frame& f = stack.back();
+            const bool leaf = f.node->realized();
+            if (!leaf && f.next < f.node->inputs.size()) {
+                const graph::NodeRef& in = f.node->inputs[f.next++];
+                if (!position.count(in.get())) stack.push_back({in});
+                continue;
+            }
+            const int at = static_cast<int>(g.nodes.size());
+            position[f.node.get()] = at;
+            g.nodes.push_back(f.node);
+            std::vector<int> ins;
+            if (!leaf)
+                for (const auto& in : f.node->inputs) ins.push_back(position.at(in.get()));
+            else
+                g.leaves.push_back(at);
+            g.inputs.push_back(std::move(ins));
+            stack.pop_back();
+        }
+    }
+    g.consumers.resize(g.nodes.size());
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+        for (int in : g.inputs[i]) g.consumers[static_cast<size_t>(in)].push_back(int(i));
+    for (const auto& out : outputs) g.outputs.push_back(position.at(out.get()));
+
+    Hasher h;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        const graph::Node& n = *g.nodes[i];
+        h.add(n.realized());
+        if (!n.realized()) add_payload(h, n);
+        h.add(n.dtype);
+        h.add(n.shape);
+        h.add(g.inputs[i]);
+    }
+    h.add(g.outputs);
+    g.hash = h.digest();
+    return g;
+}
+
+std::string print(const GraphView& g) {
+    std::string out;
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+        const graph::Node& n = *g.nodes[i];
+        out += fmt::format(
+            "%{} = {} {} {}{}{}\n", i, n.realized() ? "leaf" : graph::describe(n), name(n.dtype),
+            graph::to_string(n.shape),
+            g.inputs[i].empty() ? "" : fmt::format(" (%{})", fmt::join(g.inputs[i], ", %")),
+            n.label.empty() ? "" : " [" + n.label + "]");
+    }
+    return out;
+}
+
+}  // namespace kiln::plan

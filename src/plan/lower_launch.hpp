@@ -1,0 +1,50 @@
+// lower_launch: one launch of a plan at one schedule point, as a DSL kernel. Every node the
+// launch does not read from a buffer is inlined at the index where it is needed: maps apply their
+// op, views map the index to their input's, constants and generators compute from the index;
+// a row launch computes its folds (and the row-space maps between them) once per row.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kiln/ir.hpp"
+#include "plan/graph_view.hpp"
+#include "plan/plan.hpp"
+
+namespace kiln::plan {
+
+// Thrown while lowering when a fused launch would need a value its kernel does not have (a fold
+// result at another row than the one being computed): the planner then keeps it unfused.
+struct NotFusable : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct LoweredLaunch {
+    ir::Kernel kernel;
+    int64_t grid = 0;
+    // What each buffer parameter binds to, in parameter order: a node's buffer (>= 0), the
+    // plan's fault record (kFaultBuffer) or its scratch buffer k (scratch_binding(k)).
+    std::vector<int> buffers;
+};
+inline constexpr int kFaultBuffer = -1;
+inline constexpr int scratch_binding(int k) {
+    return -2 - k;
+}
+
+// The fault record gather and scatter launches write when an index is out of range: element 0 is
+// 1 + the node's position in the graph, element 1 the element's linear index, element 2 the
+// index value (0 everywhere while nothing is wrong).
+inline constexpr int kFaultWords = 3;
+
+// `materialized[i]`: node i is read from a buffer (a leaf, or written by a launch of the plan).
+LoweredLaunch lower_launch(const GraphView& g, const std::vector<char>& materialized,
+                           const Launch& launch, const Schedule& s);
+
+// Whether a launch has nothing to compute (zero elements, rows or sources).
+bool is_empty(const Launch& launch, const GraphView& g);
+
+// The blocks of a launch at a schedule.
+int64_t grid_of(const Launch& launch, const GraphView& g, const Schedule& s);
+
+}  // namespace kiln::plan

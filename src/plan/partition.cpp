@@ -1,0 +1,451 @@
+// partition: fold groups, the materialized set and the launches, in dependency order.
+#include "plan/partition.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "graph/fold_order.hpp"
+#include "kiln/error.hpp"
+#include "plan/domain.hpp"
+#include "plan/lower_launch.hpp"
+
+namespace kiln::plan {
+
+namespace op = graph::op;
+
+bool inlineable(const graph::Node& n) {
+    return !n.realized() && (n.as<op::Map>() || n.as<op::View>() || n.as<op::Concat>() ||
+                             n.as<op::Constant>() || n.as<op::Generate>());
+}
+
+namespace {
+
+bool is_fold(const GraphView& g, int i) {
+    return !g.is_leaf(i) && g.node(i).as<op::Fold>() != nullptr;
+}
+
+// Nodes reachable from `start` (included) through inlined nodes, stopping at (and including)
+// nodes `stop` says are boundaries.
+std::set<int> reach(const GraphView& g, int start, const std::function<bool(int)>& stop) {
+    std::set<int> seen;
+    std::vector<int> work{start};
+    while (!work.empty()) {
+        const int n = work.back();
+        work.pop_back();
+        if (!seen.insert(n).second) continue;
+        if (n != start && stop(n)) continue;
+        for (int in : g.inputs[static_cast<size_t>(n)]) work.push_back(in);
+    }
+    return seen;
+}
+
+// The folds node n's value needs, through nodes that are not materialized.
+std::set<int> folds_needed(const GraphView& g, int n, const std::vector<char>& materialized) {
+    std::set<int> out;
+    for (int r : reach(g, n, [&](int i) { return materialized[size_t(i)] || is_fold(g, i); }))
+        if (r != n && is_fold(g, r) && !materialized[size_t(r)]) out.insert(r);
+    if (is_fold(g, n)) out.insert(n);
+    return out;
+}
+
+}  // namespace
+
+std::vector<FoldGroup> fold_groups(const GraphView& g) {
+    std::vector<FoldGroup> groups;
+    std::map<int, size_t> group_of;
+    // What each fold reads, through inlined nodes (folds and non-inlined nodes are boundaries).
+    auto sources = [&](int f) {
+        const int in = g.inputs[static_cast<size_t>(f)][0];
+        return reach(g, in, [&](int i) { return !inlineable(g.node(i)); });
+    };
+    // The groups a group's folds read results of (directly, through inlined nodes).
+    auto group_deps = [&](size_t gi) {
+        std::set<size_t> deps;
+        for (int f : groups[gi].folds)
+            for (int s : sources(f))
+                if (is_fold(g, s) && group_of.count(s)) deps.insert(group_of.at(s));
+        deps.erase(gi);
+        return deps;
+    };
+    std::function<bool(size_t, size_t)> depends = [&](size_t a, size_t b) {
+        if (a == b) return true;
+        for (size_t d : group_deps(a))
+            if (depends(d, b)) return true;
+        return false;
+    };
+    for (size_t i = 0; i < g.size(); ++i) {
+        const int f = static_cast<int>(i);
+        if (!is_fold(g, f)) continue;
+        const graph::Node& node = g.node(f);
+        const auto& axes = node.as<op::Fold>()->axes;
+        const graph::Shape& full = g.node(g.inputs[i][0]).shape;
+        const std::set<int> mine = sources(f);
+        std::optional<size_t> chosen;
+        for (size_t gi = 0; gi < groups.size() && !chosen; ++gi) {
+            if (groups[gi].full != full || groups[gi].axes != axes) continue;
+            bool related = false;
+            for (int other : groups[gi].folds) {
+                if (mine.count(other)) related = true;
+                for (int s : sources(other))
+                    if (mine.count(s)) related = true;
+            }
+            if (!related) continue;
+            // Joining must not make a cycle: f may not read a group that reads this one.
+            bool cycle = false;
+            for (int s : mine)
+                if (is_fold(g, s) && group_of.count(s) && group_of.at(s) != gi &&
+                    depends(group_of.at(s), gi))
+                    cycle = true;
+            if (!cycle) chosen = gi;
+        }
+        if (!chosen) {
+            groups.push_back({{}, full, axes});
+            chosen = groups.size() - 1;
+        }
+        groups[*chosen].folds.push_back(f);
+        group_of[f] = *chosen;
+    }
+    return groups;
+}
+
+namespace {
+
+struct Builder {
+    const GraphView& g;
+    const std::vector<FoldGroup>& groups;
+    const std::vector<GroupForm>& forms;
+    std::vector<char> materialized;
+    std::map<int, size_t> group_of;  // fold -> group
+
+    int64_t rows_of(const FoldGroup& gr) const { return g.node(gr.folds[0]).numel(); }
+    int64_t extent_of(const FoldGroup& gr) const {
+        int64_t n = 1;
+        for (int a : gr.axes) n *= gr.full[static_cast<size_t>(a)];
+        return n;
+    }
+    // Whether a node's value fits a group's row space or full space (so its launch can write it).
+    bool fits(const FoldGroup& gr, int n) const {
+        const graph::Node& node = g.node(n);
+        return node.shape == gr.full || node.numel() == rows_of(gr);
+    }
+
+    // The group (the latest in topological order) whose folds a node needs; -1 for none.
+    int owner(int n) const {
+        int best = -1;
+        for (int f : folds_needed(g, n, materialized)) {
+            const int gi = static_cast<int>(group_of.at(f));
+            if (best < 0 || groups[size_t(gi)].folds[0] > groups[size_t(best)].folds[0]) best = gi;
+        }
+        return best;
+    }
+
+    void materialize(int n) { materialized[static_cast<size_t>(n)] = 1; }
+
+    Plan build() {
+        materialized.assign(g.size(), 0);
+        for (size_t gi = 0; gi < groups.size(); ++gi)
+            for (int f : groups[gi].folds) group_of[f] = gi;
+        for (size_t i = 0; i < g.size(); ++i) {
+            const int n = static_cast<int>(i);
+            const graph::Node& node = g.node(n);
+            if (g.is_leaf(n) || node.as<op::Gather>() || node.as<op::ScatterAdd>()) materialize(n);
+            if (is_fold(g, n) && forms[group_of.at(n)] == GroupForm::split) materialize(n);
+        }
+        for (int o : g.outputs) materialize(o);
+
+        // Settle who computes each materialized node: a map launch needs every fold it reads
+        // materialized; a group's launch needs those of other groups materialized and can write
+        // only values that fit its spaces. Materializing more can only move nodes to map
+        // launches, so this ends.
+        std::vector<int> writer;  // per node: group index, or -1 for a map launch
+        for (bool changed = true; changed;) {
+            changed = false;
+            writer.assign(g.size(), -2);
+            for (size_t i = 0; i < g.size(); ++i) {
+                const int n = static_cast<int>(i);
+                if (!materialized[i] || g.is_leaf(n)) continue;
+                const graph::Node& node = g.node(n);
+                int w = -1;
+                if (is_fold(g, n))
+                    w = static_cast<int>(group_of.at(n));
+                else if (!node.as<op::Gather>() && !node.as<op::ScatterAdd>())
+                    w = owner(n);
+                if (w >= 0 && !is_fold(g, n) && !fits(groups[size_t(w)], n)) w = -1;
+                writer[i] = w;
+                for (int f : folds_needed(g, n, materialized)) {
+                    if (f == n) continue;
+                    if (w < 0 || group_of.at(f) != size_t(w)) {
+                        materialize(f);
+                        changed = true;
+                    }
+                }
+            }
+        }
+
+        Plan plan;
+        std::vector<Launch> launches;
+        // Row launches, one per group with something to write (two for the segments form).
+        for (size_t gi = 0; gi < groups.size(); ++gi) {
+            const FoldGroup& gr = groups[gi];
+            std::vector<int> outs;
+            for (size_t i = 0; i < g.size(); ++i)
+                if (writer[i] == int(gi)) outs.push_back(int(i));
+            if (outs.empty()) continue;
+            switch (forms[gi]) {
+                case GroupForm::split:
+                    for (int f : gr.folds) launches.push_back(row_launch(gi, {f}, {f}));
+                    break;
+                case GroupForm::fused:
+                    launches.push_back(row_launch(gi, outs, row_steps(gi, outs)));
+                    break;
+                case GroupForm::segments:
+                    segments_launches(gi, outs, plan, launches);
+                    break;
+            }
+        }
+        // Map launches: one per materialized node without a group, merged below by shape.
+        for (size_t i = 0; i < g.size(); ++i)
+            if (writer[i] == -1) {
+                Launch l;
+                l.kind = LaunchKind::map;
+                l.outputs = {int(i)};
+                launches.push_back(std::move(l));
+            }
+        for (size_t i = 0; i < g.size(); ++i)
+            if (materialized[i] && !g.is_leaf(int(i)) && g.node(int(i)).as<op::ScatterAdd>()) {
+                Launch l;
+                l.kind = LaunchKind::scatter;
+                l.scatter = int(i);
+                l.outputs = {int(i)};
+                launches.push_back(std::move(l));
+            }
+        plan.launches = order(std::move(launches));
+        for (auto& l : plan.launches) {
+            l.label = label_of(l);
+            l.domain = domain_of(l, g);
+            for (int o : l.outputs)
+                if (std::find(plan.materialized.begin(), plan.materialized.end(), o) ==
+                    plan.materialized.end())
+                    plan.materialized.push_back(o);
+            if (l.kind == LaunchKind::scatter) plan.has_faults = true;
+            for (int o : l.outputs)
+                if (g.node(o).as<op::Gather>()) plan.has_faults = true;
+        }
+        // A fused group that cannot be written (a fold read at another row) is the caller's to
+        // split: try each row launch once.
+        for (const auto& l : plan.launches) {
+            if (l.kind == LaunchKind::map || l.kind == LaunchKind::scatter ||
+                forms[size_t(l.group)] == GroupForm::split)
+                continue;
+            try {
+                lower_launch(g, materialized, l, l.domain.at(0));
+            } catch (const NotFusable& e) {
+                throw GroupNotFusable(l.group, e.what());
+            }
+        }
+        return plan;
+    }
+
+    // The segments form: a segments launch writing every fold's segment values, then a row
+    // launch folding them. Refused for folds that are not segmented, that read each other, or
+    // outputs that are not one value a row.
+    void segments_launches(size_t gi, const std::vector<int>& outs, Plan& plan,
+                           std::vector<Launch>& launches) {
+        const FoldGroup& gr = groups[gi];
+        if (!graph::segmented(extent_of(gr)))
+            throw GroupNotFusable(int(gi), "the group's folds are too short for segments");
+        for (int o : outs)
+            if (g.node(o).numel() != rows_of(gr) || g.node(o).shape == gr.full)
+                throw GroupNotFusable(int(gi), fmt::format("node %{} is not one value a row", o));
+        for (int f : gr.folds)
+            for (int other : folds_needed(g, g.inputs[size_t(f)][0], materialized))
+                if (group_of.count(other) && group_of.at(other) == gi)
+                    throw GroupNotFusable(int(gi), "the group's folds read each other");
+        Launch values = row_launch(gi, {}, gr.folds);
+        values.kind = LaunchKind::segments;
+        Launch fold = row_launch(gi, outs, row_steps(gi, outs));
+        const int64_t M = graph::segment_count(values.extent);
+        for (int f : gr.folds) {
+            plan.scratch.emplace_back(g.node(f).dtype, values.rows * M);
+            values.partials[f] = fold.partials[f] = static_cast<int>(plan.scratch.size() - 1);
+        }
+        launches.push_back(std::move(values));
+        launches.push_back(std::move(fold));
+    }
+
+    Launch row_launch(size_t gi, std::vector<int> outputs, std::vector<int> steps) {
+        const FoldGroup& gr = groups[gi];
+        Launch l;
+        l.group = static_cast<int>(gi);
+        l.kind = LaunchKind::row;
+        l.outputs = std::move(outputs);
+        l.row_steps = std::move(steps);
+        l.full = gr.full;
+        l.axes = gr.axes;
+        l.rows = rows_of(gr);
+        l.extent = extent_of(gr);
+        return l;
+    }
+
+    // The folds and row-space maps of a fused group that its outputs need, in topological order.
+    std::vector<int> row_steps(size_t gi, const std::vector<int>& outs) {
+        const FoldGroup& gr = groups[gi];
+        std::set<int> needed;
+        for (int o : outs)
+            for (int r : reach(g, o, [&](int i) { return materialized[size_t(i)] && i != o; }))
+                if (!g.is_leaf(r) && (!materialized[size_t(r)] || r == o)) needed.insert(r);
+        // Everything the folds read too.
+        for (int f : gr.folds)
+            for (int r : reach(g, f, [&](int i) { return materialized[size_t(i)] && i != f; }))
+                if (!g.is_leaf(r) && (!materialized[size_t(r)] || r == f)) needed.insert(r);
+        std::vector<int> steps;
+        for (int n : needed) {
+            const bool in_group = is_fold(g, n) && group_of.count(n) && group_of.at(n) == gi;
+            const bool row_map = inlineable(g.node(n)) && !g.node(n).as<op::View>() &&
+                                 g.node(n).numel() == rows_of(gr) && g.node(n).shape != gr.full &&
+                                 owner(n) == int(gi);
+            if (in_group || row_map) steps.push_back(n);
+        }
+        std::sort(steps.begin(), steps.end());
+        return steps;
+    }
+
+    // Topological order of launches by what they read and write (stable otherwise); merges
+    // map launches of one shape whose order allows it.
+    std::vector<Launch> order(std::vector<Launch> launches) {
+        // Scratch buffer k is the token -2 - k: written by a segments launch, read by the next.
+        auto writes = [&](const Launch& l) {
+            std::set<int> w(l.outputs.begin(), l.outputs.end());
+            if (l.kind == LaunchKind::segments)
+                for (const auto& [fold, k] : l.partials) w.insert(-2 - k);
+            return w;
+        };
+        auto reads = [&](const Launch& l) {
+            std::set<int> r;
+            std::vector<int> roots = l.outputs;
+            if (l.kind == LaunchKind::scatter) roots = g.inputs[size_t(l.scatter)];
+            for (int o : roots)
+                for (int x : reach(g, o, [&](int i) { return materialized[size_t(i)] && i != o; }))
+                    if (materialized[size_t(x)] && !g.is_leaf(x) &&
+                        (x != o || l.kind == LaunchKind::scatter))
+                        r.insert(x);
+            for (int o : l.outputs) r.erase(o);
+            if (l.kind == LaunchKind::scatter) r.insert(l.scatter);  // after its base copy
+            if (l.kind == LaunchKind::row)
+                for (const auto& [fold, k] : l.partials) r.insert(-2 - k);
+            if (l.kind == LaunchKind::segments)
+                for (int f : l.row_steps)
+                    for (int x : reach(g, g.inputs[size_t(f)][0],
+                                       [&](int i) { return materialized[size_t(i)]; }))
+                        if (materialized[size_t(x)] && !g.is_leaf(x)) r.insert(x);
+            return r;
+        };
+        const size_t n = launches.size();
+        std::vector<std::set<size_t>> after(n);  // launch i runs after these
+        for (size_t i = 0; i < n; ++i) {
+            const auto r = reads(launches[i]);
+            for (size_t j = 0; j < n; ++j) {
+                if (i == j) continue;
+                const auto w = writes(launches[j]);
+                for (int x : r)
+                    if (w.count(x)) {
+                        // A scatter's output is written by its base copy (a map launch) and then
+                        // the scatter: readers wait for the scatter, the scatter for the copy.
+                        const bool scatter_i = launches[i].kind == LaunchKind::scatter;
+                        const bool scatter_j = launches[j].kind == LaunchKind::scatter;
+                        if (x >= 0 && g.node(x).as<op::ScatterAdd>() && !scatter_j && !scatter_i)
+                            continue;
+                        after[i].insert(j);
+                    }
+            }
+        }
+        std::vector<Launch> out;
+        std::vector<char> done(n, 0);
+        std::vector<size_t> position(n, 0);
+        for (size_t placed = 0; placed < n; ++placed) {
+            bool progressed = false;
+            for (size_t i = 0; i < n; ++i) {
+                if (done[i]) continue;
+                bool ready = true;
+                for (size_t j : after[i]) ready = ready && done[j];
+                if (!ready) continue;
+                done[i] = 1;
+                progressed = true;
+                // Merge into an earlier map launch of the same shape when nothing in between is
+                // needed first.
+                Launch& l = launches[i];
+                bool merged = false;
+                if (l.kind == LaunchKind::map) {
+                    size_t last_dep = 0;
+                    bool any = false;
+                    for (size_t j : after[i]) {
+                        last_dep = std::max(last_dep, position[j]);
+                        any = true;
+                    }
+                    for (size_t k = any ? last_dep + 1 : 0; k < out.size() && !merged; ++k)
+                        if (out[k].kind == LaunchKind::map &&
+                            g.node(out[k].outputs[0]).shape == g.node(l.outputs[0]).shape) {
+                            out[k].outputs.insert(out[k].outputs.end(), l.outputs.begin(),
+                                                  l.outputs.end());
+                            position[i] = k;
+                            merged = true;
+                        }
+                }
+                if (!merged) {
+                    position[i] = out.size();
+                    out.push_back(std::move(l));
+                }
+                break;
+            }
+            if (!progressed) fail("internal: the plan's launches depend on each other in a cycle");
+        }
+        return out;
+    }
+
+    std::string label_of(const Launch& l) const {
+        std::vector<std::string> labels;
+        for (int o : l.outputs) {
+            const std::string& lab = g.node(o).label;
+            if (!lab.empty() && std::find(labels.begin(), labels.end(), lab) == labels.end())
+                labels.push_back(lab);
+        }
+        return fmt::format("{}", fmt::join(labels, "_"));
+    }
+};
+
+}  // namespace
+
+const char* name(GroupForm f) {
+    switch (f) {
+        case GroupForm::fused:
+            return "fused";
+        case GroupForm::split:
+            return "split";
+        case GroupForm::segments:
+            return "segments";
+    }
+    return "?";
+}
+
+Plan partition(const GraphView& g, const std::vector<FoldGroup>& groups,
+               const std::vector<GroupForm>& forms) {
+    return Builder{g, groups, forms, {}, {}}.build();
+}
+
+Plan partition_or_split(const GraphView& g, const std::vector<FoldGroup>& groups,
+                        std::vector<GroupForm>& forms) {
+    for (;;) {
+        try {
+            return partition(g, groups, forms);
+        } catch (const GroupNotFusable& e) {
+            forms.at(static_cast<size_t>(e.group)) = GroupForm::split;
+        }
+    }
+}
+
+}  // namespace kiln::plan

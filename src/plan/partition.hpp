@@ -1,0 +1,56 @@
+// partition: which nodes a plan materializes and which launches compute them. Legality only:
+// every way it is asked to partition computes the same bits; fusion_policy.cpp chooses.
+//
+// Maps, views, constants and generators are never launches of their own unless something must
+// read them from memory (a requested output, or a value two launches need that one of them cannot
+// compute): each launch inlines them where it needs them. Folds gather into groups — folds over
+// the same input shape and axes that depend on one another or read the same data (softmax's max
+// and sum, layer_norm's mean and variance) — and each group is one row launch. A group runs
+//   fused: the maps that depend on its folds and fit its row or its full space are computed in
+//          its launch (an epilogue), so softmax is one launch;
+//   split: each fold is a launch of its own and everything after it reads its result from memory.
+// The member sweep (issue conformance) runs every group both ways.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "plan/graph_view.hpp"
+#include "plan/plan.hpp"
+
+namespace kiln::plan {
+
+struct FoldGroup {
+    std::vector<int> folds;  // in topological order
+    graph::Shape full;
+    std::vector<int> axes;
+};
+
+enum class GroupForm : uint8_t { fused, split, segments };
+const char* name(GroupForm f);
+
+// Thrown by partition when group `group` cannot run in the form asked for.
+struct GroupNotFusable : std::runtime_error {
+    GroupNotFusable(int g, const std::string& why) : std::runtime_error(why), group(g) {}
+    int group;
+};
+
+// The fold groups of a graph, in topological order of their first fold.
+std::vector<FoldGroup> fold_groups(const GraphView& g);
+
+// The launches computing the graph's outputs with group i in forms[i] (one entry per
+// fold_groups(g) entry), ordered so every launch comes after those whose outputs it reads.
+// Launches carry their domains, with `chosen` = 0. Throws GroupNotFusable where a group cannot
+// run in its form.
+Plan partition(const GraphView& g, const std::vector<FoldGroup>& groups,
+               const std::vector<GroupForm>& forms);
+
+// partition(), splitting each group that cannot run in its form; `forms` is left as planned.
+Plan partition_or_split(const GraphView& g, const std::vector<FoldGroup>& groups,
+                        std::vector<GroupForm>& forms);
+
+// Whether node i is computed by inlining wherever it is needed (map, view, constant, generator).
+bool inlineable(const graph::Node& n);
+
+}  // namespace kiln::plan

@@ -1,0 +1,74 @@
+// A Plan: the launches that compute a graph, each a fused group of nodes with its schedule
+// domain and the point chosen in it. Nodes are positions in the GraphView the plan was made for,
+// so a plan replays on any graph of the same structure.
+//
+// Launch kinds:
+//   map      outputs of one shape, each element computed by inlining every map, view, constant
+//            and generator behind it down to materialized nodes (leaves and earlier launches'
+//            outputs). A ScatterAdd output here is its base's copy (the scatter launch follows).
+//   row      a group of folds over the same input shape and reduced axes ("rows" of n elements),
+//            computed one row per thread group in the canonical order, with the maps that
+//            depend on them: row-space outputs (one value per row) and full-space outputs (one per
+//            element of the rows), e.g. softmax or layer_norm in one pass.
+//   segments the first half of a long fold (graph/fold_order.hpp): one thread group per segment
+//            of 4096 elements of a row writes the segment's value; a `row` launch then folds each
+//            row's segment values, giving the same bits as one launch.
+//   scatter  a ScatterAdd's additions, in place into its output (already holding the base).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/shape.hpp"
+#include "kiln/compile.hpp"
+
+namespace kiln::plan {
+
+enum class LaunchKind : uint8_t { map, row, segments, scatter };
+const char* name(LaunchKind k);
+
+// One point of a launch's schedule domain. Which fields matter depends on the kind:
+//   map:     block, per_thread (elements per thread, a grid apart), vector (1 or 4 consecutive)
+//   row:     block, threads (per row: 1 = a thread per row, a warp, or the block)
+//   segments: block, threads (per segment)
+//   scatter: block
+struct Schedule {
+    int block = 256;
+    int per_thread = 1;
+    int vector = 1;
+    int threads = 1;
+    bool operator==(const Schedule&) const = default;
+};
+std::string to_string(LaunchKind kind, const Schedule& s);  // "b256_t4_v1"
+
+struct Launch {
+    LaunchKind kind = LaunchKind::map;
+    std::vector<int> outputs;  // nodes this launch writes (materialized)
+    // row and segments launches: the folds (in order) and the row-space maps computed once per row
+    // between them, in topological order; the fold input's shape and the reduced axes.
+    std::vector<int> row_steps;
+    graph::Shape full;
+    std::vector<int> axes;
+    int64_t rows = 0, extent = 0;  // rows, and elements per row
+    int scatter = -1;              // scatter launches: the ScatterAdd node
+    int group = -1;                // row and segments launches: the fold group (partition.hpp)
+    // Segments launches: the scratch buffer each fold writes its segment values to. Row launches
+    // after them: the scratch each fold folds instead of its input (segment_count(extent) a row).
+    std::map<int, int> partials;
+    std::vector<Schedule> domain;  // never a single point
+    size_t chosen = 0;             // index into domain
+    std::string label;             // names of the composite ops inside, for profiles
+};
+
+// The materialized nodes of a plan: leaves (given), outputs of launches (allocated per run).
+struct Plan {
+    std::vector<Launch> launches;
+    std::vector<std::pair<DType, int64_t>> scratch;  // buffers of segment values
+    std::vector<int> materialized;                   // every node a launch writes, in launch order
+    bool has_faults = false;                         // some launch checks indices (gather, scatter)
+};
+
+}  // namespace kiln::plan

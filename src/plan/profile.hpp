@@ -1,0 +1,35 @@
+// Profiling a resolve:
+//   KILN_RESOLVE_PROFILE=1     each resolve prints its host time split into plan (graph walk,
+//                              hash, cache lookup), extract (partition, cost model), compile,
+//                              race, launch, and whether the replay cache hit
+//   KILN_TIME_RANGE=start[:count]   launches number from 0 in the process; each in the range is
+//                              timed on the device (it then waits for the device) and prints its
+//                              index, kernel, schedule point and microseconds
+// The last resolve's figures are kept for `kiln profile`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::plan {
+
+struct ResolveReport {
+    bool hit = false;
+    double plan_us = 0, extract_us = 0, compile_us = 0, race_us = 0, launch_us = 0, total_us = 0;
+    int launches = 0;
+};
+
+// The environment's settings, read once.
+bool resolve_profile_enabled();
+// Whether launch number `index` is in KILN_TIME_RANGE.
+bool time_launch(uint64_t index);
+
+// The report of the last resolve on this thread, and the slot realize fills.
+ResolveReport& last_report();
+
+void print_report(const ResolveReport& r);
+void print_launch_time(uint64_t index, const std::string& name, const std::string& schedule,
+                       double us);
+
+}  // namespace kiln::plan

@@ -1,0 +1,309 @@
+// realize: replay cache, planning, racing, compiling and running a resolve's graph.
+#include "plan/realize.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "ir/hash.hpp"
+#include "kiln/error.hpp"
+#include "kiln/tune.hpp"
+#include "plan/device_facts.hpp"
+#include "plan/graph_view.hpp"
+#include "plan/lower_launch.hpp"
+#include "plan/partition.hpp"
+#include "plan/profile.hpp"
+#include "plan/roofline.hpp"
+
+namespace kiln::plan {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double us_since(Clock::time_point t) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
+}
+
+bool env_off(const char* name) {
+    const char* v = std::getenv(name);
+    return v && std::string(v) == "0";
+}
+
+bool env_on(const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v && std::string(v) != "0";
+}
+
+struct CacheKey {
+    const Device* device;
+    uint64_t hash;
+    bool race, fuse, wide;
+    bool operator==(const CacheKey&) const = default;
+};
+struct KeyHash {
+    size_t operator()(const CacheKey& k) const {
+        return k.hash ^ (reinterpret_cast<uintptr_t>(k.device) * 0x9e3779b97f4a7c15ull) ^
+               (k.race ? 1 : 0) ^ (k.fuse ? 2 : 0) ^ (k.wide ? 4 : 0);
+    }
+};
+
+struct State {
+    std::mutex mutex;
+    std::unordered_map<CacheKey, std::shared_ptr<const Executable>, KeyHash> plans;
+    Counters counters;
+    uint64_t launch_index = 0;
+};
+State& state() {
+    static State s;
+    return s;
+}
+
+thread_local std::shared_ptr<const Executable> last;
+
+std::vector<char> materialized_set(const GraphView& g, const Plan& plan) {
+    std::vector<char> m(g.size(), 0);
+    for (int l : g.leaves) m[size_t(l)] = 1;
+    for (int n : plan.materialized) m[size_t(n)] = 1;
+    return m;
+}
+
+double plan_cost(const GraphView& g, const Plan& plan, const DeviceFacts& f) {
+    const auto m = materialized_set(g, plan);
+    double us = 0;
+    for (const auto& l : plan.launches) us += estimate(g, m, l, l.domain.at(0), f).us;
+    return us;
+}
+
+// Each fold group's form: the cheapest by the cost model of fused, split and segments (where
+// the group allows it), one group at a time from all fused.
+Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse) {
+    const auto groups = fold_groups(g);
+    std::vector<GroupForm> forms(groups.size(), fuse ? GroupForm::fused : GroupForm::split);
+    Plan best = partition_or_split(g, groups, forms);
+    double best_cost = plan_cost(g, best, f);
+    for (size_t i = 0; i < groups.size(); ++i) {
+        for (GroupForm alt : {GroupForm::split, GroupForm::segments}) {
+            if (forms[i] == alt || (alt != GroupForm::split && !fuse)) continue;
+            std::vector<GroupForm> tried = forms;
+            tried[i] = alt;
+            Plan p = partition_or_split(g, groups, tried);
+            const double cost = plan_cost(g, p, f);
+            if (cost < best_cost) {
+                best = std::move(p);
+                best_cost = cost;
+                forms = tried;
+            }
+        }
+    }
+    return best;
+}
+
+struct Candidate {
+    size_t point;
+    size_t kernel;  // index into the compiled batch
+};
+
+// Plans, races and compiles the graph, running it once in doing so; returns the executable.
+std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& device,
+                                                const Options& options, RunBuffers& buffers,
+                                                ResolveReport& report) {
+    auto t0 = Clock::now();
+    const DeviceFacts& facts = device_facts(device);
+    Plan plan = choose_plan(g, facts, options.fuse);
+    const auto materialized = materialized_set(g, plan);
+
+    // Each launch's candidates: the model's best, and the next ones when racing.
+    std::vector<std::vector<Candidate>> candidates(plan.launches.size());
+    std::vector<ir::Kernel> kernels;
+    std::vector<LoweredLaunch> lowered;
+    auto exec = std::make_shared<Executable>();
+    exec->device = &device;
+    exec->nodes = g.size();
+    exec->faults = plan.has_faults;
+    exec->allocate = plan.materialized;
+    exec->scratch = plan.scratch;
+    for (size_t li = 0; li < plan.launches.size(); ++li) {
+        Launch& l = plan.launches[li];
+        const auto order = rank_points(g, materialized, l, facts);
+        l.chosen = order[0];
+        const size_t count = options.race ? std::min<size_t>(kRaceTop, order.size()) : 1;
+        for (size_t c = 0; c < count; ++c) {
+            lowered.push_back(lower_launch(g, materialized, l, l.domain[order[c]]));
+            kernels.push_back(lowered.back().kernel);
+            candidates[li].push_back({order[c], kernels.size() - 1});
+        }
+    }
+    report.extract_us = us_since(t0);
+
+    t0 = Clock::now();
+    const auto compiled = compile_all(device, kernels);
+    report.compile_us = us_since(t0);
+
+    buffers = begin_run(*exec, g);
+    for (size_t li = 0; li < plan.launches.size(); ++li) {
+        Launch& l = plan.launches[li];
+        const bool empty = is_empty(l, g);
+        auto make = [&](const Candidate& c) {
+            CompiledLaunch cl;
+            cl.kind = l.kind;
+            cl.kernel = compiled[c.kernel];
+            cl.grid = lowered[c.kernel].grid;
+            cl.buffers = lowered[c.kernel].buffers;
+            cl.empty = empty;
+            cl.record.name = cl.kernel->kernel().name;
+            cl.record.schedule = to_string(l.kind, l.domain[c.point]);
+            cl.record.estimate_us = estimate(g, materialized, l, l.domain[c.point], facts).us;
+            return cl;
+        };
+        const auto& cands = candidates[li];
+        CompiledLaunch chosen = make(cands[0]);
+        chosen.record.winner_by_model = chosen.record.schedule;
+        if (empty) {
+            chosen.record.not_raced = "nothing to compute";
+        } else if (cands.size() < 2) {
+            chosen.record.not_raced = options.race ? "one point" : "racing is off (KILN_RACE=0)";
+            launch(chosen, buffers);
+        } else {
+            const auto t1 = Clock::now();
+            // In-place launches (scatter) are raced on a copy of their output's state before
+            // the launch, restored before every timed run.
+            std::shared_ptr<Buffer> saved;
+            const int inplace = l.kind == LaunchKind::scatter ? l.scatter : -1;
+            if (inplace >= 0) {
+                const Buffer& b = *buffers.nodes[size_t(inplace)];
+                saved = std::make_shared<Buffer>(device, b.dtype(), b.count());
+                device.copy(saved->memory(), b.memory(), b.bytes());
+            }
+            std::vector<CompiledLaunch> made;
+            for (const auto& c : cands) made.push_back(make(c));
+            const std::string signature =
+                ir::hex(ir::structural_hash(lowered[cands[0].kernel].kernel)).substr(0, 16);
+            Tuned<bool> race(fmt::format("graph_{}", name(l.kind)),
+                             fmt::format("{}:{}", made[0].record.name, signature), device);
+            for (size_t c = 0; c < made.size(); ++c) {
+                const CompiledLaunch& cl = made[c];
+                race.variant(
+                    cl.record.schedule,
+                    [&, c](int iters) -> Timed<bool> {
+                        auto once = [&] { launch(made[c], buffers); };
+                        std::function<void()> restore;
+                        if (saved)
+                            restore = [&] {
+                                Buffer& b = *buffers.nodes[size_t(inplace)];
+                                device.copy(b.memory(), saved->memory(), b.bytes());
+                            };
+                        return {true, time_dispatches(device, iters, once, restore)};
+                    },
+                    kernel_identity(device.info().backend, cl.kernel->kernel()));
+            }
+            race.run();
+            const auto& rep = race.report();
+            for (auto& cl : made)
+                if (cl.record.schedule == rep.winner) chosen = cl;
+            chosen.record.winner_by_model = made[0].record.schedule;
+            chosen.record.raced = !rep.hit;
+            chosen.record.race = rep.variant_ms;
+            if (rep.hit) chosen.record.not_raced = "the tuner's cached decision";
+            report.race_us += us_since(t1);
+        }
+        exec->launches.push_back(std::move(chosen));
+    }
+    return exec;
+}
+
+void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
+    const auto t_start = Clock::now();
+    ResolveReport report;
+    const GraphView g = view_graph(outputs);
+    bool pending = false;
+    for (int o : g.outputs) pending = pending || !g.is_leaf(o);
+    if (!pending) return;
+    const Options opts = options();
+    const CacheKey key{&device, g.hash, opts.race, opts.fuse, opts.wide_index};
+    std::shared_ptr<const Executable> exec;
+    {
+        std::lock_guard lock(state().mutex);
+        if (auto it = state().plans.find(key); it != state().plans.end()) exec = it->second;
+    }
+    report.plan_us = us_since(t_start);
+    RunBuffers buffers;
+    if (exec) {
+        report.hit = true;
+        const auto t0 = Clock::now();
+        buffers = begin_run(*exec, g);
+        for (const auto& l : exec->launches) {
+            uint64_t index = 0;
+            {
+                std::lock_guard lock(state().mutex);
+                index = state().launch_index++;
+            }
+            if (time_launch(index) && !l.empty) {
+                const double ms = device.time_ms([&] { launch(l, buffers); });
+                print_launch_time(index, l.record.name, l.record.schedule, ms * 1e3);
+            } else {
+                launch(l, buffers);
+            }
+        }
+        report.launch_us = us_since(t0);
+    } else {
+        exec = build_and_run(g, device, opts, buffers, report);
+        std::lock_guard lock(state().mutex);
+        state().plans[key] = exec;
+        state().launch_index += exec->launches.size();
+    }
+    report.launches = static_cast<int>(exec->launches.size());
+    check_faults(g, buffers);
+    for (int o : g.outputs) {
+        graph::Node& n = *g.nodes[size_t(o)];
+        if (n.realized()) continue;
+        n.buffer = buffers.nodes[size_t(o)];
+        n.inputs.clear();
+    }
+    {
+        std::lock_guard lock(state().mutex);
+        (report.hit ? state().counters.hits : state().counters.misses)++;
+        state().counters.launches += exec->launches.size();
+    }
+    last = exec;
+    report.total_us = us_since(t_start);
+    last_report() = report;
+    if (resolve_profile_enabled()) print_report(report);
+}
+
+}  // namespace
+
+Options& options() {
+    static Options o{!env_off("KILN_RACE"), !env_off("KILN_FUSE"), env_on("KILN_WIDE_INDEX")};
+    return o;
+}
+
+void realize(const std::vector<graph::NodeRef>& outputs) {
+    // One plan per device: a resolve of tensors on several devices plans each device's apart.
+    std::map<Device*, std::vector<graph::NodeRef>> by_device;
+    std::vector<Device*> order;
+    for (const auto& o : outputs) {
+        if (!by_device.count(o->device)) order.push_back(o->device);
+        by_device[o->device].push_back(o);
+    }
+    for (Device* d : order) realize_on(*d, by_device[d]);
+}
+
+Counters counters() {
+    std::lock_guard lock(state().mutex);
+    return state().counters;
+}
+
+void clear_plan_cache() {
+    std::lock_guard lock(state().mutex);
+    state().plans.clear();
+}
+
+std::shared_ptr<const Executable> last_executable() {
+    return last;
+}
+
+}  // namespace kiln::plan

@@ -1,0 +1,45 @@
+// realize: what Tensor::resolve() runs. The graph behind the requested tensors is looked up in
+// the plan replay cache (its structure, dtypes, shapes, the device and the options); on a miss it
+// is partitioned into launches (fusion chosen per fold group by the cost model), each launch's
+// schedule ranked by the cost model and the best few raced by the Tuner (remembered in the
+// device's TSV), compiled in one compile unit, and run; on a hit the cached executable runs
+// directly. Either way each requested node keeps its buffer and becomes a leaf.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "graph/node.hpp"
+#include "plan/executable.hpp"
+
+namespace kiln::plan {
+
+void realize(const std::vector<graph::NodeRef>& outputs);
+
+// Process-wide planner options, read from the environment at first use:
+//   KILN_RACE=0    rank by the cost model only (default: race the best kRaceTop points)
+//   KILN_FUSE=0    run every fold group split (default: the cost model chooses)
+//   KILN_WIDE_INDEX=1  index arithmetic in i64 even where i32 would do (the path tensors past
+//                  2^31 elements take, for testing it on small ones)
+struct Options {
+    bool race = true;
+    bool fuse = true;
+    bool wide_index = false;
+};
+Options& options();
+inline constexpr int kRaceTop = 3;
+
+// Counters for tests and profiles.
+struct Counters {
+    uint64_t hits = 0;      // resolves answered by the replay cache
+    uint64_t misses = 0;    // resolves that planned
+    uint64_t launches = 0;  // kernels launched by resolves
+};
+Counters counters();
+// Forgets every cached plan (compiled kernels stay cached by compile()).
+void clear_plan_cache();
+// The executable the last resolve on this thread ran (for profiles).
+std::shared_ptr<const Executable> last_executable();
+
+}  // namespace kiln::plan

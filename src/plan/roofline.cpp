@@ -1,0 +1,151 @@
+// roofline: estimated time of a launch at a schedule point (see roofline.hpp for the model).
+#include "plan/roofline.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "graph/fold_order.hpp"
+#include "plan/lower_launch.hpp"
+
+namespace kiln::plan {
+
+namespace op = graph::op;
+
+namespace {
+
+constexpr double kLatencyUs = 1.0;          // SIMT memory latency the loads in flight must cover
+constexpr int kResidentThreads = 2048;      // per SIMT unit
+constexpr double kUncoalesced = 0.25;       // bandwidth share of loads spread over 32 lines
+constexpr double kBarrierUs = 0.1;          // one barrier of a SIMT block
+constexpr double kCpuThreadStepUs = 0.002;  // one thread of a looped block crossing a tree step
+constexpr double kCpuBlockUs = 0.05;        // dispatching one block on a CPU core
+constexpr int64_t kRowCacheBytes = 32 * 1024;
+
+double weight(graph::MapOp m) {
+    using graph::MapOp;
+    switch (m) {
+        case MapOp::exp:
+        case MapOp::log:
+        case MapOp::sin:
+        case MapOp::cos:
+        case MapOp::tanh:
+        case MapOp::erf:
+        case MapOp::sigmoid:
+        case MapOp::gelu_erf:
+        case MapOp::gelu_tanh:
+        case MapOp::silu:
+        case MapOp::pow:
+            return 20;
+        default:
+            return 1;
+    }
+}
+
+struct Traffic {
+    double read = 0, written = 0, flops = 0;
+};
+
+Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const Launch& l) {
+    Traffic t;
+    std::set<int> seen;
+    std::vector<int> work;
+    for (int o : l.outputs) work.push_back(o);
+    for (int s : l.row_steps) work.push_back(s);
+    if (l.scatter >= 0) work = g.inputs[size_t(l.scatter)];
+    std::set<int> outputs(l.outputs.begin(), l.outputs.end());
+    while (!work.empty()) {
+        const int n = work.back();
+        work.pop_back();
+        if (!seen.insert(n).second) continue;
+        const graph::Node& node = g.node(n);
+        const double bytes = static_cast<double>(node.numel()) * size_of(node.dtype);
+        if (materialized[size_t(n)] && !outputs.count(n)) {
+            t.read += bytes;
+            continue;
+        }
+        if (const auto* m = node.as<op::Map>()) t.flops += weight(m->op) * node.numel();
+        if (node.as<op::Fold>() && l.kind == LaunchKind::row && l.partials.count(n)) {
+            // It folds the segment values a segments launch wrote, not its input.
+            const double values = static_cast<double>(l.rows * graph::segment_count(l.extent));
+            t.read += values * size_of(node.dtype);
+            t.flops += values;
+            continue;
+        }
+        if (node.as<op::Fold>()) t.flops += static_cast<double>(l.rows * l.extent);
+        for (int in : g.inputs[size_t(n)]) work.push_back(in);
+    }
+    for (int o : l.outputs)
+        t.written += static_cast<double>(g.node(o).numel()) * size_of(g.node(o).dtype);
+    return t;
+}
+
+bool reduces_innermost(const Launch& l) {
+    return !l.axes.empty() && l.axes.back() == static_cast<int>(l.full.size()) - 1;
+}
+
+}  // namespace
+
+Estimate estimate(const GraphView& g, const std::vector<char>& materialized, const Launch& l,
+                  const Schedule& s, const DeviceFacts& f) {
+    const Traffic t = traffic(g, materialized, l);
+    Estimate e;
+    e.flops = t.flops;
+    double passes = 1;
+    if (l.kind == LaunchKind::row) {
+        const double row_bytes = static_cast<double>(l.extent) * 4;
+        if (row_bytes > kRowCacheBytes) {
+            int folds = 0;
+            for (int st : l.row_steps) folds += g.node(st).as<op::Fold>() ? 1 : 0;
+            bool full_out = false;
+            for (int o : l.outputs) full_out = full_out || g.node(o).shape == l.full;
+            passes = folds + (full_out ? 1 : 0);
+        }
+    }
+    e.bytes = t.read * passes + t.written;
+    const int64_t grid = grid_of(l, g, s);
+    const double units = f.units;
+    double bw_eff = 1, rate_eff = 1, extra = 0;
+    if (f.gpu) {
+        const double resident = std::min<double>(double(grid) * s.block, units * kResidentThreads);
+        double in_flight = 4;  // bytes per thread
+        if (l.kind == LaunchKind::map) in_flight *= s.per_thread * s.vector;
+        bw_eff = std::min(1.0, resident * in_flight / (f.bandwidth * kLatencyUs));
+        rate_eff = std::min(1.0, resident / (units * kResidentThreads / 2));
+        if (l.kind == LaunchKind::row) {
+            const bool rows_contiguous = reduces_innermost(l);
+            if ((s.threads == 1) == rows_contiguous) bw_eff *= kUncoalesced;
+            if (s.threads > 32) {
+                const double levels = std::log2(s.threads / 32.0) + 1;
+                const double rows_at_once = units * kResidentThreads / s.threads;
+                extra += static_cast<double>(l.rows) / rows_at_once * levels * kBarrierUs;
+            }
+        }
+    } else {
+        // Blocks run in waves over the cores: the share of cores busy on average.
+        const double waves = std::ceil(double(grid) / units);
+        bw_eff = rate_eff = double(grid) / (waves * units);
+        extra += waves * kCpuBlockUs;
+        if (l.kind == LaunchKind::row && s.threads > 1)
+            extra += static_cast<double>(l.rows) * s.threads * std::log2(double(s.threads)) *
+                     kCpuThreadStepUs / units;
+    }
+    const double memory_us = e.bytes / (f.bandwidth * std::max(bw_eff, 1e-6));
+    const double compute_us = e.flops / (f.flops * std::max(rate_eff, 1e-6));
+    e.us = f.launch_us + std::max(memory_us, compute_us) + extra;
+    return e;
+}
+
+std::vector<size_t> rank_points(const GraphView& g, const std::vector<char>& materialized,
+                                const Launch& l, const DeviceFacts& f) {
+    std::vector<double> us;
+    for (const auto& s : l.domain) us.push_back(estimate(g, materialized, l, s, f).us);
+    std::vector<size_t> order(l.domain.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return us[a] < us[b]; });
+    return order;
+}
+
+}  // namespace kiln::plan

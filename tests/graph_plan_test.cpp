@@ -1,0 +1,175 @@
+// The planner's behaviour: fusion, the replay cache, racing (in-place launches on scratch),
+// schedule domains, and index arithmetic past 2^31.
+#include <gtest/gtest.h>
+
+#include "plan/graph_view.hpp"
+#include "plan/partition.hpp"
+#include "plan/realize.hpp"
+#include "plan/sweep.hpp"
+#include "runtime/cuda/nvrtc.hpp"
+#include "support/graph_check.hpp"
+
+namespace kiln {
+namespace {
+
+using test::expect_graph_everywhere;
+using test::finite_tensor;
+
+TEST(GraphPlan, SoftmaxIsOneLaunch) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Tensor x = finite_tensor(*d, DType::f32, {64, 500}, 1).resolve();
+        Tensor y = softmax(x, -1);
+        y.resolve();
+        ASSERT_EQ(plan::last_executable()->launches.size(), 1u);
+        EXPECT_EQ(plan::last_executable()->launches[0].kind, plan::LaunchKind::row);
+    }
+}
+
+TEST(GraphPlan, MapsFuseIntoOneLaunchWithSeveralOutputs) {
+    Device& d = cpu_device();
+    Tensor a = finite_tensor(d, DType::f32, {1000}, 2).resolve();
+    Tensor b = finite_tensor(d, DType::f32, {1000}, 3).resolve();
+    Tensor s = a + b;
+    std::vector<Tensor> outs{s * s, exp(s), s - 1.0};
+    resolve(outs);
+    EXPECT_EQ(plan::last_executable()->launches.size(), 1u);
+}
+
+TEST(GraphPlan, TheSecondResolveOfAGraphReplaysItsPlan) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        auto input = [&](uint64_t seed) {
+            return finite_tensor(*d, DType::f32, {300, 70}, seed).resolve();
+        };
+        auto build = [&](const Tensor& a) { return layer_norm(a * 2.0) + 1.0; };
+        Tensor first = build(input(4));
+        first.resolve();
+        Tensor a = input(4);
+        const auto before = plan::counters();
+        Tensor second = build(a);
+        second.resolve();
+        const auto after = plan::counters();
+        EXPECT_EQ(after.hits, before.hits + 1);
+        EXPECT_EQ(after.misses, before.misses);
+        EXPECT_EQ(first.to_host_bytes(), second.to_host_bytes());
+        // Other data: the same plan.
+        Tensor b = input(5);
+        const auto before_third = plan::counters();
+        Tensor third = build(b);
+        third.resolve();
+        EXPECT_EQ(plan::counters().hits, before_third.hits + 1);
+        EXPECT_NE(first.to_host_bytes(), third.to_host_bytes());
+    }
+}
+
+TEST(GraphPlan, RacingAnInPlaceScatterLeavesTheUsersDataAlone) {
+    plan::options().race = true;
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        std::vector<float> base(40 * 3);
+        for (size_t i = 0; i < base.size(); ++i) base[i] = static_cast<float>(i) * 0.25f;
+        Tensor x = Tensor::from_host(base, {40, 3}, *d);
+        std::vector<int32_t> idx(60 * 3);
+        for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>((i * 7) % 40);
+        Tensor index = Tensor::from_host(idx, {60, 3}, *d);
+        Tensor src = finite_tensor(*d, DType::f32, {60, 3}, 6);
+        Tensor y = scatter_add(x, 0, index, src);
+        const auto want = graph::evaluate({y.node()});
+        y.resolve();
+        EXPECT_EQ(y.to_host_bytes(), want[0].bytes());
+        EXPECT_EQ(x.to_host<float>(), base);
+        bool raced_or_cached = false;
+        for (const auto& l : plan::last_executable()->launches)
+            if (l.kind == plan::LaunchKind::scatter)
+                raced_or_cached =
+                    l.record.raced || l.record.not_raced == "the tuner's cached decision";
+        EXPECT_TRUE(raced_or_cached);
+    }
+    plan::options().race = false;
+}
+
+TEST(GraphPlan, EveryLaunchHasMoreThanOnePoint) {
+    Device& d = cpu_device();
+    Tensor x = finite_tensor(d, DType::f32, {3, 5}, 7);
+    std::vector<int32_t> i{0, 1, 2};
+    Tensor idx = Tensor::from_host(i, {3, 1}, d);
+    std::vector<Tensor> outs{softmax(x), sum(x), x.transpose(0, 1) + 1.0,
+                             scatter_add(x, 0, idx.expand({3, 5}), x)};
+    const auto g = plan::view_graph(test::nodes_of(outs));
+    const auto groups = plan::fold_groups(g);
+    for (auto form : {plan::GroupForm::fused, plan::GroupForm::split, plan::GroupForm::segments}) {
+        std::vector<plan::GroupForm> forms(groups.size(), form);
+        const auto plan = plan::partition_or_split(g, groups, forms);
+        for (const auto& l : plan.launches) EXPECT_GE(l.domain.size(), 2u) << plan::name(l.kind);
+    }
+}
+
+TEST(GraphPlan, WholeTensorAndColumnReductionsInEveryMember) {
+    expect_graph_everywhere(
+        [](Device& d) {
+            Tensor x = finite_tensor(d, DType::f32, {40, 33}, 8);
+            return std::vector<Tensor>{sum(x), max(x, {0}), sum(x * x, {0}, true) - x};
+        },
+        true);
+}
+
+// The path of tensors past 2^31 elements: i64 index arithmetic, every member, on small shapes.
+TEST(GraphPlan, WideIndexArithmeticGivesTheSameBits) {
+    plan::options().wide_index = true;
+    expect_graph_everywhere(
+        [](Device& d) {
+            Tensor x = finite_tensor(d, DType::f32, {7, 130}, 9);
+            std::vector<int32_t> i{6, 0, 3};
+            Tensor idx = Tensor::from_host(i, {3}, d);
+            return std::vector<Tensor>{softmax(x), sum(x),
+                                       x.transpose(0, 1).slice(0, 1, 100, 3) * 2.0,
+                                       index_select(x, 0, idx)};
+        },
+        true);
+    plan::options().wide_index = false;
+}
+
+// A whole-tensor sum long enough that the segments form (two launches) is the cost model's choice.
+TEST(GraphPlan, ALongSumFoldsInTwoLaunchesWithTheOraclesBits) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Tensor x = finite_tensor(*d, DType::f32, {int64_t{1} << 22}, 10).resolve();
+        Tensor s = sum(x);
+        const auto want = graph::evaluate({s.node()});
+        s.resolve();
+        EXPECT_EQ(s.to_host_bytes(), want[0].bytes());
+        const auto& launches = plan::last_executable()->launches;
+        ASSERT_EQ(launches.size(), 2u);
+        EXPECT_EQ(launches[0].kind, plan::LaunchKind::segments);
+    }
+}
+
+// CUDA without a GPU: every member kernel of a set of graphs, compiled by NVRTC for sm_90.
+TEST(GraphPlan, EveryMemberKernelCompilesForCuda) {
+    std::string why;
+    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+    Device& d = cpu_device();
+    Tensor x = Tensor::from_host(std::vector<float>(6 * 70), {6, 70}, d);
+    Tensor w = Tensor::from_host(std::vector<float>(70), {70}, d);
+    std::vector<int32_t> rows{1, 0, 5};
+    Tensor idx = Tensor::from_host(rows, {3}, d);
+    Tensor h = cast(x, DType::f16);
+    std::vector<Tensor> outs{
+        softmax(x),
+        layer_norm(x, 1, &w, &w),
+        rms_norm(h, cast(w, DType::f16)),
+        sum(x),
+        argmax(x, 0),
+        index_select(x, 0, idx),
+        scatter_add(x, 0, idx.reshape({3, 1}).expand({3, 70}), x.slice(0, 0, 3)),
+        concat({x.pad({{0, 0}, {2, 1}}).slice(1, 0, 70), x.transpose(0, 1).reshape({6, 70})}, 0)};
+    const auto kernels = plan::member_kernels(test::nodes_of(outs));
+    ASSERT_GT(kernels.size(), 20u);
+    std::string log;
+    EXPECT_NO_THROW(cuda::nvrtc_compile(generate_source(Backend::cuda, kernels), "sm_90", &log))
+        << log;
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,74 @@
+// Graph tests, written once and run on every device: a graph built by a function of the device
+// is resolved (and optionally swept through every plan member) and compared bitwise with the
+// graph oracle (NaNs of a float dtype compare equal).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <vector>
+
+#include "everywhere.hpp"
+#include "graph/oracle.hpp"
+#include "kiln/tensor.hpp"
+#include "plan/realize.hpp"
+#include "plan/sweep.hpp"
+
+namespace kiln::test {
+
+// Graph tests rank schedules by the cost model alone unless they test racing (which compiles and
+// times several points of every launch); plan::sweep runs every point anyway.
+class NoRacing : public ::testing::Environment {
+  public:
+    void SetUp() override { plan::options().race = false; }
+};
+inline ::testing::Environment* const kNoRacing = ::testing::AddGlobalTestEnvironment(new NoRacing);
+
+using GraphBuilder = std::function<std::vector<Tensor>(Device&)>;
+
+inline std::vector<graph::NodeRef> nodes_of(const std::vector<Tensor>& ts) {
+    std::vector<graph::NodeRef> out;
+    for (const auto& t : ts) out.push_back(t.node());
+    return out;
+}
+
+// Resolves build(d)'s tensors on every device and compares them with the oracle; with `sweep`,
+// every plan member too.
+inline void expect_graph_everywhere(const GraphBuilder& build, bool sweep = false) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        std::vector<Tensor> ts = build(*d);
+        const auto want = graph::evaluate(nodes_of(ts));
+        if (sweep) {
+            const int members = plan::sweep(
+                nodes_of(ts),
+                [&](const plan::Member& m, const std::vector<std::vector<uint8_t>>& got) {
+                    SCOPED_TRACE(m.fusion + " " + m.launch + " " + m.schedule);
+                    for (size_t i = 0; i < got.size(); ++i)
+                        EXPECT_TRUE(
+                            identical({want[i].dtype, got[i]}, {want[i].dtype, want[i].bytes()}))
+                            << "output " << i;
+                });
+            EXPECT_GT(members, 1);
+        }
+        resolve(ts);
+        for (size_t i = 0; i < ts.size(); ++i)
+            EXPECT_TRUE(
+                identical({want[i].dtype, ts[i].to_host_bytes()}, {want[i].dtype, want[i].bytes()}))
+                << "output " << i << " " << graph::to_string(ts[i].shape());
+    }
+}
+
+// Host data with kiln's edge values mixed in, as a tensor on `d`.
+inline Tensor random_tensor(Device& d, DType t, const Shape& shape, uint64_t seed) {
+    const HostBuffer h = random_buffer(t, static_cast<size_t>(graph::element_count(shape)), seed);
+    return Tensor::from_bytes(h.bytes.data(), h.count(), t, shape, d);
+}
+
+// Finite values in [-range, range) of a float dtype (no edge values), as a tensor on `d`.
+inline Tensor finite_tensor(Device& d, DType t, const Shape& shape, uint64_t seed,
+                            float range = 4) {
+    return Tensor::rand(shape, seed, t, d) * (2.0 * range) - static_cast<double>(range);
+}
+
+}  // namespace kiln::test

@@ -1,0 +1,198 @@
+// `kiln profile CASE`: resolves a built-in graph workload (graph/cases.hpp) on one device and
+// prints each launch (kernel, schedule point, device microseconds, whether it was raced and the
+// race's table), the host microseconds of a resolve on a miss and on a replay hit, and whether
+// the result is bit-identical to the graph oracle. --json prints one object; --trace writes a
+// Chrome trace (chrome://tracing, Perfetto) of the miss's host phases and the launches.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cli_common.hpp"
+#include "graph/cases.hpp"
+#include "graph/oracle.hpp"
+#include "json.hpp"
+#include "plan/graph_view.hpp"
+#include "plan/profile.hpp"
+#include "plan/realize.hpp"
+#include "table.hpp"
+
+namespace kiln::cli {
+namespace {
+
+struct ProfileOptions {
+    std::string name, device, trace, shape;
+    int64_t n = 0, rows = 0;
+    int hits = 20;
+    bool json = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<graph::NodeRef> nodes_of(const std::vector<Tensor>& ts) {
+    std::vector<graph::NodeRef> out;
+    for (const auto& t : ts) out.push_back(t.node());
+    return out;
+}
+
+graph::Shape parse_shape(const std::string& text) {
+    graph::Shape s;
+    size_t at = 0;
+    while (at < text.size()) {
+        const size_t comma = text.find(',', at);
+        const std::string part =
+            text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        size_t used = 0;
+        int64_t v = -1;
+        try {
+            v = std::stoll(part, &used);
+        } catch (const std::exception&) {
+        }
+        if (used != part.size() || v < 1)
+            fail("--shape {}: expected positive integers separated by commas", text);
+        s.push_back(v);
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+    }
+    return s;
+}
+
+void write_trace(const std::string& path, const plan::ResolveReport& miss,
+                 const plan::Executable& e, const std::vector<double>& us) {
+    std::vector<std::string> events;
+    double t = 0;
+    auto add = [&](const std::string& name, int tid, double start, double dur) {
+        events.push_back(
+            fmt::format("{{\"name\": {}, \"ph\": \"X\", \"pid\": 1, \"tid\": {}, \"ts\": {:.3f}, "
+                        "\"dur\": {:.3f}}}",
+                        json_quote(name), tid, start, dur));
+    };
+    for (const auto& [name, dur] : {std::pair{"plan", miss.plan_us},
+                                    {"extract", miss.extract_us},
+                                    {"compile", miss.compile_us},
+                                    {"race", miss.race_us}}) {
+        add(name, 1, t, dur);
+        t += dur;
+    }
+    for (size_t i = 0; i < e.launches.size(); ++i) {
+        add(e.launches[i].record.name + " " + e.launches[i].record.schedule, 2, t, us[i]);
+        t += us[i];
+    }
+    std::ofstream out(path);
+    if (!out) fail("profile: cannot write the trace to {}", path);
+    out << "{\"traceEvents\": [" << fmt::format("{}", fmt::join(events, ",\n")) << "],\n"
+        << "\"otherData\": {\"host thread\": 1, \"device\": 2}}\n";
+}
+
+int run_profile(const ProfileOptions& opt) {
+    Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
+    graph::CaseOptions co{opt.n, opt.rows,
+                          opt.shape.empty() ? graph::Shape{} : parse_shape(opt.shape)};
+    const graph::Case c = graph::make_case(opt.name, d, co);
+    if (!opt.json)
+        std::fprintf(stderr, "profiling %s %s on %s ...\n", c.name.c_str(), c.shape.c_str(),
+                     d.info().id.c_str());
+
+    // The miss: plan, race, compile, run. The oracle reads the inputs first.
+    std::vector<Tensor> first = c.build(c.inputs);
+    const auto want = graph::evaluate(nodes_of(first));
+    resolve(first);
+    const plan::ResolveReport miss = plan::last_report();
+    const auto exec = plan::last_executable();
+    bool identical = true;
+    for (size_t i = 0; i < first.size(); ++i)
+        identical = identical && first[i].to_host_bytes() == want[i].bytes();
+
+    // Hits: the same graph built again, resolved from the replay cache.
+    std::vector<double> hit_us;
+    for (int i = 0; i < opt.hits; ++i) {
+        std::vector<Tensor> again = c.build(c.inputs);
+        d.synchronize();
+        resolve(again);
+        hit_us.push_back(plan::last_report().total_us);
+        d.synchronize();
+    }
+    std::sort(hit_us.begin(), hit_us.end());
+    const double hit = hit_us.empty() ? 0 : hit_us[hit_us.size() / 2];
+
+    // Device time of each launch.
+    std::vector<Tensor> timed = c.build(c.inputs);
+    const auto us = plan::time_launches(*exec, plan::view_graph(nodes_of(timed)));
+    double total = 0;
+    for (double u : us) total += u;
+    if (!opt.trace.empty()) write_trace(opt.trace, miss, *exec, us);
+
+    if (opt.json) {
+        std::vector<std::string> launches;
+        for (size_t i = 0; i < exec->launches.size(); ++i) {
+            const auto& r = exec->launches[i].record;
+            std::vector<std::string> race;
+            for (const auto& [name, ms] : r.race)
+                race.push_back(fmt::format("{{\"schedule\": {}, \"us\": {:.3f}}}", json_quote(name),
+                                           ms * 1e3));
+            launches.push_back(fmt::format(
+                "{{\"name\": {}, \"schedule\": {}, \"us\": {:.3f}, \"raced\": {}, \"model\": {}, "
+                "\"estimate_us\": {:.3f}, \"race\": [{}]{}}}",
+                json_quote(r.name), json_quote(r.schedule), us[i], r.raced ? "true" : "false",
+                json_quote(r.winner_by_model), r.estimate_us, fmt::join(race, ", "),
+                r.raced ? "" : fmt::format(", \"not_raced\": {}", json_quote(r.not_raced))));
+        }
+        fmt::print(
+            "{{\"case\": {}, \"shape\": {}, \"device\": {}, \"launches\": [{}], \"device_us\": "
+            "{:.3f}, "
+            "\"bytes\": {:.0f}, \"host_us\": {{\"miss\": {:.1f}, \"hit\": {:.2f}}}, "
+            "\"bit_identical\": {}}}\n",
+            json_quote(c.name), json_quote(c.shape), json_quote(d.info().id),
+            fmt::join(launches, ", "), total, c.bytes, miss.total_us, hit,
+            identical ? "true" : "false");
+        return identical ? 0 : 1;
+    }
+    fmt::print("case {} {}  device {}\n", c.name, c.shape, d.info().id);
+    Table table({"launch", "kernel", "schedule", "us", "GB/s", "raced", "model's pick"});
+    for (size_t i = 0; i < exec->launches.size(); ++i) {
+        const auto& r = exec->launches[i].record;
+        table.add({std::to_string(i), r.name, r.schedule, fmt::format("{:.2f}", us[i]),
+                   exec->launches.size() == 1 && us[i] > 0
+                       ? fmt::format("{:.1f}", c.bytes / us[i] / 1e3)
+                       : "",
+                   r.raced ? "yes" : "no: " + r.not_raced, r.winner_by_model});
+    }
+    table.print();
+    for (size_t i = 0; i < exec->launches.size(); ++i) {
+        const auto& r = exec->launches[i].record;
+        if (r.race.empty()) continue;
+        std::vector<std::string> parts;
+        for (const auto& [name, ms] : r.race)
+            parts.push_back(fmt::format("{} {:.2f} us", name, ms * 1e3));
+        fmt::print("race of launch {}: {}\n", i, fmt::join(parts, ", "));
+    }
+    fmt::print(
+        "device {:.2f} us in {} launches; host per resolve: miss {:.0f} us, replay hit {:.2f} us\n",
+        total, exec->launches.size(), miss.total_us, hit);
+    fmt::print("bit-identical to the oracle: {}\n", identical ? "yes" : "NO");
+    return identical ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_profile_command(CLI::App& parent) {
+    auto opt = std::make_shared<ProfileOptions>();
+    auto* p = parent.add_subcommand("profile", "Profile a built-in graph workload on one device");
+    p->add_option("case", opt->name,
+                  "add_square, mul_rank4, softmax, layer_norm, rms_norm, gelu_mlp_epilogue")
+        ->required()
+        ->check(CLI::IsMember(graph::case_names()));
+    p->add_option("--device", opt->device, "device id, index or backend (default: the best)");
+    p->add_option("--n", opt->n, "elements (add_square) or row length");
+    p->add_option("--rows", opt->rows, "rows");
+    p->add_option("--shape", opt->shape, "mul_rank4's shape, e.g. 9,11,32,16");
+    p->add_option("--hits", opt->hits, "replay hits to time (median)")
+        ->check(CLI::Range(1, 100000));
+    p->add_flag("--json", opt->json, "print one JSON object");
+    p->add_option("--trace", opt->trace, "write a Chrome trace of the resolve to this file");
+    return {p, [opt] { return run_profile(*opt); }};
+}
+
+}  // namespace kiln::cli
