@@ -16,6 +16,7 @@
 
 #include "cache/kernel_cache.hpp"
 #include "cache/paths.hpp"
+#include "cache/temp_dir.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
 
@@ -355,6 +356,90 @@ TEST_F(CacheTest, StaleTemporariesOfKilledWritersAreRemoved) {
     EXPECT_TRUE(fs::exists(not_ours));
 }
 
+TEST(TempDirs, StaleOnesOfKilledProcessesAreRemovedByTheFirstOfAPrefix) {
+    const fs::path tmp = fs::temp_directory_path() / fmt::format("kiln-tempdir-test-{}", getpid());
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    const char* old = std::getenv("TMPDIR");
+    const std::string saved = old ? old : "";
+    setenv("TMPDIR", tmp.c_str(), 1);
+    const pid_t gone = dead_pid();
+    const auto now = fs::file_time_type::clock::now();
+    auto make = [&](const std::string& name, std::chrono::seconds age) {
+        fs::create_directories(tmp / name / "sub");
+        std::ofstream(tmp / name / "sub" / "kernel.cl") << "kernel";
+        fs::last_write_time(tmp / name, now - age);
+        return tmp / name;
+    };
+    const auto killed = make(fmt::format("kiln-probe-{}-a1b2c3", gone), std::chrono::minutes(2));
+    const auto just_killed =
+        make(fmt::format("kiln-probe-{}-d4e5f6", gone), std::chrono::seconds(0));
+    const auto running =
+        make(fmt::format("kiln-probe-{}-g7h8i9", getpid()), std::chrono::minutes(5));
+    const auto old_naming = make("kiln-probe-j0k1l2", std::chrono::hours(2));
+    const auto recent_old_naming = make("kiln-probe-m3n4o5", std::chrono::minutes(5));
+    const auto other = make("kiln-probe-notes", std::chrono::hours(2));
+    const auto other_prefix =
+        make(fmt::format("kiln-other-{}-p6q7r8", gone), std::chrono::hours(2));
+    fs::path made;
+    {
+        cache::TempDir dir("kiln-probe-", "test");
+        made = dir.path();
+        EXPECT_EQ(made.parent_path(), tmp);
+        EXPECT_TRUE(made.filename().string().starts_with(fmt::format("kiln-probe-{}-", getpid())));
+        EXPECT_EQ(fs::status(made).permissions() & fs::perms::all, fs::perms::owner_all);
+    }
+    EXPECT_FALSE(fs::exists(made));
+    EXPECT_FALSE(fs::exists(killed));
+    EXPECT_FALSE(fs::exists(old_naming));
+    for (const auto& kept : {just_killed, running, recent_old_naming, other, other_prefix})
+        EXPECT_TRUE(fs::exists(kept)) << kept;
+    if (old)
+        setenv("TMPDIR", saved.c_str(), 1);
+    else
+        unsetenv("TMPDIR");
+    fs::remove_all(tmp);
+}
+
+// A note sits beside the entry of the same key without disturbing it, and is read only when it
+// is the user's own file, as entries are.
+TEST_F(CacheTest, NotesAreKeptBesideEntriesAndTrustedOnlyWhenTheUsersOwn) {
+    auto& disk = cache::process_kernel_cache();
+    const std::string dev = "note-test-device", key = "0123456789abcdef";
+    const std::vector<uint8_t> binary = {7, 8, 9};
+    EXPECT_FALSE(disk.load_note(dev, key).has_value());
+    disk.store(dev, key, binary);
+    disk.store_note(dev, key, "crashed with signal 6 (SIGABRT): assertion");
+    EXPECT_EQ(disk.load_note(dev, key), "crashed with signal 6 (SIGABRT): assertion");
+    EXPECT_EQ(disk.load(dev, key), binary);
+    const fs::path note = disk.note_path(dev, key);
+    EXPECT_EQ(note.parent_path(), disk.entry_path(dev, key).parent_path());
+    EXPECT_EQ(note.filename().string(), key + cache::kNoteSuffix);
+    EXPECT_TRUE(cache::is_note_name(note.filename().string()));
+    EXPECT_FALSE(cache::is_entry_name(note.filename().string()));
+    EXPECT_EQ(fs::status(note).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write);
+
+    ::testing::internal::CaptureStderr();
+    ASSERT_EQ(::chmod(note.c_str(), 0620), 0);  // writable by its group: anyone there wrote it
+    EXPECT_FALSE(disk.load_note(dev, key).has_value());
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(count_of(err, "kiln: warning:"), 1u) << err;
+    EXPECT_NE(err.find(note.string()), std::string::npos) << err;
+    disk.store_note(dev, key, "crashed again");  // replaced by the user's own
+    EXPECT_EQ(disk.load_note(dev, key), "crashed again");
+    if (::geteuid() == 0) {
+        ASSERT_EQ(::chown(note.c_str(), 65534, 65534), 0);  // nobody's
+        EXPECT_FALSE(disk.load_note(dev, key).has_value());
+    }
+    fs::remove(note);
+    const fs::path elsewhere = root_ / "elsewhere.txt";
+    std::ofstream(elsewhere) << "crashed";
+    fs::create_symlink(elsewhere, note);  // a link is not followed
+    EXPECT_FALSE(disk.load_note(dev, key).has_value());
+    EXPECT_EQ(disk.load(dev, key), binary);
+}
+
 TEST_F(CacheTest, ClearRemovesOnlyWhatKilnWrote) {
     for (Device* d : devices()) compile(*d, kernel_with(run_id()));
     const std::string id = cache::safe_component(cpu_device().info().id);
@@ -363,13 +448,14 @@ TEST_F(CacheTest, ClearRemovesOnlyWhatKilnWrote) {
     std::ofstream(kernels / "linux-6.1" / "Makefile") << "obj-y += drivers/";
     std::ofstream(kernels / id / "notes.bin") << "mine";
     std::ofstream(kernels / id / "0123456789ABCDEF.bin") << "upper case: not a kiln key";
+    std::ofstream(kernels / id / "0123456789abcdef.crash") << "crashed with signal 6";
     fs::create_directories(kernels / id / "failed");
     std::ofstream(kernels / id / "failed" / "0123456789abcdef.cpp") << "int main;";
     std::ofstream(kernels / id / "failed" / "keep.cpp") << "int keep;";
     std::ofstream(kernels / "README") << "hello";
     std::vector<fs::path> left_alone;
     const uint64_t removed = cache::process_kernel_cache().clear("", left_alone);
-    EXPECT_EQ(removed, devices().size() + 1);  // one entry per device and the failed source
+    EXPECT_EQ(removed, devices().size() + 2);  // an entry per device, the verdict, the source
     std::vector<fs::path> expected = {kernels / "README",
                                       kernels / "linux-6.1" / "Makefile",
                                       kernels / "linux-6.1" / "drivers",
@@ -418,6 +504,9 @@ TEST(CachePaths, WithoutARootNothingIsWritten) {
     const std::vector<uint8_t> bytes = {1, 2, 3};
     none.store("dev", "0123456789abcdef", bytes);
     EXPECT_FALSE(none.load("dev", "0123456789abcdef").has_value());
+    none.store_note("dev", "0123456789abcdef", "crashed");
+    EXPECT_FALSE(none.load_note("dev", "0123456789abcdef").has_value());
+    EXPECT_EQ(none.entry_path("dev", "0123456789abcdef"), fs::path());
     EXPECT_FALSE(fs::exists("dev"));
     EXPECT_FALSE(fs::exists(fs::path("kernels")));
 }

@@ -82,13 +82,22 @@ bool is_hex_key(std::string_view text) {
     return true;
 }
 
-// A failed compile's saved source: <key><suffix> for one of the backends' suffixes.
-bool is_failed_source_name(const std::string& name) {
-    for (const char* suffix : {".cpp", ".cu", ".cl"})
-        if (name.ends_with(suffix) &&
-            is_hex_key(std::string_view(name).substr(0, name.size() - std::strlen(suffix))))
+// Whether `name` is <key><suffix> for one of `suffixes`.
+bool is_key_with_suffix(std::string_view name, std::initializer_list<std::string_view> suffixes) {
+    for (std::string_view suffix : suffixes)
+        if (name.ends_with(suffix) && is_hex_key(name.substr(0, name.size() - suffix.size())))
             return true;
     return false;
+}
+
+// A failed compile's saved source: <key><suffix> for one of the backends' suffixes.
+bool is_failed_source_name(const std::string& name) {
+    return is_key_with_suffix(name, {".cpp", ".cu", ".cl"});
+}
+
+// What kiln writes in a device's directory: entries and notes.
+bool is_entry_or_note_name(const std::string& name) {
+    return is_entry_name(name) || is_note_name(name);
 }
 
 bool is_plain_file(const fs::path& path) {
@@ -124,7 +133,11 @@ uint64_t clear_dir(const fs::path& dir, bool (*ours)(const std::string&),
 }  // namespace
 
 bool is_entry_name(const std::string& name) {
-    return name.ends_with(".bin") && is_hex_key(std::string_view(name).substr(0, name.size() - 4));
+    return is_key_with_suffix(name, {".bin"});
+}
+
+bool is_note_name(const std::string& name) {
+    return is_key_with_suffix(name, {kNoteSuffix});
 }
 
 KernelCache::KernelCache(fs::path cache_root)
@@ -132,6 +145,7 @@ KernelCache::KernelCache(fs::path cache_root)
       root_(cache_root_.empty() ? fs::path() : cache_root_ / "kernels") {}
 
 fs::path KernelCache::entry_path(const std::string& device_id, const std::string& key) const {
+    if (root_.empty()) return {};
     return root_ / safe_component(device_id) / (safe_component(key) + ".bin");
 }
 
@@ -150,22 +164,9 @@ bool KernelCache::usable(const fs::path& device_dir) {
 std::optional<std::vector<uint8_t>> KernelCache::load(const std::string& device_id,
                                                       const std::string& key) {
     const auto path = entry_path(device_id, key);
-    if (!usable(path.parent_path())) return std::nullopt;
-    std::string why;
-    const FileDescriptor fd = open_regular(path, O_RDONLY, 0, why);
-    struct stat st {};
-    if (fd && (::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid() ||
-               (st.st_mode & (S_IWGRP | S_IWOTH)))) {
-        // Not written by this user: replaced by a fresh build, never loaded.
-        warn_once("untrusted-entry:" + root_.string(),
-                  fmt::format("kernel cache entry {} is not the user's own (owner uid {}, mode "
-                              "{:o}); kiln does not load it and rebuilds the kernel",
-                              path.string(), st.st_uid, st.st_mode & 07777));
-        return std::nullopt;
-    }
     std::string data;
-    if (fd) why = read_whole(fd.get(), data);
-    if (!fd && why.empty()) return std::nullopt;  // no entry yet
+    std::string why = read_file(path, data);
+    if (why == kAbsent) return std::nullopt;
     if (data.size() >= sizeof kOldMagic && std::memcmp(data.data(), kOldMagic, 8) == 0) {
         std::error_code ec;  // an older kiln's entry: rebuilt in today's format
         fs::remove(path, ec);
@@ -184,34 +185,70 @@ std::optional<std::vector<uint8_t>> KernelCache::load(const std::string& device_
     return std::vector<uint8_t>(payload.begin(), payload.end());
 }
 
-void KernelCache::store(const std::string& device_id, const std::string& key,
-                        std::span<const uint8_t> binary) {
-    const auto path = entry_path(device_id, key);
+std::string KernelCache::read_file(const fs::path& path, std::string& data) {
+    if (!usable(path.parent_path())) return kAbsent;
+    std::string why;
+    const FileDescriptor fd = open_regular(path, O_RDONLY, 0, why);
+    if (!fd) return why.empty() ? kAbsent : why;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid() ||
+        (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        // Not written by this user: replaced by a fresh one, never read.
+        warn_once("untrusted-entry:" + root_.string(),
+                  fmt::format("kernel cache file {} is not the user's own (owner uid {}, mode "
+                              "{:o}); kiln does not read it",
+                              path.string(), st.st_uid, st.st_mode & 07777));
+        return kAbsent;
+    }
+    return read_whole(fd.get(), data);
+}
+
+void KernelCache::write_file(const fs::path& path,
+                             std::initializer_list<std::span<const uint8_t>> parts) {
     // Nothing is created under a directory that is not the user's own.
     if (!usable(path.parent_path())) return;
-    if (const std::string err = make_private_dir(path.parent_path()); !err.empty()) {
+    std::string err = make_private_dir(path.parent_path());
+    if (err.empty() && !usable(path.parent_path())) return;
+    if (err.empty()) err = write_atomic(path, parts);
+    if (!err.empty())
         warn_once("unwritable:" + root_.string(),
                   fmt::format("kernel cache under {} is not writable ({}); compiled kernels are "
                               "kept in memory only",
                               root_.string(), err));
-        return;
-    }
-    if (!usable(path.parent_path())) return;
+}
+
+fs::path KernelCache::note_path(const std::string& device_id, const std::string& key) const {
+    if (root_.empty()) return {};
+    return root_ / safe_component(device_id) / (safe_component(key) + kNoteSuffix);
+}
+
+std::optional<std::string> KernelCache::load_note(const std::string& device_id,
+                                                  const std::string& key) {
+    std::string text;
+    if (root_.empty() || !read_file(note_path(device_id, key), text).empty()) return std::nullopt;
+    return text;
+}
+
+void KernelCache::store_note(const std::string& device_id, const std::string& key,
+                             const std::string& text) {
+    if (root_.empty()) return;
+    write_file(note_path(device_id, key),
+               {{reinterpret_cast<const uint8_t*>(text.data()), text.size()}});
+}
+
+void KernelCache::store(const std::string& device_id, const std::string& key,
+                        std::span<const uint8_t> binary) {
+    if (root_.empty()) return;
     const std::string text = full_key(device_id, key);
     Header h{};
     std::memcpy(h.magic, kMagic, sizeof kMagic);
     h.key_size = text.size();
     h.size = binary.size();
     h.checksum = checksum(text, binary);
-    const std::string err =
-        write_atomic(path, {{reinterpret_cast<const uint8_t*>(&h), sizeof h},
-                            {reinterpret_cast<const uint8_t*>(text.data()), text.size()},
-                            binary});
-    if (!err.empty())
-        warn_once("unwritable:" + root_.string(),
-                  fmt::format("kernel cache under {} is not writable ({}); compiled kernels are "
-                              "kept in memory only",
-                              root_.string(), err));
+    write_file(entry_path(device_id, key),
+               {{reinterpret_cast<const uint8_t*>(&h), sizeof h},
+                {reinterpret_cast<const uint8_t*>(text.data()), text.size()},
+                binary});
 }
 
 std::string KernelCache::save_failed_source(const std::string& device_id, const std::string& key,
@@ -243,13 +280,13 @@ uint64_t KernelCache::clear(const std::string& device_id, std::vector<fs::path>&
             left_alone.push_back(dir);
             return 0;
         }
-        return clear_dir(dir, is_entry_name, left_alone, true);
+        return clear_dir(dir, is_entry_or_note_name, left_alone, true);
     }
     uint64_t removed = 0;
     for (const auto& path : directory_entries(root_)) {
         const std::string name = path.filename().string();
         if (is_plain_dir(path) && safe_component(name) == name && private_dir_problem(path).empty())
-            removed += clear_dir(path, is_entry_name, left_alone, true);
+            removed += clear_dir(path, is_entry_or_note_name, left_alone, true);
         else
             left_alone.push_back(path);
     }

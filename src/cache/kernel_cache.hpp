@@ -3,12 +3,14 @@
 // written for (device id and key) and an XXH3 checksum of key and payload, so a truncated,
 // corrupted or misplaced entry (another kernel's copied over it) is detected, removed and
 // rebuilt. Only directories that are the user's own are used (private_dir.hpp); otherwise, and
-// when a directory cannot be written, kiln works uncached after one warning.
+// when a directory cannot be written, kiln works uncached after one warning. Beside the entries,
+// notes (<key>.crash) remember verdicts under the same rules.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -17,6 +19,8 @@
 #include <vector>
 
 namespace kiln::cache {
+
+inline constexpr const char* kNoteSuffix = ".crash";
 
 class KernelCache {
   public:
@@ -30,6 +34,13 @@ class KernelCache {
     std::string save_failed_source(const std::string& device_id, const std::string& key,
                                    const std::string& suffix, const std::string& source);
     std::filesystem::path entry_path(const std::string& device_id, const std::string& key) const;
+
+    // A short text kept beside the entries as <key>.crash (kNoteSuffix: an OpenCL compiler's
+    // crash verdict), under the entries' rules: read only when it and its directories are the
+    // user's own, written atomically, removed by clear(). Nothing without a disk cache.
+    std::optional<std::string> load_note(const std::string& device_id, const std::string& key);
+    void store_note(const std::string& device_id, const std::string& key, const std::string& text);
+    std::filesystem::path note_path(const std::string& device_id, const std::string& key) const;
     const std::filesystem::path& root() const { return root_; }  // <cache_root>/kernels
 
     // Removes what kiln wrote for one device (every device when device_id is empty): entries,
@@ -44,6 +55,14 @@ class KernelCache {
     // Whether the cache root, kernels/ and the device's directory may be used (each the user's
     // own or absent); removes the directory's stale temporaries the first time it is seen.
     bool usable(const std::filesystem::path& device_dir);
+    // Reads a file of a device's directory if it may be trusted: "" with `data` filled, kAbsent
+    // (no such file, or not the user's own: one warning), or why it cannot be read.
+    std::string read_file(const std::filesystem::path& path, std::string& data);
+    // Writes a file of a device's directory atomically, creating the directory private; warns
+    // once when it cannot.
+    void write_file(const std::filesystem::path& path,
+                    std::initializer_list<std::span<const uint8_t>> parts);
+    static constexpr const char* kAbsent = "(absent)";
 
     std::filesystem::path cache_root_, root_;
     std::mutex mutex_;
@@ -51,8 +70,10 @@ class KernelCache {
     std::atomic<uint64_t> corrupt_ = 0;
 };
 
-// Whether `name` is one kiln gives an entry: 16 lowercase hex digits and ".bin".
+// Whether `name` is one kiln gives an entry (16 lowercase hex digits, then ".bin") or a note
+// (the same digits, then kNoteSuffix).
 bool is_entry_name(const std::string& name);
+bool is_note_name(const std::string& name);
 
 // The process's kernel cache, under cache_root() (re-read when KILN_CACHE_DIR changes).
 KernelCache& process_kernel_cache();

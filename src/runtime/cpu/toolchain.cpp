@@ -1,23 +1,15 @@
 // Probing the system C++ compiler and compiling CPU kernels with it.
 #include "runtime/cpu/toolchain.hpp"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cctype>
-#include <cerrno>
-#include <charconv>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <mutex>
 #include <sstream>
 
 #include <xxhash.h>
 
-#include "cache/atomic_file.hpp"
+#include "cache/temp_dir.hpp"
 #include "kiln/error.hpp"
 #include "runtime/cpu/process.hpp"
 
@@ -71,66 +63,6 @@ std::string march_from_clang_driver(const std::string& report) {
 std::string hex64(uint64_t value) {
     return fmt::format("{:016x}", value);
 }
-
-std::string temp_root() {
-    const char* tmp = std::getenv("TMPDIR");
-    return (tmp && *tmp) ? tmp : "/tmp";
-}
-
-constexpr std::string_view kTempPrefix = "kiln-cpu-";
-
-// Removes the compile directories that killed processes left in the temporary root: this
-// user's, named kiln-cpu-<pid>-XXXXXX, whose process is gone (cache::writer_is_stale), or of an
-// older naming without a pid and older than cache::kStaleAge.
-void remove_stale_temp_dirs() {
-    std::error_code ec;
-    std::vector<std::filesystem::path> stale;
-    for (std::filesystem::directory_iterator it(temp_root(), ec), end; !ec && it != end;
-         it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        struct stat st {};
-        if (!name.starts_with(kTempPrefix) || ::lstat(it->path().c_str(), &st) != 0 ||
-            !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
-            continue;
-        const std::string_view rest = std::string_view(name).substr(kTempPrefix.size());
-        const size_t dash = rest.find('-');
-        pid_t pid = 0;
-        const bool has_pid =
-            dash != std::string_view::npos && rest.size() == dash + 7 &&
-            std::from_chars(rest.data(), rest.data() + dash, pid).ptr == rest.data() + dash;
-        if (!has_pid && rest.size() != 6) continue;  // not a name kiln gives
-        const auto modified = std::filesystem::last_write_time(it->path(), ec);
-        if (ec) {
-            ec.clear();
-            continue;
-        }
-        const bool old =
-            std::filesystem::file_time_type::clock::now() - modified > cache::kStaleAge;
-        if (has_pid ? cache::writer_is_stale(pid, modified) : old) stale.push_back(it->path());
-    }
-    for (const auto& dir : stale) std::filesystem::remove_all(dir, ec);
-}
-
-// A private directory removed (with its contents) when this goes out of scope. The first one
-// a process makes removes stale ones first.
-struct TempDir {
-    std::filesystem::path path;
-    TempDir() {
-        static std::once_flag swept;
-        std::call_once(swept, remove_stale_temp_dirs);
-        std::string pattern = fmt::format("{}/{}{}-XXXXXX", temp_root(), kTempPrefix, ::getpid());
-        if (!::mkdtemp(pattern.data()))
-            fail("CPU backend: cannot create a temporary directory {}: {}", pattern,
-                 std::strerror(errno));
-        path = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-};
 
 }  // namespace
 
@@ -212,9 +144,9 @@ Toolchain probe_toolchain(const std::string& requested) {
 std::vector<uint8_t> compile_shared_object(const Toolchain& toolchain, const std::string& source,
                                            std::chrono::milliseconds timeout) {
     toolchain.require();
-    TempDir dir;
-    std::filesystem::path source_path = dir.path / "kernel.cpp";
-    std::filesystem::path object_path = dir.path / "kernel.so";
+    cache::TempDir dir("kiln-cpu-", "CPU backend");
+    std::filesystem::path source_path = dir.path() / "kernel.cpp";
+    std::filesystem::path object_path = dir.path() / "kernel.so";
     {
         std::ofstream out(source_path, std::ios::binary);
         out.write(source.data(), static_cast<std::streamsize>(source.size()));
