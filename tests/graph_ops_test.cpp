@@ -107,28 +107,28 @@ TEST(GraphElementwise, TranscendentalsInEveryFloatDtype) {
     }
 }
 
-TEST(GraphComposites, NormalizationsOverRaggedRows) {
-    for (DType t : kFloats) {
-        SCOPED_TRACE(std::string(name(t)));
-        expect_graph_everywhere([t](Device& d) {
-            std::vector<Tensor> out;
-            const std::vector<int64_t> lengths = t == DType::f32
-                                                     ? std::vector<int64_t>{1, 7, 100, 1000}
-                                                     : std::vector<int64_t>{7, 1000};
-            for (int64_t n : lengths) {
-                Tensor x = finite_tensor(d, t, {3, n}, 18);
-                Tensor w = finite_tensor(d, t, {n}, 19);
-                Tensor b = finite_tensor(d, t, {n}, 20);
-                for (Tensor y :
-                     {rms_norm(x, w, 1e-5), layer_norm(x, 1, &w, &b), layer_norm(x), argmax(x, 1),
-                      argmin(x, 0, true), softmax(x, -1), log_softmax(x, 1)})
-                    out.push_back(y);
-                if (n > 1) out.push_back(variance(x, {1}));
-            }
-            return out;
-        });
-    }
+class GraphNormalizations : public ::testing::TestWithParam<DType> {};
+
+TEST_P(GraphNormalizations, OverRaggedRows) {
+    const DType t = GetParam();
+    expect_graph_everywhere([t](Device& d) {
+        std::vector<Tensor> out;
+        const std::vector<int64_t> lengths =
+            t == DType::f32 ? std::vector<int64_t>{1, 7, 100, 1000} : std::vector<int64_t>{7, 1000};
+        for (int64_t n : lengths) {
+            Tensor x = finite_tensor(d, t, {3, n}, 18);
+            Tensor w = finite_tensor(d, t, {n}, 19);
+            Tensor b = finite_tensor(d, t, {n}, 20);
+            for (Tensor y : {rms_norm(x, w, 1e-5), layer_norm(x, 1, &w, &b), layer_norm(x),
+                             argmax(x, 1), argmin(x, 0, true), softmax(x, -1), log_softmax(x, 1)})
+                out.push_back(y);
+            if (n > 1) out.push_back(variance(x, {1}));
+        }
+        return out;
+    });
 }
+INSTANTIATE_TEST_SUITE_P(EveryFloat, GraphNormalizations, ::testing::ValuesIn(kFloats),
+                         [](const auto& info) { return std::string(name(info.param)); });
 
 TEST(GraphComposites, LayerNormOverSeveralAxesAndSoftmaxOverAColumn) {
     expect_graph_everywhere([](Device& d) {

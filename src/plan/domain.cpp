@@ -27,7 +27,9 @@ std::string to_string(LaunchKind kind, const Schedule& s) {
             return fmt::format("b{}_t{}_v{}", s.block, s.per_thread, s.vector);
         case LaunchKind::row:
         case LaunchKind::segments:
-            return fmt::format("b{}_r{}", s.block, s.threads);
+            return fmt::format("b{}_r{}{}{}", s.block, s.threads,
+                               s.unroll == 1 ? "" : fmt::format("_u{}", s.unroll),
+                               s.cache ? "_c" : "");
         case LaunchKind::scatter:
             return fmt::format("b{}", s.block);
     }
@@ -56,12 +58,21 @@ std::vector<Schedule> domain_of(const Launch& l, const GraphView& g) {
                               : graph::level_lanes(n);
             d.push_back({.block = 64, .threads = 1});
             d.push_back({.block = 256, .threads = 1});
-            if (W >= 32) {
-                d.push_back({.block = 128, .threads = 32});
-                d.push_back({.block = 256, .threads = 32});
+            // Threads sharing a row, each with one round of loads in flight a step or four.
+            for (int unroll : {1, 4}) {
+                if (W >= 32) {
+                    d.push_back({.block = 128, .threads = 32, .unroll = unroll});
+                    d.push_back({.block = 256, .threads = 32, .unroll = unroll});
+                }
+                if (W >= 128) d.push_back({.block = 128, .threads = 128, .unroll = unroll});
+                if (W >= 256) d.push_back({.block = 256, .threads = 256, .unroll = unroll});
             }
-            if (W >= 128) d.push_back({.block = 128, .threads = 128});
-            if (W >= 256) d.push_back({.block = 256, .threads = 256});
+            // The row kept by its threads, a lane each: for rows of at most 64 elements a thread.
+            if (l.kind == LaunchKind::row && l.partials.empty() && !graph::segmented(n) &&
+                W >= 32 && n <= int64_t{64} * W) {
+                d.push_back({.block = W, .threads = W, .cache = true});
+                if (W < 256) d.push_back({.block = 256, .threads = W, .cache = true});
+            }
             break;
         }
         case LaunchKind::scatter:

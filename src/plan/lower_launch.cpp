@@ -155,6 +155,10 @@ class Writer {
 
     Expr value_at(int n, Index idx) {
         const Node& node = g_.node(n);
+        if (!element_cache_.empty() && idx.has_linear())
+            if (auto c = element_cache_.find({n, idx.linear().node().get()});
+                c != element_cache_.end())
+                return c->second.value;
         if (auto row = row_values_.find(n); row != row_values_.end()) {
             if (!same_element(idx, row->second.index))
                 throw NotFusable(
@@ -188,7 +192,16 @@ class Writer {
                             .first;
             return found->second[static_cast<size_t>(idx.lanes->lane)];
         }
-        return m[idx.linear()];
+        if (!caching_ || !idx.has_linear()) return m[idx.linear()];
+        // A cached row: the element's load is made once, at the row's scope.
+        Var v = k_.let(m[idx.linear()], fmt::format("n{}c", n));
+        remember(n, idx, v);
+        return v;
+    }
+
+    void remember(int n, Index& idx, const Expr& value) {
+        const ir::ExprRef& key = idx.linear().node();
+        element_cache_.emplace(std::make_pair(n, key.get()), Memo{key, value});
     }
 
     Expr compute(int n, Index& idx) {
@@ -414,7 +427,81 @@ class Writer {
         });
     }
 
+    // A row whose elements each thread keeps (Schedule::cache, threads = the fold's W lanes):
+    // thread t holds elements t, t+W, t+2W, ... (its lane's, in order), loads them and computes
+    // each fold's inputs once into locals, folds its lane left to right (elements past the row
+    // skipped), and the fold over the W lane values (one a thread) makes the halving tree: the
+    // canonical order's bits. The epilogue reads the same elements from the locals.
+    void write_row_cached() {
+        const int W = s_.threads;
+        const int64_t n = l_.extent, K = ceil_div(n, W);
+        thread_groups(l_.rows, [&](const Expr& row, const Expr& t, const Expr& inside) {
+            std::vector<Index> element;
+            std::vector<Expr> valid;
+            for (int64_t k = 0; k < K; ++k) {
+                const Expr j = as_index(t) + it(k * W);
+                const bool whole = (k + 1) * W <= n;
+                element.push_back(full_index(row, whole ? j : min(j, it(n - 1))));
+                valid.push_back(whole ? Expr(ir::int_const(DType::boolean, 1)) : j < it(n));
+            }
+            caching_ = true;
+            for (int step : l_.row_steps) {
+                const Node& node = g_.node(step);
+                Index at(node.shape, index_type_, row);
+                if (const auto* f = node.as<graph::op::Fold>()) {
+                    const int in = g_.inputs[size_t(step)][0];
+                    const auto op = fold_of(f->kind).spec.op;
+                    Var acc = k_.let(Expr(ir::fold_identity(op, node.dtype)), "lane");
+                    for (int64_t k = 0; k < K; ++k) {
+                        Expr v = value_at(in, element[size_t(k)]);
+                        Var kept = k_.let(v, fmt::format("n{}c", in));
+                        remember(in, element[size_t(k)], kept);
+                        Expr next(ir::fold_combine(op, acc.expr().node(), kept.expr().node()));
+                        acc = (k + 1) * W <= n ? next : select(valid[size_t(k)], next, acc);
+                    }
+                    // One element a lane: the fold is its tree over the lanes' values.
+                    Fold lanes = Fold{{op}}.lanes(W).threads(W);
+                    Var v = k_.fold(node.dtype, Expr(ir::int_const(DType::i32, W)), lanes,
+                                    [&](Expr) { return Expr(acc); });
+                    row_values_.emplace(step, RowValue{v, at});
+                } else {
+                    Var v = k_.let(compute(step, at), fmt::format("n{}", step));
+                    row_values_.emplace(step, RowValue{v, at});
+                }
+            }
+            caching_ = false;
+            write_row_outputs(row, t, inside, [&](const std::vector<int>& full_outputs) {
+                for (int64_t k = 0; k < K; ++k)
+                    k_.if_(valid[size_t(k)], [&] {
+                        for (int o : full_outputs)
+                            buffers_.at(o)[element[size_t(k)].linear()] =
+                                value_at(o, element[size_t(k)]);
+                    });
+            });
+            element_cache_.clear();
+        });
+    }
+
+    // The row launch's outputs: one value a row (thread 0 of the group) and, through
+    // `full`, one per element of the row.
+    void write_row_outputs(const Expr& row, const Expr& t, const Expr& inside,
+                           const std::function<void(const std::vector<int>&)>& full) {
+        memo_.clear();
+        std::vector<int> row_outputs, full_outputs;
+        for (int o : l_.outputs)
+            (g_.node(o).numel() == l_.rows && g_.node(o).shape != l_.full ? row_outputs
+                                                                          : full_outputs)
+                .push_back(o);
+        if (!row_outputs.empty())
+            k_.if_(t == 0 && inside, [&] {
+                for (int o : row_outputs)
+                    buffers_.at(o)[row] = value_at(o, Index(g_.node(o).shape, index_type_, row));
+            });
+        if (!full_outputs.empty()) k_.if_(inside, [&] { full(full_outputs); });
+    }
+
     void write_row() {
+        if (s_.cache) return write_row_cached();
         const int T = s_.threads;
         thread_groups(l_.rows, [&](const Expr& row, const Expr& t, const Expr& inside) {
             for (int step : l_.row_steps) {
@@ -436,30 +523,16 @@ class Writer {
                     row_values_.emplace(step, RowValue{v, at});
                 }
             }
-            memo_.clear();
-            std::vector<int> row_outputs, full_outputs;
-            for (int o : l_.outputs)
-                (g_.node(o).numel() == l_.rows && g_.node(o).shape != l_.full ? row_outputs
-                                                                              : full_outputs)
-                    .push_back(o);
-            if (!row_outputs.empty())
-                k_.if_(t == 0 && inside, [&] {
-                    for (int o : row_outputs)
-                        buffers_.at(o)[row] =
-                            value_at(o, Index(g_.node(o).shape, index_type_, row));
-                });
-            if (!full_outputs.empty())
-                k_.if_(inside, [&] {
-                    k_.for_(
-                        as_index(t), it(l_.extent),
-                        [&](Expr j) {
-                            memo_.clear();
-                            Index idx = full_index(row, j);
-                            for (int o : full_outputs)
-                                buffers_.at(o)[idx.linear()] = value_at(o, idx);
-                        },
-                        it(T));
-                });
+            write_row_outputs(row, t, inside, [&](const std::vector<int>& full_outputs) {
+                k_.for_(
+                    as_index(t), it(l_.extent),
+                    [&](Expr j) {
+                        memo_.clear();
+                        Index idx = full_index(row, j);
+                        for (int o : full_outputs) buffers_.at(o)[idx.linear()] = value_at(o, idx);
+                    },
+                    it(T));
+            });
         });
     }
 
@@ -468,10 +541,12 @@ class Writer {
     // one thread each inside the fold of their values.
     Var canonical_fold(DType type, ir::FoldOp op, int64_t n, int threads,
                        const std::function<Expr(Expr)>& element) {
-        if (!graph::segmented(n))
-            return k_.fold(type, Expr(ir::int_const(DType::i32, n)),
-                           Fold{{op}}.lanes(graph::level_lanes(n)).threads(threads),
+        if (!graph::segmented(n)) {
+            Fold f = Fold{{op}}.lanes(graph::level_lanes(n)).threads(threads);
+            f.spec.unroll = s_.unroll;
+            return k_.fold(type, Expr(ir::int_const(DType::i32, n)), f,
                            [&](Expr i) { return element(as_index(i)); });
+        }
         return canonical_fold(type, op, graph::segment_count(n), threads, [&](Expr s) {
             return Expr(segment_fold(type, op, n, s, 1, element));
         });
@@ -483,8 +558,9 @@ class Writer {
                      const std::function<Expr(Expr)>& element) {
         const Expr first = s * it(graph::kSegment);
         Var length = k_.let(cast(DType::i32, min(it(graph::kSegment), it(n) - first)), "segment");
-        return k_.fold(type, length, Fold{{op}}.lanes(graph::kSegmentLanes).threads(threads),
-                       [&](Expr i) { return element(first + as_index(i)); });
+        Fold f = Fold{{op}}.lanes(graph::kSegmentLanes).threads(threads);
+        f.spec.unroll = threads > 1 ? s_.unroll : 1;
+        return k_.fold(type, length, f, [&](Expr i) { return element(first + as_index(i)); });
     }
 
     // A fold of the segment values a segments launch wrote: the segment values' own canonical
@@ -553,6 +629,9 @@ class Writer {
         Expr value;
     };
     std::map<std::pair<int, const ir::ExprNode*>, Memo> memo_;
+    // A cached row's element values, kept in locals for the whole row (write_row_cached).
+    std::map<std::pair<int, const ir::ExprNode*>, Memo> element_cache_;
+    bool caching_ = false;  // loads at an element's index are kept in element_cache_
     std::map<int, std::vector<Var>> vector_loads_;  // of the current element group
 };
 

@@ -32,14 +32,17 @@ const char* name(LaunchKind k);
 
 // One point of a launch's schedule domain. Which fields matter depends on the kind:
 //   map:     block, per_thread (elements per thread, a grid apart), vector (1 or 4 consecutive)
-//   row:     block, threads (per row: 1 = a thread per row, a warp, or the block)
-//   segments: block, threads (per segment)
+//   row:     block, threads (per row: 1 = a thread per row, a warp, or the block), unroll (the
+//            fold's rounds of loads in flight per step)
+//   segments: block, threads (per segment), unroll
 //   scatter: block
 struct Schedule {
     int block = 256;
     int per_thread = 1;
     int vector = 1;
     int threads = 1;
+    int unroll = 1;
+    bool cache = false;  // row: each thread keeps its elements of the row (threads = the lanes)
     bool operator==(const Schedule&) const = default;
 };
 std::string to_string(LaunchKind kind, const Schedule& s);  // "b256_t4_v1"

@@ -71,10 +71,12 @@ std::vector<char> materialized_set(const GraphView& g, const Plan& plan) {
     return m;
 }
 
+// A plan's estimated time, each launch at its best point.
 double plan_cost(const GraphView& g, const Plan& plan, const DeviceFacts& f) {
     const auto m = materialized_set(g, plan);
     double us = 0;
-    for (const auto& l : plan.launches) us += estimate(g, m, l, l.domain.at(0), f).us;
+    for (const auto& l : plan.launches)
+        us += estimate(g, m, l, l.domain.at(rank_points(g, m, l, f).front()), f).us;
     return us;
 }
 

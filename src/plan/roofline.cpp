@@ -104,6 +104,15 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
             passes = folds + (full_out ? 1 : 0);
         }
     }
+    if (l.kind == LaunchKind::row && s.cache) passes = 1;  // each element read and computed once
+    if (l.kind == LaunchKind::row && !s.cache) {
+        // The maps feeding a fold are computed again by every later pass over the row.
+        int folds = 0;
+        bool full_out = false;
+        for (int st : l.row_steps) folds += g.node(st).as<op::Fold>() ? 1 : 0;
+        for (int o : l.outputs) full_out = full_out || g.node(o).shape == l.full;
+        e.flops *= std::max(1, folds + (full_out ? 1 : 0));
+    }
     e.bytes = t.read * passes + t.written;
     const int64_t grid = grid_of(l, g, s);
     const double units = f.units;
