@@ -1,6 +1,7 @@
 // matvec_q8_dp4a: the kernel in the DSL, its variant table, the bench and the tuned entry point.
 #include "ops/matvec_q8.hpp"
 #include "ops/ceil_div.hpp"
+#include "ops/checked_mul.hpp"
 #include "ops/kernel_memo.hpp"
 
 #include <fmt/format.h>
@@ -611,24 +612,34 @@ bool matvec_q8_serves(const MatvecSchedule& s, int64_t k) {
     return s.form != streamed || k <= s.max_k;
 }
 
-void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
-                          int64_t k) {
+int64_t matvec_q8_check_shape(int64_t rows, int64_t k) {
     if (rows < 1) fail("matvec_q8_dp4a: rows = {}; expected at least 1", rows);
     if (k < 64 || k % 64 != 0)
         fail("matvec_q8_dp4a: k = {}; expected a positive multiple of 64 (whole Q8_0 block pairs)",
              k);
+    const auto row_bytes = checked_mul(k / kQ8BlockValues, kQ8BlockBytes);
+    const auto bytes = row_bytes ? checked_mul(rows, *row_bytes) : std::nullopt;
+    if (!bytes)
+        fail("matvec_q8_dp4a: rows = {} x k = {} overflows int64 in bytes of Q8_0 (at most {})",
+             rows, k, std::numeric_limits<int64_t>::max());
+    if (*bytes > std::numeric_limits<int32_t>::max())
+        fail(
+            "matvec_q8_dp4a: rows = {} x k = {} is {} bytes of Q8_0; the kernel indexes at most {}",
+            rows, k, *bytes, std::numeric_limits<int32_t>::max());
+    return *bytes;
+}
+
+void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
+                          int64_t k) {
+    const int64_t w_bytes = matvec_q8_check_shape(rows, k);
     for (const Buffer* b : {&w_q8, &x_q8})
         if (b->dtype() != DType::u8)
             fail("matvec_q8_dp4a: {} buffer has dtype {}; expected u8 (raw Q8_0 blocks)",
                  b == &w_q8 ? "w" : "x", name(b->dtype()));
-    const int64_t row_bytes = k / kQ8BlockValues * kQ8BlockBytes;
-    if (rows > std::numeric_limits<int32_t>::max() / row_bytes)
-        fail(
-            "matvec_q8_dp4a: rows = {} x k = {} is {} bytes of Q8_0; the kernel indexes at most {}",
-            rows, k, rows * row_bytes, std::numeric_limits<int32_t>::max());
-    if (static_cast<int64_t>(w_q8.bytes()) != rows * row_bytes)
+    const int64_t row_bytes = w_bytes / rows;
+    if (static_cast<int64_t>(w_q8.bytes()) != w_bytes)
         fail("matvec_q8_dp4a: w has {} bytes; expected rows*k/32*34 = {}*{}/32*34 = {}",
-             w_q8.bytes(), rows, k, rows * row_bytes);
+             w_q8.bytes(), rows, k, w_bytes);
     if (static_cast<int64_t>(x_q8.bytes()) != row_bytes)
         fail("matvec_q8_dp4a: x has {} bytes; expected k/32*34 = {}/32*34 = {}", x_q8.bytes(), k,
              row_bytes);

@@ -91,6 +91,11 @@ int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& schedule, int compute
 // offers only the variants that do.
 bool matvec_q8_serves(const MatvecSchedule& schedule, int64_t k);
 
+// Checks a shape before anything is sized from it: rows >= 1, k a positive multiple of 64, and
+// W's rows*k/32*34 bytes within int64 and within what the kernel indexes (INT32_MAX bytes).
+// Returns W's bytes; kiln::Error naming the op, the values and the limit.
+int64_t matvec_q8_check_shape(int64_t rows, int64_t k);
+
 // Checks shapes and buffers: u8 buffers of rows*k/32*34 and k/32*34 bytes, k a positive
 // multiple of 64, rows >= 1, everything on `device`. kiln::Error naming the op and the values.
 void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
