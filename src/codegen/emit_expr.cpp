@@ -287,10 +287,13 @@ std::string Emitter::expr(const ExprRef& e) {
             } else if constexpr (std::is_same_v<N, expr::Dp4a>) {
                 return fmt::format("{}({}, {}, {})", d.dp4a, expr(n.a), expr(n.b), expr(n.c));
             } else if constexpr (std::is_same_v<N, expr::InBounds>) {
+                // A check the CPU's plan runs once for the block (a uniform access, outside
+                // the thread loops) reports thread 0: every thread would find the same index.
+                const bool per_thread = !plan || in_thread_loop;
                 return in_bounds_call(n, mem(n.record), expr(n.index), expr(n.length),
                                       n.when ? expr(n.when) : "true",
                                       builtin(BuiltinKind::block_index),
-                                      builtin(BuiltinKind::thread_index));
+                                      per_thread ? builtin(BuiltinKind::thread_index) : "0");
             } else {
                 return shuffle(e, n);
             }

@@ -135,7 +135,7 @@ ir::Kernel sgemm_blocked(int64_t kdim, int64_t n, int tm, int tn, int block) {
     Var m0 = k.let(k.block_index() / blocks_n * tm, "m0");
     Var n0 = k.let(k.block_index() % blocks_n * cols + k.thread_index(), "n0");
     std::vector<Var> acc;
-    for (int i = 0; i < tm * tn; ++i) acc.push_back(k.let(Expr(0.0f), "acc"));
+    for (int i = 0; i < tm * tn; ++i) acc.push_back(k.let(DType::f32, 0.0f, "acc"));
     k.for_(0, K, [&](Expr kk) {
         std::vector<Var> as, bs;
         for (int i = 0; i < tm; ++i) as.push_back(k.let(a[(m0 + i) * K + kk], "a"));

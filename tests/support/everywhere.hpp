@@ -109,7 +109,8 @@ inline ::testing::AssertionResult identical(const HostBuffer& got, const HostBuf
 // (one per scalar parameter, in order); returns every buffer's contents afterwards.
 inline std::vector<HostBuffer> run_on(Device& device, const ir::Kernel& kernel, int64_t grid,
                                       const std::vector<HostBuffer>& buffers,
-                                      const std::vector<Arg>& scalars = {}) {
+                                      const std::vector<Arg>& scalars = {},
+                                      const CompileOptions& options = default_compile_options()) {
     std::vector<std::unique_ptr<Buffer>> device_buffers;
     std::vector<Arg> args;
     size_t b = 0, s = 0;
@@ -123,7 +124,7 @@ inline std::vector<HostBuffer> run_on(Device& device, const ir::Kernel& kernel, 
             args.push_back(scalars.at(s++));
         }
     }
-    compile(device, kernel)->launch(grid, args);
+    compile(device, kernel, options)->launch(grid, args);
     device.synchronize();
     std::vector<HostBuffer> out;
     for (const auto& db : device_buffers) out.push_back({db->dtype(), db->download_bytes()});
