@@ -58,7 +58,7 @@ struct Dialect {
     std::string keep_load;
     // Checked mode: the body of `bool kiln_claim_fault(uint32_t* word, uint32_t site)`, an
     // atomic compare-and-swap of *word from 0 to site, true where this thread swapped it; and
-    // how a function is declared that the compiler should not inline (the rare fault path).
+    // how the function of the rare fault path is declared (not inlined where the driver allows).
     std::string claim_fault;
     std::string cold_function;
 };
