@@ -63,7 +63,7 @@ class Blocker {
         auto out = k.output("out", DType::u32);
         Expr steps = k.scalar("steps", DType::i32);
         Expr never = k.scalar("never", DType::u32);
-        Var acc = k.let(Expr(0x9e3779b9u), "acc");
+        Var acc = k.let(DType::u32, 0x9e3779b9u, "acc");
         k.for_(
             Expr(0), steps, [&](Expr) { acc = acc * 1664525u + 1013904223u; }, Expr(1));
         k.if_(acc == never, [&] { out[0] = acc; });

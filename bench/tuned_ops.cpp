@@ -73,7 +73,7 @@ struct ReadOnlyPass {
         if (evict_first) k.streaming(in);
         auto out = k.output("out", DType::u32);
         Expr never = k.scalar("never", DType::u32);
-        Var acc = k.let(Expr(0u), "acc");
+        Var acc = k.let(DType::u32, 0u, "acc");
         k.for_(
             k.absolute_pos() * 4, in.len() - 3,
             [&](Expr i) {

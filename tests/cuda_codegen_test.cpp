@@ -14,9 +14,11 @@
 #include "ops/test_kernels.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"
+#include "support/test_kernel_list.hpp"
 
 using namespace kiln;
 using kiln::test::error_of;
+using kiln::test::every_test_kernel;
 using ::testing::HasSubstr;
 
 namespace {
@@ -25,28 +27,6 @@ size_t count_of(const std::string& text, const std::string& what) {
     size_t n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
     return n;
-}
-
-std::vector<ir::Kernel> every_test_kernel() {
-    std::vector<ir::Kernel> ks;
-    for (DType t : all_dtypes) {
-        ks.push_back(ops::elementwise_mix(t, 64, 1));
-        ks.push_back(ops::elementwise_mix(t, 128, 4));
-        ks.push_back(ops::block_reverse(t, 64));
-        for (DType to : all_dtypes)
-            if (to != t) ks.push_back(ops::cast_kernel(t, to, 128));
-    }
-    for (int threads : {1, 4, 32})
-        ks.push_back(
-            ops::row_fold(DType::f32, 1000, Fold::sum().lanes(32).chunk(4).threads(threads), 64));
-    ks.push_back(ops::row_fold(DType::f32, 4099, Fold::sum().lanes(256).threads(256), 256));
-    ks.push_back(ops::row_fold(DType::f16, 100, Fold::sum().lanes(32).chunk(2).threads(32), 64));
-    ks.push_back(ops::row_fold(DType::i64, 100, Fold::max().lanes(8).threads(2), 32));
-    ks.push_back(ops::row_fold(DType::u8, 100, Fold::min().lanes(4).chunk(4).threads(4), 16));
-    ks.push_back(ops::tiled_matmul(17, 29, 8));
-    ks.push_back(ops::comptime_poly(7, 64, 3));
-    ks.push_back(ops::packed_bytes(64));
-    return ks;
 }
 
 // Each source compiles with NVRTC for sm_90 (the test is skipped where NVRTC is missing).
@@ -251,21 +231,29 @@ TEST(CudaCodegen, VectorAccessesTestAlignmentOnlyWhereItIsNotKnown) {
     expect_nvrtc_compiles({known, tested, streamed});
 }
 
-// The CPU writes a vector access as its element accesses, with no pointer temporary between them
-// and the thread loop (which would keep the compiler from vectorizing that loop).
-TEST(CudaCodegen, CpuWritesVectorAccessesAsElementAccesses) {
-    KernelBuilder k("vector_access", 64);
-    auto x = k.input("x", DType::f32);
-    auto y = k.output("y", DType::f32);
-    Var i = k.let(k.absolute_pos() * 4, "i");
-    k.if_(i + 3 < y.len(), [&] {
-        const std::vector<Var> v = k.load_vector(x, i, 4, "v");
-        k.store_vector(y, i, {v[3], v[2], v[1], v[0]});
-    });
-    const std::string source = generate_source(Backend::cpu, std::vector{k.finish()});
-    const std::string kernel = source.substr(source.find("extern \"C\" void vector_access"));
-    EXPECT_EQ(count_of(kernel, "kiln_at"), 0u) << kernel;
-    EXPECT_EQ(count_of(kernel, ") + 3]"), 2u) << kernel;  // x's last load and y's last store
+TEST(CudaCodegen, TilesAreDeclaredAlignedSoTheirVectorAccessesNeedNoTest) {
+    // The tile's index is a multiple of 4 by construction; an offset scalar leaves it unknown.
+    auto build = [](bool known) {
+        KernelBuilder k("tile_vector_access", 64);
+        auto x = k.input("x", DType::f32);
+        auto y = k.output("y", DType::f32);
+        Expr off = k.scalar("off", DType::i32);
+        auto tile = k.shared(DType::f32, 4 * 64 + 4);
+        Var t = k.let(known ? k.thread_index() * 4 : k.thread_index() * 4 + off, "t");
+        k.store_vector(tile, t, {x[0], x[1], x[2], x[3]});
+        k.barrier();
+        const std::vector<Var> v = k.load_vector(tile, t, 4, "v");
+        k.if_(k.absolute_pos() < y.len(), [&] { y[k.absolute_pos()] = v[0] + v[3]; });
+        return generate_source(Backend::cuda, std::vector{k.finish()});
+    };
+    const std::string known = build(true), tested = build(false);
+    const std::string kernel = known.substr(known.find("__global__"));
+    EXPECT_EQ(count_of(kernel, "__shared__ __align__(16) float sh0[260];"), 1u) << kernel;
+    EXPECT_EQ(count_of(kernel, "& 15ull"), 0u) << kernel;
+    EXPECT_EQ(count_of(kernel, "*(float4*)kiln_at = kiln_v;"), 1u) << kernel;
+    EXPECT_EQ(count_of(kernel, "*(const float4*)kiln_at;"), 1u) << kernel;
+    EXPECT_EQ(count_of(tested.substr(tested.find("__global__")), "& 15ull"), 2u) << tested;
+    expect_nvrtc_compiles({known, tested});
 }
 
 TEST(CudaCodegen, OpenClWritesVectorStoresWithVstore) {
@@ -291,7 +279,7 @@ TEST(CudaCodegen, KeptBuffersLoadEvictLastOnCudaOnly) {
             if (keep) k.keep_cached(in);
         Var i = k.let(k.absolute_pos() * 4, "i");
         k.if_(i + 3 < y.len(), [&] {
-            Var acc = k.let(Expr(0.0f), "acc");
+            Var acc = k.let(DType::f32, 0.0f, "acc");
             for (const auto& in : ins) acc = acc + cast(DType::f32, in[i]);
             const auto v4 = k.load_vector(ins[0], i, 4, "v4");      // aligned: one 16-byte load
             const auto v2 = k.load_vector(ins[1], i + 2, 2, "v2");  // an 8-byte load

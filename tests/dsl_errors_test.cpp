@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "kiln/dsl.hpp"
@@ -182,4 +184,74 @@ TEST(DslLiterals, LiteralArithmeticFoldsAndStaysWeak) {
         EXPECT_EQ(idx.type(), DType::i64);
     });
 }
+}  // namespace
+
+namespace {
+
+TEST(DslLet, ABareNumberMustNameItsType) {
+    KernelBuilder k("lets", 64);
+    auto x = k.input("x", DType::f32);
+    EXPECT_THAT(error_of([&] { k.let(0); }),
+                HasSubstr("kernel lets: let(0) of a bare number: its type would be a guess; name "
+                          "it, k.let(DType::i32, 0) or k.let(constant(DType::i32, 0))"));
+    EXPECT_THAT(error_of([&] { k.let(0.5f); }), HasSubstr("k.let(DType::f32, 0.5)"));
+    EXPECT_EQ(k.let(DType::f32, 0).type(), DType::f32);
+    EXPECT_EQ(k.let(DType::u32, 7u).type(), DType::u32);
+    EXPECT_EQ(k.let(constant(DType::bf16, 1)).type(), DType::bf16);
+    EXPECT_EQ(k.let(x[0] * 2).type(), DType::f32);  // a typed value names its own type
+    EXPECT_THAT(error_of([&] { k.let(DType::i32, 2.5); }), HasSubstr("not an integer"));
+    EXPECT_THAT(error_of([&] { k.let(DType::i32, x[0]); }),
+                HasSubstr("let of a f32 value as i32; cast it"));
+}
+
+TEST(DslScope, AVariableEndsWithTheBodyThatDeclaredIt) {
+    KernelBuilder k("scopes", 64);
+    auto x = k.input("x", DType::f32);
+    auto y = k.output("y", DType::f32);
+    Expr i = k.absolute_pos();
+    std::optional<Var> inner;
+    k.if_(i < 10, [&] { inner = k.let(x[i] * 2, "doubled"); });
+    const std::string message =
+        "kernel scopes: variable 'doubled' is used after the end of the if_, for_ or fold body "
+        "that declared it; declare it before that body (k.let) and assign it inside";
+    EXPECT_THAT(error_of([&] { y[i] = *inner; }), HasSubstr(message));
+    EXPECT_THAT(error_of([&] { *inner = 1.0f; }), HasSubstr(message));
+    // An expression read inside the body and used after it: caught where it is used.
+    std::optional<Expr> copied;
+    k.for_(0, 4, [&](Expr j) {
+        Var t = k.let(x[j], "t");
+        copied = t.expr() + cast(DType::f32, j);
+    });
+    EXPECT_THAT(error_of([&] { y[i] = *copied; }), HasSubstr("variable 't' is used after"));
+    std::optional<Var> squared;
+    Var acc = k.fold(DType::f32, 8, Fold::sum(), [&](Expr j) {
+        squared.emplace(k.let(x[j] * x[j], "sq"));
+        return squared->expr();
+    });
+    EXPECT_THAT(error_of([&] { y[i] = *squared + acc; }), HasSubstr("variable 'sq' is used after"));
+    // Declared before the body and assigned inside: fine.
+    Var kept = k.let(DType::f32, 0, "kept");
+    k.if_(i < 10, [&] { kept = x[i]; });
+    y[i] = kept + acc;
+    EXPECT_NO_THROW(k.finish());
+}
+
+TEST(DslConstantIndex, PastATilesOrArraysEndIsAnErrorWhenBuilt) {
+    KernelBuilder k("tiles", 64);
+    auto tile = k.shared(DType::f32, 64, "tile");
+    auto arr = k.local_array(DType::i32, 4, "arr");
+    EXPECT_THAT(error_of([&] { tile[64] = 1.0f; }),
+                HasSubstr("kernel tiles: index 64 into shared tile 'tile' of 64 elements; "
+                          "expected 0 to 63"));
+    EXPECT_THAT(error_of([&] { Expr e = arr[2 * 2]; }),
+                HasSubstr("index 4 into local array 'arr' of 4 elements"));
+    EXPECT_THAT(error_of([&] { Expr e = tile[-1]; }), HasSubstr("index -1 into shared tile"));
+    EXPECT_THAT(
+        error_of([&] { k.load_vector(tile, 62, 4); }),
+        HasSubstr("index 62 (+3) into shared tile 'tile' of 64 elements; expected 0 to 60"));
+    tile[63] = 1.0f;
+    arr[3] = 2;
+    tile[k.thread_index()] = 0.0f;  // not a constant: the range is the kernel's business
+}
+
 }  // namespace

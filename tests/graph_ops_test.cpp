@@ -114,7 +114,7 @@ TEST_P(GraphNormalizations, OverRaggedRows) {
     expect_graph_everywhere([t](Device& d) {
         std::vector<Tensor> out;
         const std::vector<int64_t> lengths =
-            t == DType::f32 ? std::vector<int64_t>{1, 7, 100, 1000} : std::vector<int64_t>{7, 1000};
+            t == DType::f32 ? std::vector<int64_t>{1, 7, 1000} : std::vector<int64_t>{7, 1000};
         for (int64_t n : lengths) {
             Tensor x = finite_tensor(d, t, {3, n}, 18);
             Tensor w = finite_tensor(d, t, {n}, 19);

@@ -31,6 +31,43 @@ TEST(Print, ShowsParametersStatementsAndFolds) {
     EXPECT_THAT(text, HasSubstr("require"));
 }
 
+// A value reused at every level: 2^40 nodes as a tree, 80 as the DAG the DSL builds.
+ir::Kernel deeply_shared(int levels) {
+    KernelBuilder k("deep", 64);
+    auto x = k.input("x", DType::f32);
+    auto y = k.output("y", DType::f32);
+    Expr i = k.absolute_pos();
+    k.if_(i < y.len(), [&] {
+        Expr v = x[i];
+        for (int l = 0; l < levels; ++l) v = v * v + v;
+        y[i] = v;
+    });
+    return k.finish();
+}
+
+TEST(Print, NamesANodeAStatementReachesTwiceOnce) {
+    const std::string text = ir::print(deeply_shared(1));
+    EXPECT_THAT(text, HasSubstr("    $0 = ((block_index * 64:i32):i32 + thread_index):i32\n"
+                                "    $1 = x[$0]\n"
+                                "    y[$0] = (($1 * $1):f32 + $1):f32\n"));
+}
+
+TEST(Dag, PassesVisitEachSharedNodeOnce) {
+    // Verify (in finish), print, hash, simplify and codegen all take time and space linear in
+    // the DAG: as a tree these 40 levels would not fit in any memory.
+    const ir::Kernel k = deeply_shared(40);
+    EXPECT_LT(ir::print(k).size(), 20000u);
+    const ir::Kernel simplified = ir::simplify(k);
+    size_t nodes = 0;
+    ir::for_each_stmt(simplified.body, [&](const ir::StmtNode& n) {
+        if (const auto* s = std::get_if<ir::stmt::Store>(&n.node))
+            ir::walk(s->value, [&](const ir::ExprRef&) { ++nodes; });
+    });
+    EXPECT_LT(nodes, 200u);  // sharing kept through the rewrite
+    EXPECT_LT(generate_source(Backend::cpu, std::span(&k, 1)).size(), 40000u);
+    EXPECT_NE(ir::structural_hash(k), ir::structural_hash(deeply_shared(39)));
+}
+
 TEST(Hash, EqualForEqualIrAndDifferentForAnyComptimeChange) {
     auto make = [](int threads, int block, int64_t n) {
         return ir::structural_hash(
@@ -88,11 +125,12 @@ TEST(Divisibility, KnowsMultiplesFromStructureOnly) {
     Var masked = k.let(s & ~3, "masked");                       // 4
     Var picked = k.let(select(s > 0, scaled, lane), "picked");  // 4
     Var loaded = k.let(x[t] * 1, "loaded");                     // 1: data
-    Var zero = k.let(Expr(0), "zero");                          // 64: every power divides 0
+    Var zero = k.let(DType::i32, 0, "zero");                    // 64: every power divides 0
     Var narrow = k.let(cast(DType::u8, t * 256), "narrow");     // 0 mod 256: the cap
-    Var grown = k.let(Expr(0), "grown");  // +8 in a loop: 8; the greatest fixpoint, by induction
-    Var spoiled = k.let(Expr(0), "spoiled");  // +16, then +2 in the loop: 2
-    Var stepped = k.let(Expr(0), "stepped");  // the loop variable from 4, step 12: 4
+    Var grown =
+        k.let(DType::i32, 0, "grown");  // +8 in a loop: 8; the greatest fixpoint, by induction
+    Var spoiled = k.let(DType::i32, 0, "spoiled");  // +16, then +2 in the loop: 2
+    Var stepped = k.let(DType::i32, 0, "stepped");  // the loop variable from 4, step 12: 4
     k.for_(
         4, s,
         [&](Expr i) {
@@ -137,7 +175,8 @@ TEST(Simplify, FoldsIntegersWithKilnSemantics) {
 TEST(Simplify, FoldsF32InSinglePrecisionAndKeepsInexactIdentities) {
     using ir::BinOp;
     // 0.1f + 0.2f in f32 is not 0.3 in double.
-    const auto sum = const_value(ir::simplify(bin(BinOp::add, f32c(0.1f), f32c(0.2f))));
+    const ir::ExprRef folded = ir::simplify(bin(BinOp::add, f32c(0.1f), f32c(0.2f)));
+    const auto* sum = const_value(folded);
     ASSERT_NE(sum, nullptr);
     EXPECT_EQ(static_cast<float>(sum->f), 0.1f + 0.2f);
     // x + 0 is not x for x = -0: it must stay.

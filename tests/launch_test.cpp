@@ -45,9 +45,13 @@ TEST(Launch, ChecksEveryArgument) {
                     }),
                     HasSubstr("buffer 'y' must hold f32; got a i32"));
         EXPECT_THAT(error_of([&] {
-                        kernel->launch(2, {x, y, 3});
+                        kernel->launch(2, {x, y, true});
                     }),
-                    HasSubstr("scalar 'a' must be f32; got i32"));
+                    HasSubstr("scalar 'a' must be f32; got bool"));
+        EXPECT_THAT(error_of([&] {
+                        kernel->launch(2, {x, y, 16777217});
+                    }),
+                    HasSubstr("scalar 'a' is f32; the argument 16777217 (an i32) is not exactly"));
         EXPECT_THAT(error_of([&] {
                         kernel->launch(2, {x, short_y, 3.0f});
                     }),

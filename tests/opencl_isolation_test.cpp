@@ -104,6 +104,22 @@ TEST_F(IsolatedBuild, ACrashingCompilerIsAnErrorNamingTheKernelAndTheSignal) {
     EXPECT_NO_THROW(compile(*device_, fresh_kernel(2.0f)));
 }
 
+// A verdict file that anyone but the user could have written is not believed: the compiler runs.
+TEST_F(IsolatedBuild, AVerdictThatIsNotTheUsersOwnIsIgnored) {
+    set("KILN_OPENCL_PROBE", aborting_helper().string());
+    const ir::Kernel kernel = fresh_kernel(4.0f);
+    EXPECT_THAT(test::error_of([&] { compile(*device_, kernel); }), HasSubstr("SIGABRT"));
+    std::vector<fs::path> verdicts;
+    for (const auto& e : fs::recursive_directory_iterator(dir_ / "cache"))
+        if (e.path().extension() == ".crash") verdicts.push_back(e.path());
+    ASSERT_EQ(verdicts.size(), 1u);
+    ASSERT_EQ(::chmod(verdicts[0].c_str(), 0666), 0);
+    const std::string again = test::error_of([&] { compile(*device_, kernel); });
+    EXPECT_THAT(again, HasSubstr("crashed with signal 6 (SIGABRT)"));
+    EXPECT_THAT(again, ::testing::Not(HasSubstr("earlier run")));
+    EXPECT_EQ(helper_runs(), 2);
+}
+
 TEST_F(IsolatedBuild, TheHelpersBinaryRunsCorrectly) {
     ASSERT_FALSE(runtime::opencl::probe_executable().empty()) << "kiln-opencl-probe not found";
     auto kernel = compile(*device_, fresh_kernel(0.5f));

@@ -1,8 +1,12 @@
 // The autotuner: select-and-cache with fake variants, the margin, the TSV file (concurrent
-// appends, garbage, unwritable directories), digests, time_dispatches, and real DSL kernels.
+// appends, garbage, unwritable directories, paths that are not regular files, compaction, memory
+// proportional to live keys, clearing only kiln's files), digests, time_dispatches, and real DSL
+// kernels.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,6 +83,39 @@ class TuneTest : public ::testing::Test {
         return t;
     }
     std::string device_id() const { return cpu_device().info().id; }
+    // A first run benches every variant; a second is a hit (from memory, when nothing is kept
+    // on disk).
+    void expect_tuned_then_hit(Tuner& tuner, const std::string& key) {
+        auto first = four(key);
+        EXPECT_EQ(first.run(tuner), 20);
+        EXPECT_EQ(first.report().benched, 4);
+        auto again = four(key);
+        EXPECT_EQ(again.run(tuner), 20);
+        EXPECT_TRUE(again.report().hit);
+    }
+    // Starts `count` copies of this test binary running only `test`, each with root_ in the
+    // variable `root_variable` and its index in KILN_TUNE_CHILD_INDEX.
+    std::vector<pid_t> spawn_children(const std::string& test, const std::string& root_variable,
+                                      int count) const {
+        const std::string exe = fs::read_symlink("/proc/self/exe").string();
+        std::string filter = "--gtest_filter=" + test;
+        std::vector<pid_t> pids;
+        for (int p = 0; p < count; ++p) {
+            std::vector<std::string> env;
+            for (char** e = environ; *e; ++e) env.emplace_back(*e);
+            env.push_back(root_variable + "=" + root_.string());
+            env.push_back(fmt::format("KILN_TUNE_CHILD_INDEX={}", p));
+            std::vector<char*> envp;
+            for (auto& s : env) envp.push_back(s.data());
+            envp.push_back(nullptr);
+            std::string arg0 = exe;
+            char* argv[] = {arg0.data(), filter.data(), nullptr};
+            pid_t pid = 0;
+            EXPECT_EQ(posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+            if (pid > 0) pids.push_back(pid);
+        }
+        return pids;
+    }
 
     fs::path root_;
     Probe probes_[4];
@@ -389,23 +426,7 @@ TEST(TuneChild, AppendsKeys) {
 
 TEST_F(TuneTest, ConcurrentProcessesLoseAndTearNoLine) {
     fs::create_directories(root_);
-    const std::string exe = fs::read_symlink("/proc/self/exe").string();
-    std::string filter = "--gtest_filter=TuneChild.AppendsKeys";
-    std::vector<pid_t> pids;
-    for (int p = 0; p < 8; ++p) {
-        std::vector<std::string> env;
-        for (char** e = environ; *e; ++e) env.emplace_back(*e);
-        env.push_back("KILN_TUNE_CHILD_ROOT=" + root_.string());
-        env.push_back(fmt::format("KILN_TUNE_CHILD_INDEX={}", p));
-        std::vector<char*> envp;
-        for (auto& s : env) envp.push_back(s.data());
-        envp.push_back(nullptr);
-        std::string arg0 = exe;
-        char* argv[] = {arg0.data(), filter.data(), nullptr};
-        pid_t pid = 0;
-        ASSERT_EQ(posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()), 0);
-        pids.push_back(pid);
-    }
+    const auto pids = spawn_children("TuneChild.AppendsKeys", "KILN_TUNE_CHILD_ROOT", 8);
     std::ofstream(root_ / "go") << "go";
     for (pid_t pid : pids) {
         int status = 0;
@@ -461,12 +482,7 @@ TEST_F(TuneTest, UnwritableDirectoryKeepsWinnersInMemoryAndWarnsOnce) {
     const fs::path root = blocker / "sub";
     ::testing::internal::CaptureStderr();
     Tuner tuner(root);
-    auto first = four("n=1");
-    EXPECT_EQ(first.run(tuner), 20);
-    EXPECT_EQ(first.report().benched, 4);
-    auto again = four("n=1");
-    EXPECT_EQ(again.run(tuner), 20);
-    EXPECT_TRUE(again.report().hit);  // kept in memory
+    expect_tuned_then_hit(tuner, "n=1");  // in memory
     Tuner fresh(root);
     auto third = four("n=1");
     EXPECT_EQ(third.run(fresh), 20);
@@ -526,6 +542,193 @@ TEST_F(TuneTest, ClearForgetsOneDeviceOrAll) {
     EXPECT_FALSE(fs::exists(tuner.file_for("dev2")));
     EXPECT_FALSE(tuner.winner("dev2", "op", "k").has_value());
     EXPECT_TRUE(fs::exists(root_ / "keep.txt"));
+}
+
+TEST_F(TuneTest, ClearLeavesWhatKilnDidNotWrite) {
+    Tuner tuner(root_);
+    tuner.record("dev1", "op", "k", "w1");
+    std::ofstream(root_ / "notes.tsv") << "a table of mine\nwith lines\n";
+    std::ofstream(root_ / "Bad Name.tsv") << "op\tk\tw\n";
+    std::ofstream(root_ / "dev2.tsv");  // empty: kiln's
+    fs::create_directory(root_ / "dir.tsv");
+    std::ofstream(root_ / "elsewhere") << "op\tk\tw\n";
+    fs::create_symlink(root_ / "elsewhere", root_ / "link.tsv");
+    std::vector<fs::path> left;
+    EXPECT_EQ(tuner.clear("", &left), 2u);
+    std::sort(left.begin(), left.end());
+    std::vector<fs::path> expected = {root_ / "Bad Name.tsv", root_ / "dir.tsv",
+                                      root_ / "elsewhere", root_ / "link.tsv", root_ / "notes.tsv"};
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(left, expected);
+    EXPECT_FALSE(fs::exists(root_ / "dev1.tsv"));
+    EXPECT_FALSE(fs::exists(root_ / "dev2.tsv"));
+    EXPECT_EQ(read_text(root_ / "elsewhere"), "op\tk\tw\n");
+    // One device: only its own file is looked at.
+    tuner.record("dev3", "op", "k", "w3");
+    left.clear();
+    EXPECT_EQ(tuner.clear("dev3", &left), 1u);
+    EXPECT_TRUE(left.empty());
+    EXPECT_EQ(tuner.clear("notes", &left), 0u);  // a name kiln could have written, but not a TSV
+    EXPECT_EQ(left, std::vector<fs::path>{root_ / "notes.tsv"});
+}
+
+// The device's TSV replaced by something that is not a regular file: every case warns once, tunes
+// in memory, and never reads, writes or blocks on what is there.
+TEST_F(TuneTest, ATsvThatIsNotARegularFileIsNeverFollowed) {
+    const std::vector<std::string> cases = {"symlink", "directory", "fifo", "dev-zero"};
+    for (const auto& kind : cases) {
+        SCOPED_TRACE(kind);
+        const fs::path root = root_ / kind;
+        fs::create_directories(root);
+        Tuner tuner(root);
+        const fs::path tsv = tuner.file_for(device_id());
+        const fs::path target = root_ / (kind + "-target");
+        if (kind == "symlink") {
+            std::ofstream(target) << "fake_op\tsomething\tc\n";
+            fs::create_symlink(target, tsv);
+        } else if (kind == "directory") {
+            fs::create_directory(tsv);
+        } else if (kind == "fifo") {
+            ASSERT_EQ(::mkfifo(tsv.c_str(), 0600), 0);
+        } else {
+            fs::create_symlink("/dev/zero", tsv);
+        }
+        ::testing::internal::CaptureStderr();
+        expect_tuned_then_hit(tuner, "n=1");  // in memory
+        const std::string err = ::testing::internal::GetCapturedStderr();
+        EXPECT_EQ(count_of(err, "kiln: warning:"), 1u) << err;
+        EXPECT_NE(err.find(tsv.string()), std::string::npos) << err;
+        if (kind == "symlink") {
+            EXPECT_EQ(read_text(target), "fake_op\tsomething\tc\n");
+        }
+        for (auto& p : probes_) p.iters.clear();
+    }
+}
+
+// A TSV of `lines` lines for `keys` keys (each key recorded again and again).
+void write_tsv(const fs::path& path, int lines, int keys) {
+    std::ofstream out(path, std::ios::binary);
+    for (int i = 0; i < lines; ++i) out << "op\tk" << i % keys << "\tw" << i << "\n";
+}
+
+TEST_F(TuneTest, AFileWhoseDeadLinesDominateIsCompactedAsItLoads) {
+    fs::create_directories(root_);
+    const fs::path path = root_ / "dev.tsv";
+    write_tsv(path, 5000, 10);
+    std::ofstream(path, std::ios::app) << "garbage\n";
+    Tuner tuner(root_);
+    const auto entries = tuner.entries("dev");
+    ASSERT_EQ(entries.size(), 10u);
+    for (int j = 0; j < 10; ++j) {
+        EXPECT_EQ(entries[j].key, fmt::format("k{}", j));  // in the order of their last lines
+        EXPECT_EQ(entries[j].winner, fmt::format("w{}", 4990 + j));
+    }
+    std::string expected;
+    for (int j = 0; j < 10; ++j) expected += fmt::format("op\tk{}\tw{}\n", j, 4990 + j);
+    EXPECT_EQ(read_text(path), expected);
+    EXPECT_EQ(tuner.skipped_lines("dev"), 0u);
+    // A few dead lines are not worth a rewrite.
+    write_tsv(path, 100, 10);
+    Tuner small(root_);
+    EXPECT_EQ(small.entries("dev").size(), 10u);
+    EXPECT_EQ(count_of(read_text(path), "\n"), 100u);
+}
+
+// Run by CompactionsRacingAppendsLoseNoLine in child processes.
+TEST(TuneChild, RecordsKeysSlowly) {
+    const char* root = std::getenv("KILN_TUNE_COMPACT_ROOT");
+    const char* index = std::getenv("KILN_TUNE_CHILD_INDEX");
+    if (!root || !index) GTEST_SKIP() << "runs only as a child of CompactionsRacing...";
+    Tuner tuner(root);
+    for (int j = 0; j < 150; ++j) {
+        tuner.record("dev", "race_op", fmt::format("p{}-k{}", index, j), "w");
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+}
+
+TEST_F(TuneTest, CompactionsRacingAppendsLoseNoLine) {
+    fs::create_directories(root_);
+    const auto pids = spawn_children("TuneChild.RecordsKeysSlowly", "KILN_TUNE_COMPACT_ROOT", 3);
+    // Meanwhile: pile up dead lines and load, so the file is compacted again and again.
+    int compactions = 0;
+    for (int round = 0; round < 40; ++round) {
+        Tuner writer(root_);
+        for (int i = 0; i < 1100; ++i) writer.record("dev", "filler", "f", fmt::format("w{}", i));
+        const auto lines = count_of(read_text(root_ / "dev.tsv"), "\n");
+        Tuner loader(root_);
+        EXPECT_EQ(loader.winner("dev", "filler", "f"), "w1099");
+        if (count_of(read_text(root_ / "dev.tsv"), "\n") < lines) ++compactions;
+    }
+    EXPECT_GT(compactions, 0);
+    for (pid_t pid : pids) {
+        int status = 0;
+        waitpid(pid, &status, 0);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << pid;
+    }
+    Tuner reloaded(root_);
+    for (int p = 0; p < 3; ++p)
+        for (int j = 0; j < 150; ++j)
+            ASSERT_EQ(reloaded.winner("dev", "race_op", fmt::format("p{}-k{}", p, j)), "w")
+                << p << " " << j;
+}
+
+TEST_F(TuneTest, ALoadedTableHoldsMemoryForItsLiveKeysOnly) {
+    fs::create_directories(root_);
+    const fs::path path = root_ / "dev.tsv";
+    {
+        // About 20 MB: 200000 lines, each a re-tune of one of 4 keys, with long winner names.
+        std::ofstream out(path, std::ios::binary);
+        const std::string pad(80, 'x');
+        for (int i = 0; i < 200000; ++i)
+            out << "op\tkey" << i % 4 << "\twinner" << pad << i << "\n";
+    }
+    const size_t before = mallinfo2().uordblks;
+    Tuner tuner(root_);
+    EXPECT_EQ(tuner.entries("dev").size(), 4u);
+    const size_t held = mallinfo2().uordblks - std::min(before, mallinfo2().uordblks);
+    EXPECT_LT(held, size_t{1} << 20) << "bytes held after loading 4 live keys of a 20 MB file";
+    EXPECT_EQ(tuner.winner("dev", "op", "key3"), "winner" + std::string(80, 'x') + "199999");
+}
+
+TEST_F(TuneTest, StaleTemporariesOfCompactionsAreRemoved) {
+    fs::create_directories(root_);
+    char arg0[] = "/bin/true";
+    char* argv[] = {arg0, nullptr};
+    pid_t gone = 0;
+    ASSERT_EQ(posix_spawn(&gone, arg0, nullptr, nullptr, argv, environ), 0);
+    waitpid(gone, nullptr, 0);
+    const fs::path stale = root_ / fmt::format(".dev.tsv.{}.abc.tmp", gone);
+    const fs::path live = root_ / fmt::format(".dev.tsv.{}.abd.tmp", getpid());
+    std::ofstream(stale) << "op\tk";
+    std::ofstream(live) << "op\tk";
+    fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::minutes(5));
+    Tuner tuner(root_);
+    EXPECT_FALSE(tuner.winner("dev", "op", "k").has_value());
+    EXPECT_FALSE(fs::exists(stale));
+    EXPECT_TRUE(fs::exists(live));
+}
+
+TEST_F(TuneTest, ARootThatIsNotTheUsersOwnKeepsWinnersInMemoryWithOneWarning) {
+    fs::create_directories(root_);
+    Tuner earlier(root_);
+    earlier.record(device_id(), "fake_op", four("n=3").full_key(), "c");
+    ASSERT_EQ(::chmod(root_.c_str(), 0757), 0);  // writable by others
+    ::testing::internal::CaptureStderr();
+    Tuner tuner(root_);
+    expect_tuned_then_hit(tuner, "n=3");  // the file there is not read
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(count_of(err, "kiln: warning:"), 1u) << err;
+    EXPECT_NE(err.find("writable by others"), std::string::npos) << err;
+    EXPECT_EQ(count_of(read_text(tuner.file_for(device_id())), "\n"), 1u);  // nothing appended
+    EXPECT_THROW(tuner.clear(), Error);
+}
+
+TEST_F(TuneTest, WithoutARootWinnersStayInMemory) {
+    Tuner none{fs::path()};
+    expect_tuned_then_hit(none, "n=5");  // in memory
+    EXPECT_EQ(none.file_for(device_id()), fs::path());
+    EXPECT_FALSE(fs::exists(device_id() + ".tsv"));  // nothing relative to the working directory
+    EXPECT_EQ(none.clear(), 0u);
 }
 
 TEST_F(TuneTest, ProcessDefaultFollowsKilnCacheDir) {

@@ -108,6 +108,9 @@ class Device {
     // recording fails; the device stays usable. A device without such graphs (CPU, OpenCL)
     // keeps `work` and runs it again on each replay.
     virtual std::unique_ptr<Recording> record(std::function<void()> work);
+    // Whether the calling thread is inside record() on a device whose recordings do not run the
+    // work (CUDA): its launches are recorded, not run, and nothing may wait for them.
+    virtual bool recording() const { return false; }
 };
 
 // The process registry: every device found, CPU first. Discovery runs once; a backend that is

@@ -90,7 +90,11 @@ class Memory {
   public:
     Memory(KernelBuilder* k, ir::MemRef mem, DType type) : k_(k), mem_(mem), type_(type) {}
     Element operator[](const Expr& index) const { return Element(k_, mem_, type_, index); }
-    Expr len() const;  // buffers: element count (i32); tiles and arrays: their comptime size
+    // Buffers: the element count as i32 (launching with a buffer of more than INT32_MAX
+    // elements is then a kiln::Error); tiles and arrays: their comptime size.
+    Expr len() const;
+    // The element count as i64, for kernels written for buffers past 2^31 elements.
+    Expr len64() const;
     DType dtype() const { return type_; }
     ir::MemRef ref() const { return mem_; }
 
@@ -100,26 +104,41 @@ class Memory {
     DType type_;
 };
 
-// The canonical fold's definition (lanes, chunk, op) and its one schedule knob (threads).
+// A fold: its definition and its schedule. The op, `lanes` and `chunk` DEFINE the result: they
+// fix the order of every operation (lane j folds chunks j, j+lanes, ... of `chunk` consecutive
+// elements from the op's identity, then a halving tree combines the lanes), so changing them
+// changes the op and, for floats, its bits. Choose them once per op, from the op and the extent
+// alone (never from the device). `threads` (threads sharing the lanes) and `unroll` (rounds of
+// chunks per loop step: more loads in flight) are the SCHEDULE: any value gives the same bits,
+// so tune them freely.
 struct Fold {
     ir::FoldSpec spec;
     static Fold sum() { return Fold{{ir::FoldOp::sum}}; }
     static Fold max() { return Fold{{ir::FoldOp::max}}; }
     static Fold min() { return Fold{{ir::FoldOp::min}}; }
     static Fold prod() { return Fold{{ir::FoldOp::prod}}; }
+    // Definition: a power of two from 1 to 1024.
     Fold lanes(int w) const {
         Fold f = *this;
         f.spec.lanes = w;
         return f;
     }
+    // Definition: 1 to 64 consecutive elements per chunk.
     Fold chunk(int v) const {
         Fold f = *this;
         f.spec.chunk = v;
         return f;
     }
+    // Schedule: a power of two dividing the lanes and the block size.
     Fold threads(int t) const {
         Fold f = *this;
         f.spec.threads = t;
+        return f;
+    }
+    // Schedule: 1 to 16.
+    Fold unroll(int u) const {
+        Fold f = *this;
+        f.spec.unroll = u;
         return f;
     }
 };
@@ -157,8 +176,19 @@ class KernelBuilder {
     Expr absolute_pos();  // block_index * block_size + thread_index
     int block_size() const { return kernel_.block_size; }
 
-    // Locals and control flow.
+    // Locals and control flow. A variable lives until the end of the if_, for_ or fold body
+    // that declares it; using it after that is a kiln::Error.
+    //
+    // A new variable of init's type. A bare number literal has no type of its own here, so
+    // k.let(0) is a kiln::Error: name the type, k.let(DType::f32, 0).
     Var let(const Expr& init, const std::string& name = "");
+    // A new variable of `type`: a number literal takes it (exactly: an integer type needs an
+    // integer); any other init must have that type already.
+    Var let(DType type, const Expr& init, const std::string& name = "");
+    // for (i = begin; i < end; i += step) body(i). The bounds are read before each iteration
+    // (as in C); weak literals take the other bounds' type, i32 if all three are literals.
+    void for_(const Expr& begin, const Expr& end, const Expr& step,
+              const std::function<void(Expr)>& body);
     void for_(const Expr& begin, const Expr& end, const std::function<void(Expr)>& body,
               const Expr& step = 1);
     // Comptime-unrolled loop: body runs here, in C++, once per i, with i a constant.
@@ -200,14 +230,21 @@ class KernelBuilder {
     void emit(ir::StmtRef s);
     const ir::Kernel& kernel() const { return kernel_; }
     int new_local(DType type, const std::string& name);
+    void check_in_scope(int local) const;  // kiln::Error when its declaring body has ended
+    // kiln::Error when a constant index (and the width - 1 after it) is past a tile's or
+    // array's end.
+    void check_constant_index(ir::MemRef mem, const Expr& index, int64_t width) const;
 
   private:
     Memory add_buffer(const std::string& name, DType type, ir::Access access);
     void set_cache_hint(const Memory& buffer, ir::CacheHint hint);
     std::vector<ir::StmtRef> capture(const std::function<void()>& body);
 
+    void check_scope_of(const ir::ExprRef& e) const;  // every variable e reads is in scope
+
     ir::Kernel kernel_;
     std::vector<std::vector<ir::StmtRef>> scopes_;
+    std::vector<bool> in_scope_;  // by local
     bool finished_ = false;
 };
 
@@ -247,6 +284,21 @@ Expr dp4a(const Expr& a, const Expr& b, const Expr& c);
 Expr sqrt(const Expr& a);
 Expr abs(const Expr& a);
 Expr constant(DType type, double value);  // a typed constant (integers: value must be integral)
+
+// Multi-dimensional indexing over row-major shapes (the last dimension varies fastest), so a
+// kernel names rows and columns instead of writing / and % by hand. Extents may be comptime
+// numbers or expressions; everything runs in the index's integer type (i32 unless a
+// non-literal says otherwise). For a shape {R, C}: coords(i, {R, C}) = {i / C, i % C} and
+// flat_index({r, c}, {R, C}) = r * C + c.
+//
+// The coordinates of `linear` in `shape`. The first coordinate is not reduced: an index past
+// the end gives a first coordinate past its extent, as flat_index would take it back.
+std::vector<Expr> coords(const Expr& linear, const std::vector<Expr>& shape);
+// The row-major linear index of `coordinates` in `shape` (one coordinate per dimension).
+Expr flat_index(const std::vector<Expr>& coordinates, const std::vector<Expr>& shape);
+// sum of coordinates[d] * strides[d] (in elements): strided and broadcast views (a stride of 0
+// repeats a dimension, a transposed view swaps two strides).
+Expr strided_index(const std::vector<Expr>& coordinates, const std::vector<Expr>& strides);
 
 // Float bit access for f32: the 32 bits as u32, and back.
 Expr bits_of(const Expr& f32_value);

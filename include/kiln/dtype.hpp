@@ -1,5 +1,5 @@
 // Element types of kiln kernels. f16 and bf16 are storage types: arithmetic on them computes in
-// f32 and rounds to nearest-even after every operation (DESIGN.md, "The numerical law").
+// f32 and rounds to nearest-even after every operation (docs/numerics.md).
 #pragma once
 
 #include <cstddef>
@@ -24,6 +24,7 @@ bool is_integer(DType t);                  // i8 u8 i32 u32 i64 (not bool)
 bool is_signed(DType t);                   // i8 i32 i64 and the floats
 int bits_of(DType t);                      // width in bits (bool: 8, as stored)
 DType storage_uint(DType t);               // unsigned integer type of the same width
+bool holds_integer(DType t, int64_t v);    // v is a value of integer type t (i64: any)
 
 // Calls f.template operator()<T>() with T the runtime dtype t: one template instantiated per
 // dtype, chosen at run time.

@@ -2,10 +2,11 @@
 //
 // A Kernel is a SIMT program: `grid` blocks of `block_size` threads each run `body`. The block size
 // is a comptime value of the kernel; the number of blocks is chosen at launch. Expressions are
-// immutable, typed trees shared by pointer; statements are structured (sequence, let/assign,
-// store, counted for, if/else, barrier, fold) so every pass is a plain recursive walk.
+// immutable, typed DAGs (a node may be reached along many paths: passes visit each distinct node
+// once); statements are structured (sequence, let/assign, store, counted for, if/else, barrier,
+// fold) so every pass is a plain recursive walk.
 //
-// Semantics every backend implements bit for bit (see scalar_semantics.h and DESIGN.md):
+// Semantics every backend implements bit for bit (see scalar_semantics.h and docs/numerics.md):
 //   - f32 arithmetic is IEEE single precision, round to nearest even, no contraction: only an
 //     explicit Fma fuses. Division and sqrt are correctly rounded.
 //   - f16 / bf16 values are computed in f32 and rounded back after every operation.
@@ -90,9 +91,11 @@ struct Local {
 struct ScalarParam {
     int param;
 };
+// The element count of a buffer parameter, as i32 (a launch where it exceeds INT32_MAX is
+// refused) or as i64.
 struct BufferLen {
     int param;
-};  // element count of a buffer parameter, i32
+};
 struct Load {
     MemRef mem;
     ExprRef index;
@@ -131,21 +134,32 @@ struct ShuffleXor {
 struct Dp4a {
     ExprRef a, b, c;
 };
+// Checked mode (ir/check_bounds.hpp): a bool, whether elements index ... index+width-1 lie in
+// [0, length). Where they do not and `when` holds (null: always), it also records the access
+// (`site`) in the fault record `record`, unless a fault is recorded there already. Made only by
+// check_bounds, after every other pass.
+struct InBounds {
+    ExprRef index, length, when;
+    int width;
+    uint32_t site;
+    MemRef record;
+};
 }  // namespace expr
 
 struct ExprNode {
     DType type;
     std::variant<expr::Const, expr::Local, expr::ScalarParam, expr::BufferLen, expr::Load,
                  expr::Unary, expr::Binary, expr::Select, expr::Cast, expr::Bitcast, expr::Fma,
-                 expr::Builtin, expr::ShuffleXor, expr::Dp4a>
+                 expr::Builtin, expr::ShuffleXor, expr::Dp4a, expr::InBounds>
         node;
 };
 
-// The canonical fold (DESIGN.md): `lanes` accumulators; lane j folds chunks j, j+lanes, ... of
-// `chunk` consecutive indices of [0, extent) left to right from the op's identity, then a fixed
-// halving tree combines lane[j] with lane[j+s] for s = lanes/2 ... 1. `threads` consecutive
-// threads of a block share the lanes (thread t owns lanes t, t+threads, ...); it is the only
-// schedule knob and never changes the result. The result is the same in every thread of the group.
+// The canonical fold (docs/numerics.md): `lanes` accumulators; lane j folds chunks j, j+lanes, ...
+// of `chunk` consecutive indices of [0, extent) left to right from the op's identity, then a fixed
+// halving tree combines lane[j] with lane[j+s] for s = lanes/2 ... 1. The op, lanes and chunk
+// define the result. `threads` consecutive threads of a block share the lanes (thread t owns
+// lanes t, t+threads, ...); threads and unroll are the schedule and never change the result.
+// The result is the same in every thread of the group.
 struct FoldSpec {
     FoldOp op = FoldOp::sum;
     int lanes = 1;    // power of two, fixed by the op and the extent

@@ -84,16 +84,22 @@ struct TuneEntry {
 
 class Tuner {
   public:
-    // A tuner over an explicit root directory (created when first written).
+    // A tuner over an explicit root directory (created 0700 when first written). An empty root,
+    // or one that is not the user's own (owned by someone else, writable by group or others:
+    // one warning), keeps winners in memory only.
     explicit Tuner(std::filesystem::path root);
+    ~Tuner();
     // The process default, rooted at $KILN_CACHE_DIR/autotune, else $XDG_CACHE_HOME/kiln/autotune,
-    // else ~/.cache/kiln/autotune.
+    // else ~/.cache/kiln/autotune; in memory only when none is set.
     static Tuner& process_default();
 
     const std::filesystem::path& root() const { return root_; }
     std::filesystem::path file_for(const std::string& device_id) const;  // <root>/<device-id>.tsv
 
-    // The cached winner of (device, op, key), loading the device's file on first use.
+    // The cached winner of (device, op, key), loading the device's file on first use. A file
+    // that is not a regular file (a symbolic link, a directory, a FIFO, a device) is never read
+    // or written: the device's winners stay in memory, after one warning. A file whose dead
+    // lines dominate is compacted as it loads.
     std::optional<std::string> winner(const std::string& device_id, const std::string& op,
                                       const std::string& key);
     // Records a winner in memory and appends its line to the device's file (one O_APPEND
@@ -106,25 +112,27 @@ class Tuner {
     std::vector<TuneEntry> entries(const std::string& device_id);
     // Lines of the device's file that were torn, blank or malformed when it was loaded.
     uint64_t skipped_lines(const std::string& device_id);
-    // Removes the device's file (or every .tsv under the root when device_id is empty) and
-    // forgets what was loaded from it.
-    void clear(const std::string& device_id = "");
+    // Removes the device's file (or, when device_id is empty, every <device-id>.tsv under the
+    // root) where it looks like a TSV kiln wrote, with kiln's stale temporaries, and forgets
+    // what was loaded. Anything else is left in place, its path appended to `left_alone` when
+    // given. Returns how many files it removed. kiln::Error when the root is not the user's own.
+    uint64_t clear(const std::string& device_id = "",
+                   std::vector<std::filesystem::path>* left_alone = nullptr);
 
     TuneCounters counters() const;
     void count_run(int benched, bool hit, bool retuned);
 
   private:
-    struct DeviceTable {
-        std::map<std::pair<std::string, std::string>, std::string> winners;
-        std::vector<TuneEntry> order;
-        uint64_t skipped = 0;
-        bool loaded = false;
-    };
+    struct DeviceTable;
     DeviceTable& table(const std::string& device_id);
+    // Whether the root (and the cache root above it, for the process default) may be used.
+    bool disk_usable();
 
     std::filesystem::path root_;
+    std::filesystem::path trusted_parent_;  // the cache root, checked too when set
     mutable std::mutex mutex_;
-    std::map<std::string, DeviceTable> tables_;
+    std::map<std::string, std::unique_ptr<DeviceTable>> tables_;
+    bool swept_ = false;  // stale temporaries under the root removed
     TuneCounters counters_;
 };
 

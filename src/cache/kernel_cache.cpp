@@ -1,107 +1,215 @@
-// KernelCache: checksummed entries, atomic writes, corruption recovery.
+// KernelCache: keyed, checksummed entries in private directories; corruption recovery; clearing
+// only what kiln wrote.
 #include "cache/kernel_cache.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <mutex>
-#include <random>
 
 #include <fmt/format.h>
 
+#include "cache/atomic_file.hpp"
 #include "cache/paths.hpp"
+#include "cache/private_dir.hpp"
+#include "cache/regular_file.hpp"
 #include "kiln/error.hpp"
 
 namespace kiln::cache {
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '1'};
+namespace fs = std::filesystem;
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '2'};
+constexpr char kOldMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '1'};
+// Followed by key_size bytes of the full key, then size bytes of payload.
 struct Header {
     char magic[8];
+    uint64_t key_size;
     uint64_t size;
-    uint64_t checksum;
+    uint64_t checksum;  // XXH3 of the key bytes followed by the payload
 };
 
-// Writes `bytes` to `path` atomically: a unique temporary file in the same directory, fsync,
-// rename. Returns an error text, or "" on success.
-std::string write_atomic(const std::filesystem::path& path, std::span<const uint8_t> head,
-                         std::span<const uint8_t> body) {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    if (ec) return fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message());
-    static thread_local std::mt19937_64 rng{std::random_device{}()};
-    const auto tmp = path.parent_path() /
-                     fmt::format(".{}.{}.{:x}.tmp", path.filename().string(), getpid(), rng());
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return fmt::format("cannot write {}: {}", tmp.string(), std::strerror(errno));
-    bool ok = true;
-    for (auto part : {head, body}) {
-        size_t done = 0;
-        while (ok && done < part.size()) {
-            const ssize_t n = ::write(fd, part.data() + done, part.size() - done);
-            if (n <= 0)
-                ok = false;
-            else
-                done += static_cast<size_t>(n);
-        }
-    }
-    ok = ok && ::fsync(fd) == 0;
-    const int saved = errno;
-    ::close(fd);
-    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const std::string why = std::strerror(ok ? errno : saved);
-        std::filesystem::remove(tmp, ec);
-        return fmt::format("cannot write {}: {}", path.string(), why);
+// The text an entry's header carries: everything that names the entry.
+std::string full_key(const std::string& device_id, const std::string& key) {
+    return device_id + '\n' + key;
+}
+
+uint64_t checksum(std::string_view key, std::span<const uint8_t> payload) {
+    XXH3_state_t* state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    XXH3_64bits_update(state, key.data(), key.size());
+    XXH3_64bits_update(state, payload.data(), payload.size());
+    const uint64_t sum = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+    return sum;
+}
+
+// Why an entry's bytes are not a whole entry for `expected_key` ("" when they are, with
+// `payload` set to the binary).
+std::string check_entry(const std::string& data, const std::string& expected_key,
+                        std::span<const uint8_t>& payload) {
+    Header h{};
+    if (data.size() < sizeof(Header)) return "is corrupt (shorter than its header)";
+    std::memcpy(&h, data.data(), sizeof h);
+    const size_t rest = data.size() - sizeof(Header);
+    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.key_size > rest ||
+        h.size != rest - h.key_size)
+        return "is corrupt (its header does not match its size)";
+    const std::string_view stored_key = std::string_view(data).substr(sizeof(Header), h.key_size);
+    payload = std::span(reinterpret_cast<const uint8_t*>(data.data()), data.size())
+                  .subspan(sizeof(Header) + h.key_size);
+    if (checksum(stored_key, payload) != h.checksum) return "is corrupt (checksum mismatch)";
+    if (stored_key != expected_key) {
+        auto shown = [](std::string_view text) {
+            std::string out(text);
+            std::replace(out.begin(), out.end(), '\n', ' ');
+            return out;
+        };
+        return fmt::format("was written for another kernel ({}; expected {})", shown(stored_key),
+                           shown(expected_key));
     }
     return "";
 }
 
+bool is_hex_key(std::string_view text) {
+    if (text.size() != 16) return false;
+    for (char c : text)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    return true;
+}
+
+// Whether `name` is <key><suffix> for one of `suffixes`.
+bool is_key_with_suffix(std::string_view name, std::initializer_list<std::string_view> suffixes) {
+    for (std::string_view suffix : suffixes)
+        if (name.ends_with(suffix) && is_hex_key(name.substr(0, name.size() - suffix.size())))
+            return true;
+    return false;
+}
+
+// A failed compile's saved source: <key><suffix> for one of the backends' suffixes.
+bool is_failed_source_name(const std::string& name) {
+    return is_key_with_suffix(name, {".cpp", ".cu", ".cl"});
+}
+
+// What kiln writes in a device's directory: entries and notes.
+bool is_entry_or_note_name(const std::string& name) {
+    return is_entry_name(name) || is_note_name(name);
+}
+
+bool is_plain_file(const fs::path& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid();
+}
+
+bool is_plain_dir(const fs::path& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Removes from `dir` the files `ours` accepts (and kiln's stale temporaries), records the rest
+// in `left_alone`, and removes `dir` when it is left empty. Returns the files removed.
+uint64_t clear_dir(const fs::path& dir, bool (*ours)(const std::string&),
+                   std::vector<fs::path>& left_alone, bool is_device_dir) {
+    uint64_t removed = 0;
+    std::error_code ec;
+    for (const auto& path : directory_entries(dir)) {
+        const std::string name = path.filename().string();
+        const bool kiln_file = (is_plain_file(path) && ours(name)) || is_stale_temporary(path);
+        if (kiln_file && fs::remove(path, ec))
+            ++removed;
+        else if (is_device_dir && name == "failed" && is_plain_dir(path))
+            removed += clear_dir(path, is_failed_source_name, left_alone, false);
+        else
+            left_alone.push_back(path);
+    }
+    ::rmdir(dir.c_str());  // only succeeds when nothing is left
+    return removed;
+}
+
 }  // namespace
 
-KernelCache::KernelCache(std::filesystem::path root) : root_(std::move(root)) {}
+bool is_entry_name(const std::string& name) {
+    return is_key_with_suffix(name, {".bin"});
+}
 
-std::filesystem::path KernelCache::entry_path(const std::string& device_id,
-                                              const std::string& key) const {
+bool is_note_name(const std::string& name) {
+    return is_key_with_suffix(name, {kNoteSuffix});
+}
+
+KernelCache::KernelCache(fs::path cache_root)
+    : cache_root_(std::move(cache_root)),
+      root_(cache_root_.empty() ? fs::path() : cache_root_ / "kernels") {}
+
+fs::path KernelCache::entry_path(const std::string& device_id, const std::string& key) const {
+    if (root_.empty()) return {};
     return root_ / safe_component(device_id) / (safe_component(key) + ".bin");
+}
+
+bool KernelCache::usable(const fs::path& device_dir) {
+    if (root_.empty() || !trusted_dir(cache_root_) || !trusted_dir(root_) ||
+        !trusted_dir(device_dir))
+        return false;
+    std::lock_guard lock(mutex_);
+    if (swept_.insert(device_dir).second) {
+        remove_stale_temporaries(device_dir);
+        remove_stale_temporaries(device_dir / "failed");
+    }
+    return true;
 }
 
 std::optional<std::vector<uint8_t>> KernelCache::load(const std::string& device_id,
                                                       const std::string& key) {
     const auto path = entry_path(device_id, key);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)),
-                              std::istreambuf_iterator<char>());
-    Header h{};
-    bool intact = data.size() >= sizeof(Header);
-    if (intact) {
-        std::memcpy(&h, data.data(), sizeof h);
-        intact = std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 &&
-                 h.size == data.size() - sizeof(Header) &&
-                 XXH3_64bits(data.data() + sizeof(Header), h.size) == h.checksum;
-    }
-    if (!intact) {
-        ++corrupt_;
-        warn_once("corrupt:" + path.string(),
-                  fmt::format("kernel cache entry {} is corrupt; rebuilding it", path.string()));
-        std::error_code ec;
-        std::filesystem::remove(path, ec);
+    std::string data;
+    std::string why = read_file(path, data);
+    if (why == kAbsent) return std::nullopt;
+    if (data.size() >= sizeof kOldMagic && std::memcmp(data.data(), kOldMagic, 8) == 0) {
+        std::error_code ec;  // an older kiln's entry: rebuilt in today's format
+        fs::remove(path, ec);
         return std::nullopt;
     }
-    return std::vector<uint8_t>(data.begin() + sizeof(Header), data.end());
+    std::span<const uint8_t> payload;
+    if (why.empty()) why = check_entry(data, full_key(device_id, key), payload);
+    if (!why.empty()) {
+        ++corrupt_;
+        warn_once("corrupt:" + path.string(),
+                  fmt::format("kernel cache entry {} {}; rebuilding it", path.string(), why));
+        std::error_code ec;
+        fs::remove(path, ec);
+        return std::nullopt;
+    }
+    return std::vector<uint8_t>(payload.begin(), payload.end());
 }
 
-void KernelCache::store(const std::string& device_id, const std::string& key,
-                        std::span<const uint8_t> binary) {
-    Header h{};
-    std::memcpy(h.magic, kMagic, sizeof kMagic);
-    h.size = binary.size();
-    h.checksum = XXH3_64bits(binary.data(), binary.size());
-    const auto* hp = reinterpret_cast<const uint8_t*>(&h);
-    const std::string err = write_atomic(entry_path(device_id, key), {hp, sizeof h}, binary);
+std::string KernelCache::read_file(const fs::path& path, std::string& data) {
+    if (!usable(path.parent_path())) return kAbsent;
+    std::string why;
+    const FileDescriptor fd = open_regular(path, O_RDONLY, 0, why);
+    if (!fd) return why.empty() ? kAbsent : why;
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid() ||
+        (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        // Not written by this user: replaced by a fresh one, never read.
+        warn_once("untrusted-entry:" + root_.string(),
+                  fmt::format("kernel cache file {} is not the user's own (owner uid {}, mode "
+                              "{:o}); kiln does not read it",
+                              path.string(), st.st_uid, st.st_mode & 07777));
+        return kAbsent;
+    }
+    return read_whole(fd.get(), data);
+}
+
+void KernelCache::write_file(const fs::path& path,
+                             std::initializer_list<std::span<const uint8_t>> parts) {
+    // Nothing is created under a directory that is not the user's own.
+    if (!usable(path.parent_path())) return;
+    std::string err = make_private_dir(path.parent_path());
+    if (err.empty() && !usable(path.parent_path())) return;
+    if (err.empty()) err = write_atomic(path, parts);
     if (!err.empty())
         warn_once("unwritable:" + root_.string(),
                   fmt::format("kernel cache under {} is not writable ({}); compiled kernels are "
@@ -109,23 +217,89 @@ void KernelCache::store(const std::string& device_id, const std::string& key,
                               root_.string(), err));
 }
 
+fs::path KernelCache::note_path(const std::string& device_id, const std::string& key) const {
+    if (root_.empty()) return {};
+    return root_ / safe_component(device_id) / (safe_component(key) + kNoteSuffix);
+}
+
+std::optional<std::string> KernelCache::load_note(const std::string& device_id,
+                                                  const std::string& key) {
+    std::string text;
+    if (root_.empty() || !read_file(note_path(device_id, key), text).empty()) return std::nullopt;
+    return text;
+}
+
+void KernelCache::store_note(const std::string& device_id, const std::string& key,
+                             const std::string& text) {
+    if (root_.empty()) return;
+    write_file(note_path(device_id, key),
+               {{reinterpret_cast<const uint8_t*>(text.data()), text.size()}});
+}
+
+void KernelCache::store(const std::string& device_id, const std::string& key,
+                        std::span<const uint8_t> binary) {
+    if (root_.empty()) return;
+    const std::string text = full_key(device_id, key);
+    Header h{};
+    std::memcpy(h.magic, kMagic, sizeof kMagic);
+    h.key_size = text.size();
+    h.size = binary.size();
+    h.checksum = checksum(text, binary);
+    write_file(entry_path(device_id, key),
+               {{reinterpret_cast<const uint8_t*>(&h), sizeof h},
+                {reinterpret_cast<const uint8_t*>(text.data()), text.size()},
+                binary});
+}
+
 std::string KernelCache::save_failed_source(const std::string& device_id, const std::string& key,
                                             const std::string& suffix, const std::string& source) {
     const auto bytes = std::span(reinterpret_cast<const uint8_t*>(source.data()), source.size());
-    auto path = root_ / safe_component(device_id) / "failed" / (safe_component(key) + suffix);
-    if (write_atomic(path, {}, bytes).empty()) return path.string();
-    path = std::filesystem::temp_directory_path() /
-           fmt::format("kiln-failed-{}{}", safe_component(key), suffix);
-    if (write_atomic(path, {}, bytes).empty()) return path.string();
+    if (!root_.empty()) {
+        const auto dir = root_ / safe_component(device_id) / "failed";
+        const auto path = dir / (safe_component(key) + suffix);
+        if (usable(dir.parent_path()) && trusted_dir(dir) && make_private_dir(dir).empty() &&
+            write_atomic(path, {bytes}).empty())
+            return path.string();
+    }
+    const auto path =
+        fs::temp_directory_path() / fmt::format("kiln-failed-{}{}", safe_component(key), suffix);
+    if (write_atomic(path, {bytes}).empty()) return path.string();
     return "";
+}
+
+uint64_t KernelCache::clear(const std::string& device_id, std::vector<fs::path>& left_alone) {
+    if (root_.empty()) return 0;
+    for (const auto& dir : {cache_root_, root_})
+        if (const std::string problem = private_dir_problem(dir); !problem.empty())
+            fail("cache clear: {} {}; kiln clears only a directory that is the user's own",
+                 dir.string(), problem);
+    if (!device_id.empty()) {
+        const auto dir = root_ / safe_component(device_id);
+        if (!is_plain_dir(dir)) return 0;
+        if (!private_dir_problem(dir).empty()) {
+            left_alone.push_back(dir);
+            return 0;
+        }
+        return clear_dir(dir, is_entry_or_note_name, left_alone, true);
+    }
+    uint64_t removed = 0;
+    for (const auto& path : directory_entries(root_)) {
+        const std::string name = path.filename().string();
+        if (is_plain_dir(path) && safe_component(name) == name && private_dir_problem(path).empty())
+            removed += clear_dir(path, is_entry_or_note_name, left_alone, true);
+        else
+            left_alone.push_back(path);
+    }
+    return removed;
 }
 
 KernelCache& process_kernel_cache() {
     static std::mutex mutex;
     static std::unique_ptr<KernelCache> cache;
     std::lock_guard lock(mutex);
-    const auto root = cache_root() / "kernels";
-    if (!cache || cache->root() != root) cache = std::make_unique<KernelCache>(root);
+    const auto root = cache_root();
+    const auto kernels = root.empty() ? fs::path() : root / "kernels";
+    if (!cache || cache->root() != kernels) cache = std::make_unique<KernelCache>(root);
     return *cache;
 }
 

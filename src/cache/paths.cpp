@@ -1,7 +1,10 @@
 // Cache root resolution per the XDG base directory spec, with KILN_CACHE_DIR overriding.
 #include "cache/paths.hpp"
 
+#include <cctype>
 #include <cstdlib>
+
+#include "kiln/error.hpp"
 
 namespace kiln::cache {
 
@@ -11,7 +14,11 @@ std::filesystem::path cache_root() {
         return std::filesystem::path(xdg) / "kiln";
     if (const char* home = std::getenv("HOME"); home && *home)
         return std::filesystem::path(home) / ".cache" / "kiln";
-    return std::filesystem::temp_directory_path() / "kiln-cache";
+    // No shared fallback (a directory in /tmp others could prepare): nothing is kept on disk.
+    warn_once("no-cache-root",
+              "no cache directory: KILN_CACHE_DIR, XDG_CACHE_HOME and HOME are unset; compiled "
+              "kernels and tuning decisions are kept in memory only");
+    return {};
 }
 
 std::string safe_component(const std::string& name) {

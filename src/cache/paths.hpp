@@ -1,4 +1,5 @@
-// Where kiln keeps files: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
+// Where kiln keeps files: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln; with
+// none of them set, nowhere (an empty path, after one warning).
 #pragma once
 
 #include <filesystem>

@@ -1,5 +1,5 @@
 // Dialect: what differs between the C-family languages kiln emits. The emitter is one; each
-// backend is this table plus, for the CPU, the threads-as-loops form of a block.
+// backend is this table (for the CPU, with the threads-as-loops form of a block).
 #pragma once
 
 #include <string>
@@ -14,6 +14,13 @@ enum class VectorLoad {
     vload,                // OpenCL: vloadN / vstoreN (any element-aligned address)
 };
 
+// How a kernel's entry point is declared and receives its arguments (src/runtime/ABI.md).
+enum class EntryAbi {
+    argument_array,  // CPU: a plain function over a range of blocks, arguments as an array
+    cuda_global,     // CUDA: extern "C" __global__ with __launch_bounds__
+    opencl_kernel,   // OpenCL: __kernel with reqd_work_group_size
+};
+
 struct Dialect {
     std::string name;          // "cpu", "cuda", "opencl"
     std::string prelude;       // fixed-width ints, KILN_FN, kiln_f32_bits / kiln_bits_f32
@@ -23,12 +30,13 @@ struct Dialect {
     std::string thread_index;  // expression giving the thread's index in its block (i32)
     std::string block_index;
     std::string grid_size;
-    std::string barrier;            // statement
-    std::string warp_barrier;       // statement syncing 32 threads; empty: use `barrier`
-    std::string sqrt_f32;           // correctly rounded sqrt function
-    std::string fma_f32;            // fused multiply-add function
-    std::string dp4a;               // packed int8 dot product with i32 accumulate
-    bool threads_as_loops = false;  // CPU: run a block's threads as loops split at barriers
+    std::string barrier;       // statement
+    std::string warp_barrier;  // statement syncing 32 threads; empty: use `barrier`
+    std::string sqrt_f32;      // correctly rounded sqrt function
+    std::string fma_f32;       // fused multiply-add function
+    std::string dp4a;          // packed int8 dot product with i32 accumulate
+    EntryAbi entry_abi = EntryAbi::opencl_kernel;
+    bool threads_as_loops = false;  // CPU: run a block's threads as loops (codegen/cpu_threads.hpp)
     bool has_shuffle = false;       // CUDA: __shfl_xor_sync
     int warp_size = 1;
     VectorLoad vector_load = VectorLoad::elements;
@@ -46,13 +54,18 @@ struct Dialect {
     // multiple of its width then needs no run-time alignment test either.
     int tile_alignment = 0;
     std::string tile_align;
-    // Loads and stores of streaming buffers (ir::Param::streaming): {0} is the element's address
-    // (and {1} the stored value). Empty: written as plain loads and stores.
+    // Loads and stores of streaming buffers (ir::CacheHint::streaming): {0} is the element's
+    // address (and {1} the stored value). Empty: written as plain loads and stores.
     std::string streaming_load;
     std::string streaming_store;
     // Loads of kept buffers (ir::CacheHint::keep): {0} is the element's (or vector's) address.
     // Empty: written as plain loads.
     std::string keep_load;
+    // Checked mode: the body of `bool kiln_claim_fault(uint32_t* word, uint32_t site)`, an
+    // atomic compare-and-swap of *word from 0 to site, true where this thread swapped it; and
+    // how the function of the rare fault path is declared (not inlined where the driver allows).
+    std::string claim_fault;
+    std::string cold_function;
 };
 
 const Dialect& cpu_dialect();

@@ -45,6 +45,7 @@ KILN_FN float4 kiln_keep(const float4* p) { const uint4 u = kiln_keep((const uin
         .sqrt_f32 = "__fsqrt_rn",
         .fma_f32 = "__fmaf_rn",
         .dp4a = "__dp4a",
+        .entry_abi = EntryAbi::cuda_global,
         .threads_as_loops = false,
         .has_shuffle = true,
         .warp_size = 32,
@@ -55,6 +56,8 @@ KILN_FN float4 kiln_keep(const float4* p) { const uint4 u = kiln_keep((const uin
         .streaming_load = "__ldcs({})",
         .streaming_store = "__stcs({}, {})",
         .keep_load = "kiln_keep({})",
+        .claim_fault = "return atomicCAS(word, 0u, site) == 0u;",
+        .cold_function = "static __device__ __noinline__",
     };
     return d;
 }

@@ -28,11 +28,16 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return as_float(u); }
         .sqrt_f32 = "sqrt",
         .fma_f32 = "fma",
         .dp4a = "kiln_dp4a",
+        .entry_abi = EntryAbi::opencl_kernel,
         .threads_as_loops = false,
         .has_shuffle = false,
         .warp_size = 1,
         .vector_load = VectorLoad::vload,
         .split_if_else = true,
+        .claim_fault = "return atomic_cmpxchg(word, 0u, site) == 0u;",
+        // Inlined: PoCL 5 computed wrong results in kernels with barriers that call a
+        // noinline function (matvec_q8 w128_v1_r1 in checked mode).
+        .cold_function = "static inline",
     };
     return d;
 }

@@ -1,4 +1,4 @@
-// emit_c: the one C-family code generator. Lowers kernels for a dialect (lower_folds, simplify)
+// emit_c: the one C-family code generator. Lowers kernels for a dialect (codegen/lower.hpp)
 // and prints them, with the dialect's prelude and kiln's scalar semantics, as one compile unit.
 #pragma once
 
@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "codegen/dialect.hpp"
+#include "codegen/lower.hpp"
 #include "kiln/ir.hpp"
 
 namespace kiln::codegen {
@@ -15,6 +16,7 @@ namespace kiln::codegen {
 std::string entry_name(const ir::Kernel& kernel);
 
 // One compile unit holding every kernel given, each under entry_name(kernel).
-std::string emit_source(const std::vector<const ir::Kernel*>& kernels, const Dialect& dialect);
+std::string emit_source(const std::vector<const ir::Kernel*>& kernels, const Dialect& dialect,
+                        const EmitOptions& options = {});
 
 }  // namespace kiln::codegen

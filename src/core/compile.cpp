@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -13,8 +14,13 @@
 
 #include "cache/kernel_cache.hpp"
 #include "codegen/emit_c.hpp"
+#include "core/arg.hpp"
+#include "core/dump_source.hpp"
+#include "core/fault_record.hpp"
+#include "ir/check_bounds.hpp"
 #include "ir/eval.hpp"
 #include "ir/hash.hpp"
+#include "ir/length_reads.hpp"
 
 namespace kiln {
 namespace {
@@ -44,8 +50,20 @@ MemoryCache& memory_cache() {
     return cache;
 }
 
-std::string memory_key(const Device& d, const ir::Kernel& k) {
-    return d.info().id + "/" + ir::hex(ir::structural_hash(k));
+std::string memory_key(const Device& d, const ir::Kernel& k, const CompileOptions& options) {
+    return d.info().id + "/" + ir::hex(ir::structural_hash(k)) +
+           (options.check_bounds ? "/checked" : "");
+}
+
+CompileOptions options_from_environment() {
+    CompileOptions options;
+    const char* env = std::getenv("KILN_CHECK_BOUNDS");
+    const std::string value = env ? env : "";
+    if (value == "1")
+        options.check_bounds = true;
+    else if (!value.empty() && value != "0")
+        fail("KILN_CHECK_BOUNDS is '{}'; expected 1 (check every memory access) or 0", value);
+    return options;
 }
 
 std::string param_list(const ir::Kernel& k) {
@@ -57,6 +75,11 @@ std::string param_list(const ir::Kernel& k) {
 }
 
 }  // namespace
+
+const CompileOptions& default_compile_options() {
+    static const CompileOptions options = options_from_environment();
+    return options;
+}
 
 Arg::Arg(float v) : dtype(DType::f32) {
     std::memcpy(&bits, &v, 4);
@@ -75,15 +98,19 @@ Arg Arg::scalar(DType dtype, uint64_t bits) {
 }
 
 CompiledKernel::CompiledKernel(Device& device, ir::Kernel kernel, std::shared_ptr<Module> module,
-                               std::string entry, CompileInfo info)
+                               std::string entry, CompileInfo info, bool check_bounds)
     : device_(&device),
       kernel_(std::move(kernel)),
       module_(std::move(module)),
       entry_(std::move(entry)),
-      info_(std::move(info)) {}
+      info_(std::move(info)),
+      reads_i32_length_(ir::reads_i32_length(kernel_)),
+      fault_(check_bounds ? std::make_shared<FaultRecord>(device) : nullptr) {}
 
-void CompiledKernel::launch(int64_t grid, std::span<const Arg> args) const {
+void CompiledKernel::launch(int64_t grid, std::span<const Arg> given) const {
     const ir::Kernel& k = kernel_;
+    std::vector<Arg> converted;  // only when a scalar needs converting to its parameter's dtype
+    const std::span<const Arg> args = converted_scalars(k, given, converted);
     if (args.size() != k.params.size())
         fail("kernel {} takes {} arguments ({}); got {}", k.name, k.params.size(), param_list(k),
              args.size());
@@ -104,9 +131,11 @@ void CompiledKernel::launch(int64_t grid, std::span<const Arg> args) const {
             if (&a.buffer->device() != device_)
                 fail("kernel {}: buffer '{}' lives on {}, but the kernel was compiled for {}",
                      k.name, p.name, a.buffer->device().info().id, device_->info().id);
-            if (a.buffer->count() > static_cast<size_t>(INT32_MAX))
-                fail("kernel {}: buffer '{}' has {} elements; kernels index at most {}", k.name,
-                     p.name, a.buffer->count(), INT32_MAX);
+            if (a.buffer->count() > static_cast<size_t>(INT32_MAX) && reads_i32_length_[i])
+                fail(
+                    "kernel {}: buffer '{}' has {} elements, but the kernel reads its length as "
+                    "i32 (len()), which holds at most {}; read it with len64()",
+                    k.name, p.name, a.buffer->count(), INT32_MAX);
             for (size_t j = 0; j < i; ++j) {
                 const ir::Param& q = k.params[j];
                 if (q.is_buffer && args[j].buffer &&
@@ -118,7 +147,7 @@ void CompiledKernel::launch(int64_t grid, std::span<const Arg> args) const {
                         k.name, q.name, p.name);
             }
             raw.push_back(KernelArg::buffer(a.buffer->memory()));
-            raw.push_back(KernelArg::value(a.buffer->count(), 4));
+            raw.push_back(KernelArg::value(a.buffer->count(), 8));
         } else {
             if (a.buffer)
                 fail("kernel {}: argument {} ('{}') must be a {} scalar; got a buffer", k.name, i,
@@ -170,22 +199,37 @@ void CompiledKernel::launch(int64_t grid, std::span<const Arg> args) const {
         passed_valid_ = true;
     }
     if (grid == 0) return;
+    if (!fault_) {
+        device_->launch(*module_, entry_, grid, k.block_size, raw);
+        return;
+    }
+    // Checked: the fault record is the last argument, then the launch waits and is checked.
+    raw.push_back(KernelArg::buffer(fault_->memory()));
+    raw.push_back(KernelArg::value(ir::kFaultWords, 8));
+    std::lock_guard lock(fault_->mutex());
     device_->launch(*module_, entry_, grid, k.block_size, raw);
+    if (device_->recording())
+        recorded_ = true;
+    else
+        fault_->check(k, recorded_);
 }
 
-std::string generate_source(Backend backend, std::span<const ir::Kernel> kernels) {
+std::string generate_source(Backend backend, std::span<const ir::Kernel> kernels,
+                            const CompileOptions& options) {
     std::vector<const ir::Kernel*> ptrs;
     for (const auto& k : kernels) ptrs.push_back(&k);
-    return codegen::emit_source(ptrs, dialect_for(backend));
+    return codegen::emit_source(ptrs, dialect_for(backend), {.check_bounds = options.check_bounds});
 }
 
-std::string kernel_identity(Backend backend, const ir::Kernel& kernel) {
-    const std::string source = generate_source(backend, std::span(&kernel, 1));
+std::string kernel_identity(Backend backend, const ir::Kernel& kernel,
+                            const CompileOptions& options) {
+    const std::string source = generate_source(backend, std::span(&kernel, 1), options);
     return ir::hex(XXH3_64bits(source.data(), source.size()));
 }
 
 std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
-                                                         std::span<const ir::Kernel> kernels) {
+                                                         std::span<const ir::Kernel> kernels,
+                                                         const CompileOptions& options) {
     std::vector<std::shared_ptr<CompiledKernel>> result(kernels.size());
     std::vector<size_t> missing;  // the first of each distinct kernel not in memory
     std::vector<std::pair<size_t, size_t>> repeats;  // (i, j): kernel i equals missing kernel j
@@ -193,7 +237,7 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
         std::unordered_map<std::string, size_t> first_of;
         std::lock_guard lock(memory_cache().mutex);
         for (size_t i = 0; i < kernels.size(); ++i) {
-            std::string key = memory_key(device, kernels[i]);
+            std::string key = memory_key(device, kernels[i], options);
             if (auto it = memory_cache().kernels.find(key); it != memory_cache().kernels.end()) {
                 result[i] = it->second;
                 continue;
@@ -212,7 +256,8 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     auto t0 = std::chrono::steady_clock::now();
     std::vector<ir::Kernel> todo;
     for (size_t i : missing) todo.push_back(kernels[i]);
-    const std::string source = generate_source(device.info().backend, todo);
+    const std::string source = generate_source(device.info().backend, todo, options);
+    dump_source(device, todo, source);
     info.codegen_ms = ms_since(t0);
 
     const std::string toolchain = device.toolchain_id();
@@ -263,17 +308,18 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     std::lock_guard lock(memory_cache().mutex);
     for (size_t j = 0; j < missing.size(); ++j) {
         const ir::Kernel& k = kernels[missing[j]];
-        auto compiled =
-            std::make_shared<CompiledKernel>(device, k, module, codegen::entry_name(k), info);
-        memory_cache().kernels[memory_key(device, k)] = compiled;
+        auto compiled = std::make_shared<CompiledKernel>(device, k, module, codegen::entry_name(k),
+                                                         info, options.check_bounds);
+        memory_cache().kernels[memory_key(device, k, options)] = compiled;
         result[missing[j]] = compiled;
     }
     for (const auto& [i, first] : repeats) result[i] = result[first];
     return result;
 }
 
-std::shared_ptr<CompiledKernel> compile(Device& device, const ir::Kernel& kernel) {
-    return compile_all(device, std::span<const ir::Kernel>(&kernel, 1)).front();
+std::shared_ptr<CompiledKernel> compile(Device& device, const ir::Kernel& kernel,
+                                        const CompileOptions& options) {
+    return compile_all(device, std::span<const ir::Kernel>(&kernel, 1), options).front();
 }
 
 void clear_memory_cache() {

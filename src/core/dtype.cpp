@@ -72,6 +72,21 @@ bool is_signed(DType t) {
     return is_float(t) || t == DType::i8 || t == DType::i32 || t == DType::i64;
 }
 
+bool holds_integer(DType t, int64_t v) {
+    switch (t) {
+        case DType::i8:
+            return v >= -128 && v <= 127;
+        case DType::u8:
+            return v >= 0 && v <= 255;
+        case DType::i32:
+            return v >= INT32_MIN && v <= INT32_MAX;
+        case DType::u32:
+            return v >= 0 && v <= static_cast<int64_t>(UINT32_MAX);
+        default:
+            return true;
+    }
+}
+
 DType storage_uint(DType t) {
     switch (bits_of(t)) {
         case 8:

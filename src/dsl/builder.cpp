@@ -3,7 +3,9 @@
 #include <cctype>
 #include <optional>
 
+#include "ir/simplify.hpp"
 #include "ir/verify.hpp"
+#include "ir/visit.hpp"
 #include "kiln/dsl.hpp"
 
 namespace kiln {
@@ -18,10 +20,12 @@ Expr weak_adopted(const Expr& value, DType type, const char* what) {
 }  // namespace
 
 Var::operator Expr() const {
+    k_->check_in_scope(id_);
     return Expr(ir::make(type_, ir::expr::Local{id_}));
 }
 
 Var& Var::operator=(const Expr& value) {
+    k_->check_in_scope(id_);
     Expr v = weak_adopted(value, type_, "assignment");
     k_->emit(ir::make(ir::stmt::Assign{id_, v.node()}));
     return *this;
@@ -48,6 +52,7 @@ Element::operator Expr() const {
     if (!is_integer(index_.type()))
         fail("kernel {}: index of type {}; indices are integers", k_->kernel().name,
              name(index_.type()));
+    k_->check_constant_index(mem_, index_, 1);
     return Expr(ir::make(type_, ir::expr::Load{mem_, index_.node()}));
 }
 
@@ -63,6 +68,7 @@ Element& Element::operator=(const Expr& value) {
     if (!is_integer(index_.type()))
         fail("kernel {}: index of type {}; indices are integers", k_->kernel().name,
              name(index_.type()));
+    k_->check_constant_index(mem_, index_, 1);
     Expr v = weak_adopted(value, type_, "store");
     k_->emit(ir::make(ir::stmt::Store{mem_, index_.node(), v.node()}));
     return *this;
@@ -76,6 +82,12 @@ Expr Memory::len() const {
     if (mem_.space == ir::MemSpace::global)
         return Expr(ir::make(DType::i32, ir::expr::BufferLen{mem_.id}));
     return Expr(ir::int_const(DType::i32, ir::array_info(k_->kernel(), mem_).size), true);
+}
+
+Expr Memory::len64() const {
+    if (mem_.space == ir::MemSpace::global)
+        return Expr(ir::make(DType::i64, ir::expr::BufferLen{mem_.id}));
+    return Expr(ir::int_const(DType::i64, ir::array_info(k_->kernel(), mem_).size));
 }
 
 KernelBuilder::KernelBuilder(std::string name, int block_size) {
@@ -161,15 +173,43 @@ Expr KernelBuilder::absolute_pos() {
 
 int KernelBuilder::new_local(DType type, const std::string& name) {
     kernel_.locals.push_back({name.empty() ? "v" : name, type});
+    in_scope_.push_back(true);
     return static_cast<int>(kernel_.locals.size() - 1);
+}
+
+void KernelBuilder::check_in_scope(int local) const {
+    if (in_scope_.at(static_cast<size_t>(local))) return;
+    fail(
+        "kernel {}: variable '{}' is used after the end of the if_, for_ or fold body that "
+        "declared it; declare it before that body (k.let) and assign it inside",
+        kernel_.name, kernel_.locals.at(static_cast<size_t>(local)).name);
+}
+
+void KernelBuilder::check_scope_of(const ir::ExprRef& e) const {
+    ir::walk(e, [&](const ir::ExprRef& n) {
+        if (const auto* l = std::get_if<ir::expr::Local>(&n->node)) check_in_scope(l->id);
+    });
+}
+
+void KernelBuilder::check_constant_index(ir::MemRef mem, const Expr& index, int64_t width) const {
+    int64_t i = 0;
+    if (mem.space == ir::MemSpace::global || !ir::is_const(ir::simplify(index.node()), &i)) return;
+    const ir::ArrayInfo& a = ir::array_info(kernel_, mem);
+    if (i < 0 || i + width > a.size)
+        fail("kernel {}: index {} into {} '{}' of {} elements; expected 0 to {}", kernel_.name,
+             width == 1 ? fmt::format("{}", i) : fmt::format("{} (+{})", i, width - 1),
+             mem.space == ir::MemSpace::shared ? "shared tile" : "local array", a.name, a.size,
+             a.size - width);
 }
 
 void KernelBuilder::emit(ir::StmtRef s) {
     if (finished_) fail("kernel {}: statement added after finish()", kernel_.name);
+    ir::for_each_own_expr(*s, [&](const ir::ExprRef& e) { check_scope_of(e); });
     scopes_.back().push_back(std::move(s));
 }
 
 std::vector<ir::StmtRef> KernelBuilder::capture(const std::function<void()>& body) {
+    const size_t first_local = kernel_.locals.size();
     scopes_.emplace_back();
     try {
         body();
@@ -179,14 +219,35 @@ std::vector<ir::StmtRef> KernelBuilder::capture(const std::function<void()>& bod
     }
     auto items = std::move(scopes_.back());
     scopes_.pop_back();
+    // The body's variables end with it.
+    for (size_t id = first_local; id < in_scope_.size(); ++id) in_scope_[id] = false;
     return items;
 }
 
 Var KernelBuilder::let(const Expr& init, const std::string& name) {
-    // A weak literal makes a local of its natural type (i32 or f32).
+    if (init.weak()) {
+        const auto& c = std::get<ir::expr::Const>(init.node()->node);
+        const std::string value =
+            is_float(init.type()) ? fmt::format("{}", c.f) : fmt::format("{}", c.i);
+        const char* guess = is_float(init.type()) ? "f32" : "i32";
+        fail(
+            "kernel {}: let({}{}) of a bare number: its type would be a guess; name it, "
+            "k.let(DType::{}, {}) or k.let(constant(DType::{}, {}))",
+            kernel_.name, value, name.empty() ? "" : fmt::format(", \"{}\"", name), guess, value,
+            guess, value);
+    }
     const int id = new_local(init.type(), name);
     emit(ir::make(ir::stmt::Let{id, init.node()}));
     return Var(this, id, init.type());
+}
+
+Var KernelBuilder::let(DType type, const Expr& init, const std::string& name) {
+    if (!init.weak() && init.type() != type)
+        fail("kernel {}: let of a {} value as {}; cast it (cast(DType::{}, value))", kernel_.name,
+             kiln::name(init.type()), kiln::name(type), kiln::name(type));
+    if (!init.weak()) return let(init, name);
+    const auto& c = std::get<ir::expr::Const>(init.node()->node);
+    return let(constant(type, is_float(init.type()) ? c.f : static_cast<double>(c.i)), name);
 }
 
 std::vector<Var> KernelBuilder::load_vector(const Memory& m, const Expr& index, int width,
@@ -195,6 +256,7 @@ std::vector<Var> KernelBuilder::load_vector(const Memory& m, const Expr& index, 
     if ((width != 2 && width != 4) || size_of(m.dtype()) != 4)
         fail("kernel {}: load_vector of {} {} elements; expected 2 or 4 of a 4-byte type",
              kernel_.name, width, kiln::name(m.dtype()));
+    check_constant_index(m.ref(), index, width);
     std::vector<Var> vars;
     std::vector<int> ids;
     for (int i = 0; i < width; ++i) {
@@ -211,6 +273,7 @@ void KernelBuilder::store_vector(const Memory& m, const Expr& index,
     if ((values.size() != 2 && values.size() != 4) || size_of(m.dtype()) != 4)
         fail("kernel {}: store_vector of {} {} elements; expected 2 or 4 of a 4-byte type",
              kernel_.name, values.size(), kiln::name(m.dtype()));
+    check_constant_index(m.ref(), index, static_cast<int64_t>(values.size()));
     // Each element goes through an element store's checks (access, index and value types).
     std::vector<ir::ExprRef> nodes;
     for (const Expr& v : values) {
@@ -222,6 +285,11 @@ void KernelBuilder::store_vector(const Memory& m, const Expr& index,
 
 void KernelBuilder::for_(const Expr& begin, const Expr& end, const std::function<void(Expr)>& body,
                          const Expr& step) {
+    for_(begin, end, step, body);
+}
+
+void KernelBuilder::for_(const Expr& begin, const Expr& end, const Expr& step,
+                         const std::function<void(Expr)>& body) {
     Expr b = begin, e = end, s = step;
     DType t = !b.weak() ? b.type() : (!e.weak() ? e.type() : DType::i32);
     if (!is_integer(t))
@@ -231,6 +299,7 @@ void KernelBuilder::for_(const Expr& begin, const Expr& end, const std::function
     s = weak_adopted(s, t, "for_ step");
     const int id = new_local(t, "i");
     auto items = capture([&] { body(Expr(ir::make(t, ir::expr::Local{id}))); });
+    in_scope_[static_cast<size_t>(id)] = false;  // the loop's variable ends with it
     emit(ir::make(ir::stmt::For{id, b.node(), e.node(), s.node(),
                                 ir::make(ir::stmt::Seq{std::move(items)})}));
 }
@@ -301,7 +370,9 @@ Var KernelBuilder::fold(DType type, const Expr& extent, const Fold& fold,
     auto items = capture([&] {
         value = weak_adopted(body(Expr(ir::make(DType::i32, ir::expr::Local{index}))), type,
                              "fold body result");
+        check_scope_of(value->node());  // the value is taken inside the body
     });
+    in_scope_[static_cast<size_t>(index)] = false;
     const int result = new_local(type, "acc");
     emit(ir::make(ir::stmt::Fold{result, spec, n.node(), index,
                                  ir::make(ir::stmt::Seq{std::move(items)}), value->node()}));

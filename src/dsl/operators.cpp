@@ -26,21 +26,7 @@ Expr adopt(const Expr& literal, DType type, const char* op) {
         fail("operator {}: float literal {} used with an {} operand; cast explicitly", op, v,
              name(type));
     const int64_t i = c.i;
-    const bool fits = [&] {
-        switch (type) {
-            case DType::i8:
-                return i >= -128 && i <= 127;
-            case DType::u8:
-                return i >= 0 && i <= 255;
-            case DType::i32:
-                return i >= INT32_MIN && i <= INT32_MAX;
-            case DType::u32:
-                return i >= 0 && i <= static_cast<int64_t>(UINT32_MAX);
-            default:
-                return true;
-        }
-    }();
-    if (!fits)
+    if (!holds_integer(type, i))
         fail("operator {}: literal {} does not fit in the {} operand's type", op, i, name(type));
     return Expr(ir::int_const(type, i));
 }

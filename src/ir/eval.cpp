@@ -16,7 +16,7 @@ HostValue eval_host(const ExprRef& e, const std::function<HostValue(int)>& param
             return constant(n->type, v.f, v.i);
         }
         if (const auto* b = std::get_if<expr::BufferLen>(&n->node))
-            return int_const(DType::i32, buffer_len(b->param));
+            return int_const(n->type, buffer_len(b->param));
         return n;
     }));
     const auto* c = std::get_if<expr::Const>(&folded->node);

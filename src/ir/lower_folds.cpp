@@ -2,6 +2,7 @@
 #include "ir/lower_folds.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 
@@ -31,12 +32,22 @@ ExprRef fold_identity(FoldOp op, DType type) {
     }
 }
 
+BinOp fold_binop(FoldOp op) {
+    switch (op) {
+        case FoldOp::sum:
+            return BinOp::add;
+        case FoldOp::prod:
+            return BinOp::mul;
+        case FoldOp::max:
+            return BinOp::max;
+        case FoldOp::min:
+            break;
+    }
+    return BinOp::min;
+}
+
 ExprRef fold_combine(FoldOp op, const ExprRef& a, const ExprRef& b) {
-    const BinOp bin = op == FoldOp::sum    ? BinOp::add
-                      : op == FoldOp::prod ? BinOp::mul
-                      : op == FoldOp::max  ? BinOp::max
-                                           : BinOp::min;
-    return make(a->type, expr::Binary{bin, a, b});
+    return make(a->type, expr::Binary{fold_binop(op), a, b});
 }
 
 namespace {
@@ -57,6 +68,7 @@ ExprRef local(const Kernel& k, int id) {
 struct Lowerer {
     Kernel& k;
     int warp_size;
+    bool uniform_rounds;  // every thread steps through the same rounds (see lower_folds.hpp)
     std::map<DType, int> exchange_tile;  // one shared tile per fold type, reused by every fold
     int tile_folds = 0;                  // folds in the kernel that go through an exchange tile
     int tile_folds_seen = 0;             // ... lowered so far, in program order
@@ -108,8 +120,9 @@ struct Lowerer {
                     const ExprRef& extent) {
         const int V = f.spec.chunk, W = f.spec.lanes, U = std::max(1, f.spec.unroll);
         const int64_t round = static_cast<int64_t>(W) * V;
-        // One lane: `base` is the lane's own chunk; several: `base` is the round's first element.
-        const bool single = lanes.size() == 1;
+        // One lane: `base` is the lane's own chunk; several, or rounds the same in every thread:
+        // `base` is the round's first element.
+        const bool single = lanes.size() == 1 && !uniform_rounds;
         const int base = new_local(DType::i32, "chunk");
         auto step = [&](int rounds, bool checked) {
             std::vector<StmtRef> body;
@@ -178,6 +191,72 @@ struct Lowerer {
         return true;
     }
 
+    // Many lanes per thread, rounds the same in every thread: the lanes in a per-thread array,
+    // each round's chunks folded lane by lane in a loop over the lanes (one lane's elements
+    // still in order, so the lanes may run as SIMD lanes), then the tree's thread-local levels
+    // as a loop per level. Leaves the thread's tree node in `acc`.
+    void array_lanes(std::vector<StmtRef>& out, const stmt::Fold& f, const ExprRef& t, int acc,
+                     const ExprRef& extent) {
+        const int V = f.spec.chunk, W = f.spec.lanes, T = f.spec.threads, L = W / T;
+        const int U = std::max(1, f.spec.unroll);
+        const int64_t round = static_cast<int64_t>(W) * V;
+        const DType type = k.locals[static_cast<size_t>(acc)].type;
+        k.arrays.push_back({"lanes", type, L, MemSpace::local});
+        const MemRef lanes{MemSpace::local, static_cast<int>(k.arrays.size() - 1)};
+        auto lane_loop = [&](const std::function<StmtRef(const ExprRef&)>& body, int64_t count) {
+            const int q = new_local(DType::i32, "q");
+            return make(stmt::For{q, i32(0), i32(count), i32(1), body(local(k, q))});
+        };
+        auto lane = [&](const ExprRef& q) { return make(type, expr::Load{lanes, q}); };
+        out.push_back(lane_loop(
+            [&](const ExprRef& q) {
+                return make(stmt::Store{lanes, q, fold_identity(f.spec.op, type)});
+            },
+            L));
+        const int base = new_local(DType::i32, "chunk");
+        // Rounds r of a step: lane q takes the V elements from base + r*round + (t + q*T)*V.
+        auto step = [&](int rounds, bool checked) {
+            std::vector<StmtRef> body;
+            for (int r = 0; r < rounds; ++r)
+                body.push_back(lane_loop(
+                    [&](const ExprRef& q) {
+                        ExprRef start =
+                            bin(BinOp::add, local(k, base),
+                                bin(BinOp::mul, bin(BinOp::add, t, bin(BinOp::mul, q, i32(T))),
+                                    i32(V)));
+                        if (r) start = bin(BinOp::add, start, i32(r * round));
+                        std::vector<StmtRef> chunk;
+                        for (int u = 0; u < V; ++u) {
+                            ExprRef idx = u == 0 ? start : bin(BinOp::add, start, i32(u));
+                            std::vector<StmtRef> items;
+                            items.push_back(make(stmt::Let{f.index, idx}));
+                            items.push_back(f.body);
+                            items.push_back(make(
+                                stmt::Store{lanes, q, fold_combine(f.spec.op, lane(q), f.value)}));
+                            StmtRef seq = make(stmt::Seq{std::move(items)});
+                            chunk.push_back(
+                                checked ? make(stmt::If{bin(BinOp::lt, idx, extent), seq, nullptr})
+                                        : seq);
+                        }
+                        return make(stmt::Seq{std::move(chunk)});
+                    },
+                    L));
+            return make(stmt::Seq{std::move(body)});
+        };
+        ExprRef main_end = bin(BinOp::sub, extent, i32(U * round - 1));
+        out.push_back(make(stmt::For{base, i32(0), main_end, i32(round * U), step(U, false)}));
+        out.push_back(make(stmt::For{base, local(k, base), extent, i32(round), step(1, true)}));
+        // Thread-local tree levels s = W/2 ... T: lane t+q*T takes lane t+(q+s/T)*T.
+        for (int s = W / 2; s >= T; s /= 2)
+            out.push_back(lane_loop(
+                [&](const ExprRef& q) {
+                    ExprRef other = lane(bin(BinOp::add, q, i32(s / T)));
+                    return make(stmt::Store{lanes, q, fold_combine(f.spec.op, lane(q), other)});
+                },
+                s / T));
+        out.push_back(make(stmt::Let{acc, lane(i32(0))}));
+    }
+
     StmtRef lower(const stmt::Fold& f) {
         const int W = f.spec.lanes, T = f.spec.threads, L = W / T;
         const DType type = k.locals[static_cast<size_t>(f.result)].type;
@@ -210,6 +289,8 @@ struct Lowerer {
                         accs[static_cast<size_t>(qq)],
                         fold_combine(f.spec.op, local(k, accs[static_cast<size_t>(qq)]),
                                      local(k, accs[static_cast<size_t>(qq + s / T)]))}));
+        } else if (uniform_rounds) {
+            array_lanes(out, f, t, acc, extent);
         } else {
             // Many lanes per thread: a per-thread array, one lane at a time.
             k.arrays.push_back({"lanes", type, L, MemSpace::local});
@@ -249,6 +330,7 @@ struct Lowerer {
                 into.push_back(make(stmt::Assign{acc, value}));
             }
         };
+        bool result_given = false;
         if (T > 1 && warp_size >= T) {
             butterfly(out, T, T, t);
         } else if (T > 1) {
@@ -287,15 +369,18 @@ struct Lowerer {
                     out.push_back(make(stmt::If{bin(BinOp::lt, t, i32(s)), store, nullptr}));
                     out.push_back(make(stmt::Barrier{}));
                 }
-                out.push_back(
-                    make(stmt::Assign{acc, make(type, expr::Load{tile, bin(BinOp::sub, tid, t)})}));
+                // The result straight from the tile: where the whole block folds, the slot is
+                // the same in every thread, and so (to the uniformity analysis) is the result.
+                out.push_back(make(
+                    stmt::Let{f.result, make(type, expr::Load{tile, bin(BinOp::sub, tid, t)})}));
+                result_given = true;
             }
             // A barrier frees the tile for the next fold; the kernel's last such fold, outside
             // any loop, has none after it.
             const bool last = ++tile_folds_seen == tile_folds && loop_depth == 0;
             if (!last) out.push_back(make(stmt::Barrier{}));
         }
-        out.push_back(make(stmt::Let{f.result, local(k, acc)}));
+        if (!result_given) out.push_back(make(stmt::Let{f.result, local(k, acc)}));
         return make(stmt::Seq{std::move(out)});
     }
 
@@ -333,9 +418,9 @@ struct Lowerer {
 
 }  // namespace
 
-Kernel lower_folds(const Kernel& kernel, int warp_size) {
+Kernel lower_folds(const Kernel& kernel, int warp_size, bool uniform_rounds) {
     Kernel k = kernel;
-    Lowerer l{k, warp_size, {}};
+    Lowerer l{k, warp_size, uniform_rounds, {}};
     l.tile_folds = l.count_tile_folds(kernel.body);
     k.body = l.walk(kernel.body);
     return k;

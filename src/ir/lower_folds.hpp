@@ -8,11 +8,16 @@
 
 namespace kiln::ir {
 
-Kernel lower_folds(const Kernel& kernel, int warp_size);
+// uniform_rounds (the CPU, whose block runs its threads as loops): every thread of a fold steps
+// through the same rounds of W*V elements, the loop over rounds uniform, so a block's threads
+// (and a thread's lanes, when it has many) run a round side by side as SIMD lanes.
+Kernel lower_folds(const Kernel& kernel, int warp_size, bool uniform_rounds = false);
 
 // The identity of a fold op for a type: 0 for sum, 1 for prod, -inf / the type's minimum for
 // max, +inf / the type's maximum for min.
 ExprRef fold_identity(FoldOp op, DType type);
+// The binary operation that combines two values of a fold: + for sum, * for prod, min, max.
+BinOp fold_binop(FoldOp op);
 // op(a, b) as an expression.
 ExprRef fold_combine(FoldOp op, const ExprRef& a, const ExprRef& b);
 

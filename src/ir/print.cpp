@@ -1,9 +1,16 @@
-// print: IR to text, one statement a line, expressions fully parenthesized.
+// print: IR to text, one statement a line, expressions fully parenthesized. A node a statement
+// reaches more than once (expressions are DAGs) is printed once, on a line `$N = ...` before the
+// statement, and named `$N` where it is used, so the text grows with the DAG, not the tree.
 #include "ir/print.hpp"
 
 #include <cmath>
 
+#include <unordered_map>
+
 #include <fmt/format.h>
+
+#include "ir/shared_nodes.hpp"
+#include "ir/visit.hpp"
 
 namespace kiln::ir {
 namespace {
@@ -17,6 +24,25 @@ std::string float_text(double v) {
 struct Printer {
     const Kernel& k;
     std::string out;
+    std::unordered_map<const ExprNode*, std::string> names;  // shared nodes of this statement
+    int named = 0;
+
+    // Names the nodes the roots reach more than once, each defined by a line at `depth` (or,
+    // with a negative depth, by a `$N = ...; ` prefix returned).
+    std::string name_shared(const std::vector<ExprRef>& roots, int depth) {
+        names.clear();
+        std::string prefix;
+        for (const ExprNode* n : shared_nodes(roots, [](const ExprNode&) { return true; })) {
+            const std::string text = expr(ExprRef(ExprRef{}, n));
+            const std::string id = fmt::format("${}", named++);
+            if (depth < 0)
+                prefix += fmt::format("{} = {}; ", id, text);
+            else
+                line(depth, fmt::format("{} = {}", id, text));
+            names[n] = id;
+        }
+        return prefix;
+    }
 
     std::string local(int id) const {
         const auto& info = k.locals.at(static_cast<size_t>(id));
@@ -29,6 +55,7 @@ struct Printer {
     }
 
     std::string expr(const ExprRef& e) const {
+        if (auto it = names.find(e.get()); it != names.end()) return it->second;
         const std::string t(name(e->type));
         return std::visit(
             [&](const auto& n) -> std::string {
@@ -41,7 +68,8 @@ struct Printer {
                 } else if constexpr (std::is_same_v<N, expr::ScalarParam>) {
                     return k.params.at(static_cast<size_t>(n.param)).name;
                 } else if constexpr (std::is_same_v<N, expr::BufferLen>) {
-                    return fmt::format("len({})", k.params.at(static_cast<size_t>(n.param)).name);
+                    return fmt::format("{}({})", e->type == DType::i64 ? "len64" : "len",
+                                       k.params.at(static_cast<size_t>(n.param)).name);
                 } else if constexpr (std::is_same_v<N, expr::Load>) {
                     return fmt::format("{}[{}]", mem(n.mem), expr(n.index));
                 } else if constexpr (std::is_same_v<N, expr::Unary>) {
@@ -60,6 +88,10 @@ struct Printer {
                     return name(n.which);
                 } else if constexpr (std::is_same_v<N, expr::Dp4a>) {
                     return fmt::format("dp4a({}, {}, {})", expr(n.a), expr(n.b), expr(n.c));
+                } else if constexpr (std::is_same_v<N, expr::InBounds>) {
+                    return fmt::format("in_bounds({}, {}, width {}, site {:#x}{})", expr(n.index),
+                                       expr(n.length), n.width, n.site,
+                                       n.when ? ", when " + expr(n.when) : "");
                 } else {
                     static_assert(std::is_same_v<N, expr::ShuffleXor>);
                     return fmt::format("shuffle_xor({}, {}, width {})", expr(n.value), n.mask,
@@ -77,6 +109,9 @@ struct Printer {
 
     void stmt(const StmtRef& s, int depth) {
         if (!s) return;
+        std::vector<ExprRef> roots;
+        for_each_own_expr(*s, [&](const ExprRef& e) { roots.push_back(e); });
+        name_shared(roots, depth);
         std::visit(
             [&](const auto& n) {
                 using N = std::decay_t<decltype(n)>;
@@ -125,6 +160,7 @@ struct Printer {
                              local(n.result), name(n.spec.op), n.spec.lanes, n.spec.chunk,
                              n.spec.threads, n.spec.unroll, local(n.index), expr(n.extent)));
                     stmt(n.body, depth + 1);
+                    name_shared({n.value}, depth + 1);
                     line(depth + 1, fmt::format("yield {}", expr(n.value)));
                     line(depth, "}");
                 }
@@ -136,11 +172,13 @@ struct Printer {
 }  // namespace
 
 std::string print(const ExprRef& e, const Kernel& kernel) {
-    return Printer{kernel, {}}.expr(e);
+    Printer p{kernel, {}, {}, 0};
+    const std::string prefix = p.name_shared({e}, -1);
+    return prefix + p.expr(e);
 }
 
 std::string print(const Kernel& kernel) {
-    Printer p{kernel, {}};
+    Printer p{kernel, {}, {}, 0};
     // The minimum blocks per unit is printed only when set, so kernels without it keep the
     // text (and so the hash) they had before it existed.
     p.line(0, kernel.min_blocks_per_unit > 0
@@ -163,8 +201,10 @@ std::string print(const Kernel& kernel) {
     for (size_t i = 0; i < kernel.arrays.size(); ++i)
         p.line(1, fmt::format("local {}{}: {}[{}]", kernel.arrays[i].name, i,
                               name(kernel.arrays[i].type), kernel.arrays[i].size));
-    for (const auto& r : kernel.requirements)
+    for (const auto& r : kernel.requirements) {
+        p.name_shared({r.cond}, 1);
         p.line(1, fmt::format("require {} \"{}\"", p.expr(r.cond), r.what));
+    }
     p.stmt(kernel.body, 1);
     p.line(0, "}");
     return p.out;

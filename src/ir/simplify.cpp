@@ -156,19 +156,90 @@ bool is_f32_one(const ExprRef& e) {
     return c && e->type == DType::f32 && c->f == 1.0;
 }
 
-ExprRef step(const ExprRef& e) {
+// Whether a and b are the same value in every evaluation: one node, or the same leaf.
+bool same_value(const ExprRef& a, const ExprRef& b) {
+    if (a == b) return true;
+    if (a->type != b->type) return false;
+    const auto* la = std::get_if<expr::Local>(&a->node);
+    const auto* lb = std::get_if<expr::Local>(&b->node);
+    if (la && lb) return la->id == lb->id;
+    const auto* ba = std::get_if<expr::Builtin>(&a->node);
+    const auto* bb = std::get_if<expr::Builtin>(&b->node);
+    return ba && bb && ba->which == bb->which;
+}
+
+// Exact identities of integer arithmetic (wrapping, and kiln's division rules).
+ExprRef int_identity(const ExprRef& e, const expr::Binary& b) {
+    int64_t c = 0;
+    const bool rc = is_const(b.b, &c);
+    switch (b.op) {
+        case BinOp::add:
+            if (rc && c == 0) return b.a;
+            if (is_int_value(b.a, 0)) return b.b;
+            // (x + c1) + c2 = x + (c1 + c2): wrapping addition is associative.
+            if (const auto* inner = std::get_if<expr::Binary>(&b.a->node); rc && inner) {
+                if (inner->op == BinOp::add && is_const(inner->b)) {
+                    ExprRef sum = make(e->type, expr::Binary{BinOp::add, inner->b, b.b});
+                    sum = fold_int_binary(sum, std::get<expr::Binary>(sum->node));
+                    return make(e->type, expr::Binary{BinOp::add, inner->a, sum});
+                }
+            }
+            break;
+        case BinOp::sub:
+            if (rc && c == 0) return b.a;
+            if (same_value(b.a, b.b)) return int_const(e->type, 0);
+            break;
+        case BinOp::mul:
+            if (rc && c == 1) return b.a;
+            if (is_int_value(b.a, 1)) return b.b;
+            if ((rc && c == 0) || is_int_value(b.a, 0)) return int_const(e->type, 0);
+            break;
+        case BinOp::div:
+            if (rc && c == 1) return b.a;
+            break;
+        case BinOp::rem:
+            if (rc && c == 1) return int_const(e->type, 0);
+            break;
+        case BinOp::shl:
+        case BinOp::shr:
+            if (rc && c == 0) return b.a;
+            break;
+        default:
+            break;
+    }
+    return e;
+}
+
+// thread_index / c, % c, & m and >> s where the thread index, below block_size, is known to
+// pass through or vanish (block_size 0: not known).
+ExprRef thread_index_range(const ExprRef& e, const expr::Binary& b, int block_size) {
+    const auto* t = std::get_if<expr::Builtin>(&b.a->node);
+    int64_t c = 0;
+    if (block_size <= 0 || !t || t->which != BuiltinKind::thread_index || !is_const(b.b, &c))
+        return e;
+    const int64_t top = block_size - 1;  // the largest thread index
+    switch (b.op) {
+        case BinOp::div:
+            return c > top ? int_const(e->type, 0) : e;
+        case BinOp::rem:
+            return c > top ? b.a : e;
+        case BinOp::bit_and:
+            return c >= 0 && (top & ~c) == 0 ? b.a : e;
+        case BinOp::shr:
+            return c >= 0 && c < 31 && (top >> c) == 0 ? int_const(e->type, 0) : e;
+        default:
+            return e;
+    }
+}
+
+ExprRef step(const ExprRef& e, int block_size) {
     if (const auto* b = std::get_if<expr::Binary>(&e->node)) {
+        if (ExprRef r = thread_index_range(e, *b, block_size); r != e) return r;
         const DType t = b->a->type;
         if (is_integer(t) || t == DType::boolean) {
             ExprRef folded = fold_int_binary(e, *b);
             if (folded != e) return folded;
-            if (is_integer(t)) {
-                if ((b->op == BinOp::add || b->op == BinOp::sub) && is_int_value(b->b, 0))
-                    return b->a;
-                if (b->op == BinOp::add && is_int_value(b->a, 0)) return b->b;
-                if (b->op == BinOp::mul && is_int_value(b->b, 1)) return b->a;
-                if (b->op == BinOp::mul && is_int_value(b->a, 1)) return b->b;
-            }
+            if (is_integer(t)) return int_identity(e, *b);
         } else if (t == DType::f32) {
             ExprRef folded = fold_f32_binary(e, *b);
             if (folded != e) return folded;
@@ -191,12 +262,53 @@ ExprRef step(const ExprRef& e) {
 }  // namespace
 
 ExprRef simplify(const ExprRef& e) {
-    return rewrite(e, step);
+    return rewrite(e, [](const ExprRef& x) { return step(x, 0); });
 }
+
+namespace {
+
+// By local id: the constant a local always holds, where one Let of a constant is all that ever
+// gives it a value (null otherwise).
+std::vector<ExprRef> constant_locals(const Kernel& k) {
+    std::vector<int> defs(k.locals.size(), 0);
+    std::vector<ExprRef> value(k.locals.size());
+    auto def = [&](int l, const ExprRef& v) {
+        ++defs[static_cast<size_t>(l)];
+        value[static_cast<size_t>(l)] = v && is_const(v) ? v : nullptr;
+    };
+    for_each_stmt(k.body, [&](const StmtNode& n) {
+        std::visit(
+            [&](const auto& x) {
+                using N = std::decay_t<decltype(x)>;
+                if constexpr (std::is_same_v<N, stmt::Let>) {
+                    def(x.local, x.value);
+                } else if constexpr (std::is_same_v<N, stmt::Assign> ||
+                                     std::is_same_v<N, stmt::For>) {
+                    def(x.local, nullptr);
+                } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
+                    for (int l : x.locals) def(l, nullptr);
+                } else if constexpr (std::is_same_v<N, stmt::Fold>) {
+                    def(x.result, nullptr);
+                    def(x.index, nullptr);
+                }
+            },
+            n.node);
+    });
+    for (size_t l = 0; l < value.size(); ++l)
+        if (defs[l] != 1) value[l] = nullptr;
+    return value;
+}
+
+}  // namespace
 
 Kernel simplify(const Kernel& kernel) {
     Kernel k = kernel;
-    k.body = rewrite_exprs(kernel.body, step);
+    const std::vector<ExprRef> constants = constant_locals(kernel);
+    k.body = rewrite_exprs(kernel.body, [&](const ExprRef& x) {
+        if (const auto* l = std::get_if<expr::Local>(&x->node))
+            if (const ExprRef& c = constants[static_cast<size_t>(l->id)]) return c;
+        return step(x, k.block_size);
+    });
     return k;
 }
 

@@ -198,8 +198,9 @@ class Tape::Builder {
         return leaf(Op::builtin, static_cast<int>(n.which));
     }
     int node(const ExprRef&, const expr::Load& n) {
+        const int index = add(n.index);  // may add loads of its own first
         t_.loads_.push_back({n.mem, n.index->type});
-        return instr({Op::load, add(n.index), -1, -1, static_cast<int>(t_.loads_.size() - 1)});
+        return instr({Op::load, index, -1, -1, static_cast<int>(t_.loads_.size() - 1)});
     }
     int node(const ExprRef& e, const expr::Unary& n) {
         const Op op = e->type != DType::f32 ? Op::call
@@ -246,6 +247,11 @@ class Tape::Builder {
     int node(const ExprRef&, const expr::Dp4a& n) {
         const int a = add(n.a), b = add(n.b), c = add(n.c);
         return pure(dp4a_fn(), Op::call, a, b, c);
+    }
+    int node(const ExprRef&, const expr::InBounds&) {
+        fail(
+            "an in_bounds test (made by check_bounds for the code generator) is not evaluated on "
+            "the host");
     }
     int node(const ExprRef&, const expr::ShuffleXor& n) {
         t_.shuffles_.push_back({std::make_shared<const Tape>(n.value), n.mask, n.width});

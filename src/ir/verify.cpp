@@ -2,6 +2,7 @@
 #include "ir/verify.hpp"
 
 #include <set>
+#include <unordered_set>
 
 #include "ir/print.hpp"
 #include "ir/uniformity.hpp"
@@ -16,6 +17,7 @@ struct Verifier {
     Uniformity uniformity;
     std::vector<bool> declared;
     std::vector<std::string> divergence;  // stack: why the current point is divergent, if it is
+    std::unordered_set<const ExprNode*> checked;  // nodes checked in the current statement
 
     [[noreturn]] void error(const std::string& what) const { fail("kernel {}: {}", k.name, what); }
 
@@ -54,6 +56,9 @@ struct Verifier {
 
     void expr(const ExprRef& e) {
         if (!e) error("missing expression");
+        // Each distinct node once per statement (expressions are DAGs; a node may be reused in a
+        // later statement, where its locals are checked again).
+        if (!checked.insert(e.get()).second) return;
         for_each_child(e, [&](const ExprRef& c) { expr(c); });
         const DType t = e->type;
         std::visit(
@@ -70,8 +75,10 @@ struct Verifier {
                     if (p.is_buffer || p.dtype != t)
                         error(fmt::format("bad scalar read of '{}'", p.name));
                 } else if constexpr (std::is_same_v<N, expr::BufferLen>) {
-                    if (!k.params.at(static_cast<size_t>(n.param)).is_buffer || t != DType::i32)
+                    if (!k.params.at(static_cast<size_t>(n.param)).is_buffer)
                         error("len() of a non-buffer");
+                    if (t != DType::i32 && t != DType::i64)
+                        error(fmt::format("len() read as {}; expected i32 or i64", name(t)));
                 } else if constexpr (std::is_same_v<N, expr::Load>) {
                     check_mem(n.mem, false);
                     if (mem_dtype(k, n.mem) != t)
@@ -134,6 +141,7 @@ struct Verifier {
 
     void stmt(const StmtRef& s) {
         if (!s) return;
+        checked.clear();
         std::visit(
             [&](const auto& n) {
                 using N = std::decay_t<decltype(n)>;

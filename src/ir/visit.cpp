@@ -1,5 +1,10 @@
-// IR walking and rebuilding helpers.
+// IR walking and rebuilding helpers. Expressions are DAGs (the DSL reuses values freely), so
+// walks and rewrites visit each distinct node once: a tree walk would grow exponentially with
+// the depth of sharing (as in the math functions' pairs of f32s).
 #include "ir/visit.hpp"
+
+#include <unordered_map>
+#include <unordered_set>
 
 namespace kiln::ir {
 
@@ -30,19 +35,29 @@ void for_each_child(const ExprRef& e, const std::function<void(const ExprRef&)>&
                 f(n.a);
                 f(n.b);
                 f(n.c);
+            } else if constexpr (std::is_same_v<N, expr::InBounds>) {
+                f(n.index);
+                f(n.length);
+                if (n.when) f(n.when);
             }
         },
         e->node);
 }
 
-void walk(const ExprRef& e, const std::function<void(const ExprRef&)>& f) {
-    for_each_child(e, [&](const ExprRef& c) { walk(c, f); });
+namespace {
+
+// Visits the nodes below e not yet in `seen`, children first.
+void walk_unseen(const ExprRef& e, const std::function<void(const ExprRef&)>& f,
+                 std::unordered_set<const ExprNode*>& seen) {
+    if (!seen.insert(e.get()).second) return;
+    for_each_child(e, [&](const ExprRef& c) { walk_unseen(c, f, seen); });
     f(e);
 }
 
-ExprRef rewrite(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& f) {
-    auto r = [&](const ExprRef& c) { return rewrite(c, f); };
-    ExprRef rebuilt = std::visit(
+}  // namespace
+
+ExprRef with_children(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& r) {
+    return std::visit(
         [&](const auto& n) -> ExprRef {
             using N = std::decay_t<decltype(n)>;
             if constexpr (std::is_same_v<N, expr::Load>) {
@@ -73,18 +88,37 @@ ExprRef rewrite(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& 
             } else if constexpr (std::is_same_v<N, expr::ShuffleXor>) {
                 auto v = r(n.value);
                 return v == n.value ? e : make(e->type, expr::ShuffleXor{v, n.mask, n.width});
+            } else if constexpr (std::is_same_v<N, expr::InBounds>) {
+                auto i = r(n.index), l = r(n.length), w = n.when ? r(n.when) : n.when;
+                return i == n.index && l == n.length && w == n.when
+                           ? e
+                           : make(e->type, expr::InBounds{i, l, w, n.width, n.site, n.record});
             } else {
                 return e;
             }
         },
         e->node);
-    return f(rebuilt);
 }
 
-StmtRef rewrite_exprs(const StmtRef& s, const std::function<ExprRef(const ExprRef&)>& f) {
+namespace {
+
+// Each node's replacement, for nodes reached more than once (expressions are DAGs).
+using Rewritten = std::unordered_map<const ExprNode*, ExprRef>;
+
+ExprRef rewrite_once(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& f,
+                     Rewritten& done) {
+    if (auto it = done.find(e.get()); it != done.end()) return it->second;
+    ExprRef result =
+        f(with_children(e, [&](const ExprRef& c) { return rewrite_once(c, f, done); }));
+    done.emplace(e.get(), result);
+    return result;
+}
+
+StmtRef rewrite_stmt(const StmtRef& s, const std::function<ExprRef(const ExprRef&)>& f,
+                     Rewritten& done) {
     if (!s) return s;
-    auto x = [&](const ExprRef& e) { return e ? rewrite(e, f) : e; };
-    auto st = [&](const StmtRef& b) { return rewrite_exprs(b, f); };
+    auto x = [&](const ExprRef& e) { return e ? rewrite_once(e, f, done) : e; };
+    auto st = [&](const StmtRef& b) { return rewrite_stmt(b, f, done); };
     return std::visit(
         [&](const auto& n) -> StmtRef {
             using N = std::decay_t<decltype(n)>;
@@ -118,6 +152,55 @@ StmtRef rewrite_exprs(const StmtRef& s, const std::function<ExprRef(const ExprRe
         s->node);
 }
 
+}  // namespace
+
+void walk(const ExprRef& e, const std::function<void(const ExprRef&)>& f) {
+    std::unordered_set<const ExprNode*> seen;
+    walk_unseen(e, f, seen);
+}
+
+ExprRef rewrite(const ExprRef& e, const std::function<ExprRef(const ExprRef&)>& f) {
+    Rewritten done;
+    return rewrite_once(e, f, done);
+}
+
+StmtRef rewrite_exprs(const StmtRef& s, const std::function<ExprRef(const ExprRef&)>& f) {
+    Rewritten done;
+    return rewrite_stmt(s, f, done);
+}
+
+void for_each_own_expr(const StmtNode& s, const std::function<void(const ExprRef&)>& f) {
+    std::visit(
+        [&](const auto& n) {
+            using N = std::decay_t<decltype(n)>;
+            if constexpr (std::is_same_v<N, stmt::Let> || std::is_same_v<N, stmt::Assign>) {
+                f(n.value);
+            } else if constexpr (std::is_same_v<N, stmt::Store>) {
+                f(n.index);
+                f(n.value);
+            } else if constexpr (std::is_same_v<N, stmt::For>) {
+                f(n.begin);
+                f(n.end);
+                f(n.step);
+            } else if constexpr (std::is_same_v<N, stmt::If>) {
+                f(n.cond);
+            } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
+                f(n.index);
+            } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
+                for (const auto& v : n.values) f(v);
+                f(n.index);
+            } else if constexpr (std::is_same_v<N, stmt::Fold>) {
+                f(n.extent);
+            }
+        },
+        s.node);
+}
+
+void for_each_expr(const StmtNode& s, const std::function<void(const ExprRef&)>& f) {
+    for_each_own_expr(s, f);
+    if (const auto* fold = std::get_if<stmt::Fold>(&s.node)) f(fold->value);
+}
+
 void for_each_stmt(const StmtRef& s, const std::function<void(const StmtNode&)>& f) {
     if (!s) return;
     f(*s);
@@ -149,6 +232,14 @@ bool contains_barrier(const StmtRef& s) {
         if (std::holds_alternative<stmt::Barrier>(n.node)) return true;
         const auto* f = std::get_if<stmt::Fold>(&n.node);
         return f && f->spec.threads > 1;
+    });
+}
+
+bool assigns(const StmtRef& s, int local) {
+    return contains(s, [local](const StmtNode& n) {
+        const auto* a = std::get_if<stmt::Assign>(&n.node);
+        const auto* l = std::get_if<stmt::Let>(&n.node);
+        return (a && a->local == local) || (l && l->local == local);
     });
 }
 

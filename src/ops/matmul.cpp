@@ -251,8 +251,8 @@ void staged_terms(KernelBuilder& k, const Params& p, const Place& at, const Matm
                         q, std::nullopt};
     });
     std::vector<Var> a_vals, b_vals;
-    for (size_t i = 0; i < a_slots.size(); ++i) a_vals.push_back(k.let(Expr(0.0f), "a_val"));
-    for (size_t i = 0; i < b_slots.size(); ++i) b_vals.push_back(k.let(Expr(0.0f), "b_val"));
+    for (size_t i = 0; i < a_slots.size(); ++i) a_vals.push_back(k.let(DType::f32, 0.0f, "a_val"));
+    for (size_t i = 0; i < b_slots.size(); ++i) b_vals.push_back(k.let(DType::f32, 0.0f, "b_val"));
     auto fetch = [&](const Expr& p0) {
         for (size_t i = 0; i < a_slots.size(); ++i) {
             Expr term = min(p0 + a_slots[i].term, p.k - 1);
@@ -427,7 +427,7 @@ ir::Kernel matmul_kernel(const MatmulTypes& t, const MatmulSchedule& s) {
     require_contract(k, p, t);
     const Place at = place(k, p, s);
     Accumulators acc{{}, s.tm, s.tn};
-    for (int i = 0; i < s.tm * s.tn; ++i) acc.acc.push_back(k.let(Expr(0.0f), "acc"));
+    for (int i = 0; i < s.tm * s.tn; ++i) acc.acc.push_back(k.let(DType::f32, 0.0f, "acc"));
     if (s.staged)
         staged_terms(k, p, at, t, s, acc);
     else

@@ -1,6 +1,7 @@
 // matvec_q8_dp4a: the kernel in the DSL, its variant table, the bench and the tuned entry point.
 #include "ops/matvec_q8.hpp"
 #include "ops/ceil_div.hpp"
+#include "ops/checked_mul.hpp"
 #include "ops/kernel_memo.hpp"
 
 #include <fmt/format.h>
@@ -315,7 +316,7 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
     auto w_tile = k.shared(DType::u32, int64_t{rows_per_block} * words, "w_tile");
     auto x_tile = k.shared(DType::u32, words, "x_tile");
     Var tile_row = k.let(r.slot * words, "tile_row");
-    Var partial = k.let(Expr(0.0f), "partial");
+    Var partial = k.let(DType::f32, 0.0f, "partial");
     auto stage = [&](const Expr& offset) {
         // A round inside the row (all but a ragged last one) is copied in 16-byte loads
         // (copy_words), x's first: its lines are in the L2, so its stores wait least. A ragged
@@ -426,7 +427,7 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
     // The row loop's bounds are the same for every thread, so the fold's shuffles stay uniform.
     k.for_(0, s.rows_per_warp, [&](Expr rr) {
         Var row = k.let(first_row + rr, "row");
-        Var partial = k.let(Expr(0.0f), "partial");
+        Var partial = k.let(DType::f32, 0.0f, "partial");
         for_each_round(
             k, s, r, partial, stage, [&] { k.warp_barrier(); }, pair);
         store_lane_partials(k, partial, r, row, row < r.y.len());
@@ -481,7 +482,7 @@ ir::Kernel streamed_kernel(const MatvecSchedule& s) {
     auto lane_has = [&](int c) { return (c + 1) * kMatvecQ8Lanes <= groups; };
     Var lane_word = k.let(r.lane * 4, "lane_word");
     std::vector<Var> next;
-    for (int i = 0; i < steps * 4; ++i) next.push_back(k.let(Expr(0u), "next"));
+    for (int i = 0; i < steps * 4; ++i) next.push_back(k.let(DType::u32, 0u, "next"));
     // Round `rd` of row `row` into `next`; nothing past the last row. A round inside the row
     // takes whole groups; a ragged last round takes its words one by one.
     auto fetch = [&](const Expr& row, const Expr& rd) {
@@ -527,8 +528,8 @@ ir::Kernel streamed_kernel(const MatvecSchedule& s) {
         }
     };
     Var row = k.let(r.group, "row");
-    fetch(row, 0);
-    Var partial = k.let(Expr(0.0f), "partial");
+    fetch(row, constant(DType::i32, 0));
+    Var partial = k.let(DType::f32, 0.0f, "partial");
     k.for_(0, passes, [&](Expr) {
         k.for_(0, rounds, [&](Expr rd) {
             k.warp_barrier();  // the tile's last round is summed before it is overwritten
@@ -611,24 +612,34 @@ bool matvec_q8_serves(const MatvecSchedule& s, int64_t k) {
     return s.form != streamed || k <= s.max_k;
 }
 
-void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
-                          int64_t k) {
+int64_t matvec_q8_check_shape(int64_t rows, int64_t k) {
     if (rows < 1) fail("matvec_q8_dp4a: rows = {}; expected at least 1", rows);
     if (k < 64 || k % 64 != 0)
         fail("matvec_q8_dp4a: k = {}; expected a positive multiple of 64 (whole Q8_0 block pairs)",
              k);
+    const auto row_bytes = checked_mul(k / kQ8BlockValues, kQ8BlockBytes);
+    const auto bytes = row_bytes ? checked_mul(rows, *row_bytes) : std::nullopt;
+    if (!bytes)
+        fail("matvec_q8_dp4a: rows = {} x k = {} overflows int64 in bytes of Q8_0 (at most {})",
+             rows, k, std::numeric_limits<int64_t>::max());
+    if (*bytes > std::numeric_limits<int32_t>::max())
+        fail(
+            "matvec_q8_dp4a: rows = {} x k = {} is {} bytes of Q8_0; the kernel indexes at most {}",
+            rows, k, *bytes, std::numeric_limits<int32_t>::max());
+    return *bytes;
+}
+
+void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
+                          int64_t k) {
+    const int64_t w_bytes = matvec_q8_check_shape(rows, k);
     for (const Buffer* b : {&w_q8, &x_q8})
         if (b->dtype() != DType::u8)
             fail("matvec_q8_dp4a: {} buffer has dtype {}; expected u8 (raw Q8_0 blocks)",
                  b == &w_q8 ? "w" : "x", name(b->dtype()));
-    const int64_t row_bytes = k / kQ8BlockValues * kQ8BlockBytes;
-    if (rows > std::numeric_limits<int32_t>::max() / row_bytes)
-        fail(
-            "matvec_q8_dp4a: rows = {} x k = {} is {} bytes of Q8_0; the kernel indexes at most {}",
-            rows, k, rows * row_bytes, std::numeric_limits<int32_t>::max());
-    if (static_cast<int64_t>(w_q8.bytes()) != rows * row_bytes)
+    const int64_t row_bytes = w_bytes / rows;
+    if (static_cast<int64_t>(w_q8.bytes()) != w_bytes)
         fail("matvec_q8_dp4a: w has {} bytes; expected rows*k/32*34 = {}*{}/32*34 = {}",
-             w_q8.bytes(), rows, k, rows * row_bytes);
+             w_q8.bytes(), rows, k, w_bytes);
     if (static_cast<int64_t>(x_q8.bytes()) != row_bytes)
         fail("matvec_q8_dp4a: x has {} bytes; expected k/32*34 = {}/32*34 = {}", x_q8.bytes(), k,
              row_bytes);

@@ -6,7 +6,7 @@
 //             p_b    = (f32(dw_b) * f32(dx_b)) * f32(isum_b)            (two rounded multiplies)
 //   pair j:   v_j    = p_{2j} + p_{2j+1}                                 (one rounded add)
 //   y_r      = the canonical fold sum of v_0 .. v_{k/64-1} with kMatvecQ8Lanes lanes and chunk
-//              kMatvecQ8Chunk (DESIGN.md), whatever the schedule.
+//              kMatvecQ8Chunk (docs/numerics.md), whatever the schedule.
 // The fold's element is a pair of blocks (68 bytes = 17 u32 words), so every pair is 4-byte
 // aligned and k must be a multiple of 64. The schedule (block size, threads per row, pairs in
 // flight per lane) changes only the mapping onto threads, never a bit of y.
@@ -90,6 +90,11 @@ int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& schedule, int compute
 // Whether the schedule serves k (a streamed schedule's x tile holds k <= max_k); the tuned op
 // offers only the variants that do.
 bool matvec_q8_serves(const MatvecSchedule& schedule, int64_t k);
+
+// Checks a shape before anything is sized from it: rows >= 1, k a positive multiple of 64, and
+// W's rows*k/32*34 bytes within int64 and within what the kernel indexes (INT32_MAX bytes).
+// Returns W's bytes; kiln::Error naming the op, the values and the limit.
+int64_t matvec_q8_check_shape(int64_t rows, int64_t k);
 
 // Checks shapes and buffers: u8 buffers of rows*k/32*34 and k/32*34 bytes, k a positive
 // multiple of 64, rows >= 1, everything on `device`. kiln::Error naming the op and the values.

@@ -2,6 +2,7 @@
 #include "ops/rms_norm.hpp"
 
 #include "ops/ceil_div.hpp"
+#include "ops/checked_mul.hpp"
 #include "ops/kernel_memo.hpp"
 
 #include <bit>
@@ -125,7 +126,7 @@ void vector_lanes_body(KernelBuilder& k, int N, const RmsNormSchedule& s, const 
         for (int j = 0; j < steps; ++j) ws.push_back(k.load_vector(w, in_row(j), Q, "wv"));
     // Lane Q*t+q's sum: its elements' squares in order, from +0.
     std::vector<Var> sums;
-    for (int q = 0; q < Q; ++q) sums.push_back(k.let(Expr(0.0f), "lane_sum"));
+    for (int q = 0; q < Q; ++q) sums.push_back(k.let(DType::f32, 0.0f, "lane_sum"));
     for (int j = 0; j < steps; ++j)
         when_inside(j, [&] {
             for (int q = 0; q < Q; ++q) sums[q] = sums[q] + xs[j][q] * xs[j][q];
@@ -325,7 +326,7 @@ ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
                 });
             for (int j = 0; j < per_thread; ++j)
                 x_early.push_back(k.let(to_f32(x[base + in_row(j)]), "x_early"));
-            Var lane_sum = k.let(Expr(0.0f), "lane_sum");
+            Var lane_sum = k.let(DType::f32, 0.0f, "lane_sum");
             auto add_own = [&] {
                 for (int j = 0; j < per_thread; ++j) {
                     const Expr& v = x_early[static_cast<size_t>(j)];
@@ -409,6 +410,21 @@ int64_t rms_norm_grid(int64_t rows, const RmsNormSchedule& s) {
     return ceil_div(groups, groups_per_block);
 }
 
+int64_t rms_norm_check_shape(DType type, int64_t rows, int64_t n) {
+    if (n < 1 || n > INT32_MAX) fail("rms_norm: n = {}; expected 1 to {}", n, INT32_MAX);
+    if (rows < 0) fail("rms_norm: rows = {}; expected at least 0", rows);
+    const auto elements = checked_mul(rows, n);
+    const auto bytes =
+        elements ? checked_mul(*elements, static_cast<int64_t>(size_of(type))) : std::nullopt;
+    if (!bytes)
+        fail("rms_norm: rows = {} x n = {} overflows int64 in {} (at most {})", rows, n,
+             elements ? "bytes" : "elements", INT64_MAX);
+    if (*elements > INT32_MAX)
+        fail("rms_norm: rows = {} x n = {} is {} elements; expected at most {}", rows, n, *elements,
+             INT32_MAX);
+    return *elements;
+}
+
 void rms_norm_check(const Buffer& x, const Buffer& w, int64_t n, float eps) {
     if (n < 1 || n > INT32_MAX) fail("rms_norm: n = {}; expected 1 to {}", n, INT32_MAX);
     if (!is_storage_float(x.dtype()))
@@ -432,7 +448,7 @@ void rms_norm_check(const Buffer& x, const Buffer& w, int64_t n, float eps) {
 Timed<Buffer> rms_norm_bench(Device& device, const Buffer& x, const Buffer& w, int64_t rows,
                              int64_t n, float eps, const RmsNormSchedule& schedule, int iters) {
     rms_norm_check(x, w, n, eps);
-    if (rows < 0 || static_cast<size_t>(rows) * static_cast<size_t>(n) != x.count())
+    if (rms_norm_check_shape(x.dtype(), rows, n) != static_cast<int64_t>(x.count()))
         fail("rms_norm: {} rows of n = {} but x has {} elements", rows, n, x.count());
     check_schedule(schedule);
     return launch_timed(device, x, w, rows, n, eps, schedule, iters);

@@ -93,6 +93,11 @@ const RmsNormSchedule& rms_norm_variant(const std::string& name);  // kiln::Erro
 ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& schedule);
 int64_t rms_norm_grid(int64_t rows, const RmsNormSchedule& schedule);
 
+// Checks a shape before anything is sized from it: rows >= 0, n in [1, INT32_MAX], rows * n
+// elements of `type` within int64 and within what the kernel indexes (INT32_MAX elements).
+// Returns rows * n; kiln::Error naming the op, the values and the limit.
+int64_t rms_norm_check_shape(DType type, int64_t rows, int64_t n);
+
 // Checks rms_norm's arguments; kiln::Error naming the op and the offending values.
 void rms_norm_check(const Buffer& x, const Buffer& w, int64_t n, float eps);
 

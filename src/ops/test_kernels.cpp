@@ -79,7 +79,7 @@ ir::Kernel tiled_matmul(int64_t n, int64_t kdim, int tile) {
     Var ty = k.let(k.thread_index() / tile, "ty");
     Var row = k.let((k.block_index() / tiles_n) * tile + ty, "row");
     Var col = k.let((k.block_index() % tiles_n) * tile + tx, "col");
-    Var acc = k.let(Expr(0.0f), "acc");
+    Var acc = k.let(DType::f32, 0.0f, "acc");
     k.for_(0, static_cast<int>(ceil_div(K, tile)), [&](Expr kt) {
         Var ka = k.let(kt * tile + tx, "ka");
         Var kb = k.let(kt * tile + ty, "kb");

@@ -19,7 +19,7 @@ void matmul(int64_t m, int64_t n, int64_t k, const std::vector<float>& a,
 void comptime_poly(int degree, const std::vector<float>& x, std::vector<float>& y);
 void block_reverse(DType type, int block, const Bytes& x, Bytes& y);
 
-// The canonical fold of values v[0..n) (DESIGN.md): `lanes` lanes of `chunk`-element chunks
+// The canonical fold of values v[0..n) (docs/numerics.md): `lanes` lanes of `chunk`-element chunks
 // folded left to right from the identity, then the halving tree.
 template <typename V, typename Op>
 V canonical_fold(const std::vector<V>& v, int lanes, int chunk, V identity, Op op) {

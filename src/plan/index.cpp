@@ -45,6 +45,8 @@ bool same_node(const ir::ExprRef& a, const ir::ExprRef& b) {
                 return same_node(x.a, y.a) && same_node(x.b, y.b) && same_node(x.c, y.c);
             } else if constexpr (std::is_same_v<N, e::Builtin>) {
                 return x.which == y.which;
+            } else if constexpr (std::is_same_v<N, e::InBounds>) {
+                return false;  // made only by check_bounds, after planning
             } else {
                 return same_node(x.value, y.value) && x.mask == y.mask && x.width == y.width;
             }

@@ -227,9 +227,17 @@ void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
     const Options opts = options();
     const CacheKey key{&device, g.hash, opts.race, opts.fuse, opts.wide_index};
     std::shared_ptr<const Executable> exec;
+    uint64_t index = 0;  // the first launch's index (KILN_TIME_RANGE) on a hit
     {
+        // One lock per hit: the plan, its launches' indices and the counters.
         std::lock_guard lock(state().mutex);
-        if (auto it = state().plans.find(key); it != state().plans.end()) exec = it->second;
+        if (auto it = state().plans.find(key); it != state().plans.end()) {
+            exec = it->second;
+            index = state().launch_index;
+            state().launch_index += exec->launches.size();
+            state().counters.hits++;
+            state().counters.launches += exec->launches.size();
+        }
     }
     report.plan_us = us_since(t_start);
     RunBuffers buffers;
@@ -238,12 +246,7 @@ void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
         const auto t0 = Clock::now();
         buffers = begin_run(*exec, g);
         for (const auto& l : exec->launches) {
-            uint64_t index = 0;
-            {
-                std::lock_guard lock(state().mutex);
-                index = state().launch_index++;
-            }
-            if (time_launch(index) && !l.empty) {
+            if (time_launch(index++) && !l.empty) {
                 const double ms = device.time_ms([&] { launch(l, buffers); });
                 print_launch_time(index, l.record.name, l.record.schedule, ms * 1e3);
             } else {
@@ -256,6 +259,8 @@ void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
         std::lock_guard lock(state().mutex);
         state().plans[key] = exec;
         state().launch_index += exec->launches.size();
+        state().counters.misses++;
+        state().counters.launches += exec->launches.size();
     }
     report.launches = static_cast<int>(exec->launches.size());
     check_faults(g, buffers);
@@ -264,11 +269,6 @@ void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
         if (n.realized()) continue;
         n.buffer = buffers.nodes[size_t(o)];
         n.inputs.clear();
-    }
-    {
-        std::lock_guard lock(state().mutex);
-        (report.hit ? state().counters.hits : state().counters.misses)++;
-        state().counters.launches += exec->launches.size();
     }
     last = exec;
     report.total_us = us_since(t_start);
@@ -285,6 +285,9 @@ Options& options() {
 
 void realize(const std::vector<graph::NodeRef>& outputs) {
     // One plan per device: a resolve of tensors on several devices plans each device's apart.
+    bool one_device = true;
+    for (const auto& o : outputs) one_device = one_device && o->device == outputs.front()->device;
+    if (one_device && !outputs.empty()) return realize_on(*outputs.front()->device, outputs);
     std::map<Device*, std::vector<graph::NodeRef>> by_device;
     std::vector<Device*> order;
     for (const auto& o : outputs) {

@@ -23,6 +23,8 @@ constexpr double kBarrierUs = 0.1;          // one barrier of a SIMT block
 constexpr double kCpuThreadStepUs = 0.002;  // one thread of a looped block crossing a tree step
 constexpr double kCpuBlockUs = 0.05;        // dispatching one block on a CPU core
 constexpr int64_t kRowCacheBytes = 32 * 1024;
+// What a later pass over a row still in the cache costs, as a share of a pass from memory.
+constexpr double kCachedPassShare = 0.25;
 
 double weight(graph::MapOp m) {
     using graph::MapOp;
@@ -95,23 +97,19 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
     e.flops = t.flops;
     double passes = 1;
     if (l.kind == LaunchKind::row) {
-        const double row_bytes = static_cast<double>(l.extent) * 4;
-        if (row_bytes > kRowCacheBytes) {
-            int folds = 0;
-            for (int st : l.row_steps) folds += g.node(st).as<op::Fold>() ? 1 : 0;
-            bool full_out = false;
-            for (int o : l.outputs) full_out = full_out || g.node(o).shape == l.full;
-            passes = folds + (full_out ? 1 : 0);
-        }
-    }
-    if (l.kind == LaunchKind::row && s.cache) passes = 1;  // each element read and computed once
-    if (l.kind == LaunchKind::row && !s.cache) {
-        // The maps feeding a fold are computed again by every later pass over the row.
+        // A row is read once per fold and once more for a full-size output; the cached form
+        // reads it once. Passes after the first over a row that fits in the cache cost a share
+        // of a pass from memory.
         int folds = 0;
         bool full_out = false;
         for (int st : l.row_steps) folds += g.node(st).as<op::Fold>() ? 1 : 0;
         for (int o : l.outputs) full_out = full_out || g.node(o).shape == l.full;
-        e.flops *= std::max(1, folds + (full_out ? 1 : 0));
+        const int row_passes = std::max(1, folds + (full_out ? 1 : 0));
+        const bool fits = static_cast<double>(l.extent) * 4 <= kRowCacheBytes;
+        if (!s.cache) {
+            passes = 1 + (row_passes - 1) * (fits ? kCachedPassShare : 1.0);
+            e.flops *= row_passes;  // the maps feeding a fold run again in every later pass
+        }
     }
     e.bytes = t.read * passes + t.written;
     const int64_t grid = grid_of(l, g, s);
@@ -121,6 +119,11 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
         const double resident = std::min<double>(double(grid) * s.block, units * kResidentThreads);
         double in_flight = 4;  // bytes per thread
         if (l.kind == LaunchKind::map) in_flight *= s.per_thread * s.vector;
+        // A row's thread has `unroll` loads in flight; the cached form issues all of its
+        // elements' loads before the first fold.
+        if (l.kind == LaunchKind::row)
+            in_flight *=
+                s.cache ? std::min<double>(16, std::ceil(double(l.extent) / s.threads)) : s.unroll;
         bw_eff = std::min(1.0, resident * in_flight / (f.bandwidth * kLatencyUs));
         rate_eff = std::min(1.0, resident / (units * kResidentThreads / 2));
         if (l.kind == LaunchKind::row) {

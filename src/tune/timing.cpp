@@ -46,7 +46,7 @@ ir::Kernel read_flush_kernel() {
     KernelBuilder k("l2_flush_read", kBlock);
     auto scratch = k.input("scratch", DType::u32);
     auto sink = k.output("sink", DType::u32);
-    Var acc = k.let(Expr(0u), "acc");
+    Var acc = k.let(DType::u32, 0u, "acc");
     Var first = k.let(k.block_index() * (kBlock * kPerThread) + k.thread_index(), "first");
     for (int j = 0; j < kPerThread; ++j) {
         Expr i = first + j * kBlock;

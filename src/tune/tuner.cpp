@@ -1,82 +1,74 @@
 // Tuner: cached winners per device, in memory and in one append-only TSV file per device.
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iterator>
-#include <set>
-
+#include "cache/atomic_file.hpp"
 #include "cache/paths.hpp"
+#include "cache/private_dir.hpp"
+#include "cache/regular_file.hpp"
 #include "kiln/tune.hpp"
 #include "tune/tsv.hpp"
+#include "tune/tsv_file.hpp"
 
 namespace kiln {
-namespace {
 
-// Appends `line` to `path` with one write() on an O_APPEND descriptor, so lines racing from
-// other processes never interleave. Writers hold an flock() while they look at the last byte and
-// write, so a line left torn by a writer that died mid-line is ended with a newline first —
-// decided under the lock, never from a racing reader's view. Returns an error text or "".
-std::string append_line(const std::filesystem::path& path, const std::string& line) {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    if (ec) return fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message());
-    const int fd = ::open(path.c_str(), O_APPEND | O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    if (fd < 0) return fmt::format("cannot open {}: {}", path.string(), std::strerror(errno));
-    ::flock(fd, LOCK_EX);  // advisory; if it fails the single O_APPEND write still holds
-    std::string text = line;
-    struct stat st {};
-    char last = '\n';
-    if (::fstat(fd, &st) == 0 && st.st_size > 0 && ::pread(fd, &last, 1, st.st_size - 1) == 1 &&
-        last != '\n')
-        text.insert(text.begin(), '\n');
-    const ssize_t n = ::write(fd, text.data(), text.size());
-    const int saved = errno;
-    ::flock(fd, LOCK_UN);
-    ::close(fd);
-    if (n < 0) return fmt::format("cannot write {}: {}", path.string(), std::strerror(saved));
-    if (static_cast<size_t>(n) != text.size())
-        return fmt::format("short write to {} ({} of {} bytes)", path.string(), n, text.size());
-    return "";
-}
-
-}  // namespace
+struct Tuner::DeviceTable {
+    tune::TsvTable table;
+    bool loaded = false;
+    bool on_disk = true;  // false once the device's file proved unusable: memory only
+};
 
 Tuner::Tuner(std::filesystem::path root) : root_(std::move(root)) {}
+
+Tuner::~Tuner() = default;
 
 Tuner& Tuner::process_default() {
     // One tuner per root, kept for the life of the process, so references stay valid when
     // KILN_CACHE_DIR changes between calls.
     static std::mutex mutex;
     static std::map<std::filesystem::path, std::unique_ptr<Tuner>> tuners;
-    const auto root = cache::cache_root() / "autotune";
+    const auto cache_root = cache::cache_root();
+    const auto root = cache_root.empty() ? cache_root : cache_root / "autotune";
     std::lock_guard lock(mutex);
     auto& tuner = tuners[root];
-    if (!tuner) tuner = std::make_unique<Tuner>(root);
+    if (!tuner) {
+        tuner = std::make_unique<Tuner>(root);
+        tuner->trusted_parent_ = cache_root;
+    }
     return *tuner;
 }
 
 std::filesystem::path Tuner::file_for(const std::string& device_id) const {
+    if (root_.empty()) return {};
     return root_ / (cache::safe_component(device_id) + ".tsv");
 }
 
+bool Tuner::disk_usable() {
+    if (root_.empty()) return false;
+    if (!trusted_parent_.empty() && !cache::trusted_dir(trusted_parent_)) return false;
+    if (!cache::trusted_dir(root_)) return false;
+    if (!swept_) {
+        swept_ = true;
+        cache::remove_stale_temporaries(root_);
+    }
+    return true;
+}
+
 Tuner::DeviceTable& Tuner::table(const std::string& device_id) {
-    DeviceTable& t = tables_[device_id];
+    auto& slot = tables_[device_id];
+    if (!slot) slot = std::make_unique<DeviceTable>();
+    DeviceTable& t = *slot;
     if (t.loaded) return t;
     t.loaded = true;
-    std::ifstream in(file_for(device_id), std::ios::binary);
-    if (!in) return t;  // no file yet: nothing cached
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    tune::ParsedTsv parsed = tune::parse_tsv(text);
-    t.skipped = parsed.skipped;
-    for (auto& e : parsed.lines) {
-        t.winners[{e.op, e.key}] = e.winner;
-        t.order.push_back(std::move(e));
+    if (!disk_usable()) return t;
+    const auto path = file_for(device_id);
+    if (const std::string why = tune::read_tsv(path, t.table); !why.empty()) {
+        t.on_disk = false;
+        t.table = tune::TsvTable();
+        warn_once("autotune-file:" + path.string(),
+                  fmt::format("autotune file {} {}; kiln uses only a regular file there: tuned "
+                              "winners of {} are kept in memory only",
+                              path.string(), why, device_id));
+        return t;
     }
+    if (t.table.dead_lines_dominate()) tune::compact_tsv(path, t.table);  // best effort
     return t;
 }
 
@@ -85,8 +77,7 @@ std::optional<std::string> Tuner::winner(const std::string& device_id, const std
     tune::check_field("op", op);
     tune::check_field("key", key);
     std::lock_guard lock(mutex_);
-    const DeviceTable& t = table(device_id);
-    if (auto it = t.winners.find({op, key}); it != t.winners.end()) return it->second;
+    if (const std::string* w = table(device_id).table.winner(op, key)) return *w;
     return std::nullopt;
 }
 
@@ -95,9 +86,10 @@ void Tuner::record(const std::string& device_id, const std::string& op, const st
     const std::string line = tune::format_line(op, key, winner);
     std::lock_guard lock(mutex_);
     DeviceTable& t = table(device_id);
-    t.winners[{op, key}] = winner;
-    t.order.push_back({op, key, winner});
-    const std::string err = append_line(file_for(device_id), line);
+    t.table.add(op, key, winner);
+    if (!t.on_disk || !disk_usable()) return;
+    std::string err = cache::make_private_dir(root_);
+    if (err.empty() && disk_usable()) err = tune::append_tsv_line(file_for(device_id), line);
     if (!err.empty())
         warn_once("autotune-unwritable:" + root_.string(),
                   fmt::format("autotune cache under {} is not writable ({}); tuned winners are "
@@ -107,33 +99,51 @@ void Tuner::record(const std::string& device_id, const std::string& op, const st
 
 std::vector<TuneEntry> Tuner::entries(const std::string& device_id) {
     std::lock_guard lock(mutex_);
-    const DeviceTable& t = table(device_id);
-    // The last line of each (op, key), in the order those last lines appear.
-    std::set<std::pair<std::string, std::string>> seen;
-    std::vector<TuneEntry> out;
-    for (auto it = t.order.rbegin(); it != t.order.rend(); ++it)
-        if (seen.insert({it->op, it->key}).second) out.push_back(*it);
-    return {out.rbegin(), out.rend()};
+    return table(device_id).table.entries();
 }
 
 uint64_t Tuner::skipped_lines(const std::string& device_id) {
     std::lock_guard lock(mutex_);
-    return table(device_id).skipped;
+    return table(device_id).table.skipped;
 }
 
-void Tuner::clear(const std::string& device_id) {
+uint64_t Tuner::clear(const std::string& device_id,
+                      std::vector<std::filesystem::path>* left_alone) {
     std::lock_guard lock(mutex_);
-    std::error_code ec;
-    if (!device_id.empty()) {
-        std::filesystem::remove(file_for(device_id), ec);
+    if (device_id.empty())
+        tables_.clear();
+    else
         tables_.erase(device_id);
-        return;
+    if (root_.empty()) return 0;
+    for (const auto& dir : {trusted_parent_, root_})
+        if (const std::string problem = dir.empty() ? "" : cache::private_dir_problem(dir);
+            !problem.empty())
+            fail("cache clear: {} {}; kiln clears only a directory that is the user's own",
+                 dir.string(), problem);
+    // A device's file, and the temporaries of its compactions.
+    auto is_device_file = [&](const std::string& name) {
+        if (!name.ends_with(".tsv")) return false;
+        const std::string stem = name.substr(0, name.size() - 4);
+        return cache::safe_component(stem) == stem &&
+               (device_id.empty() || stem == cache::safe_component(device_id));
+    };
+    uint64_t removed = 0;
+    std::error_code ec;
+    for (const auto& path : cache::directory_entries(root_)) {
+        const std::string name = path.filename().string();
+        const auto temporary = cache::parse_temporary(name);
+        if (!is_device_file(temporary ? temporary->target : name)) {
+            // Another device's file (not asked about), or not kiln's at all.
+            if (device_id.empty() && left_alone) left_alone->push_back(path);
+            continue;
+        }
+        const bool ours = temporary ? cache::is_stale_temporary(path) : tune::looks_like_tsv(path);
+        if (ours && std::filesystem::remove(path, ec))
+            ++removed;
+        else if (left_alone)
+            left_alone->push_back(path);
     }
-    std::vector<std::filesystem::path> files;
-    for (std::filesystem::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec))
-        if (it->path().extension() == ".tsv") files.push_back(it->path());
-    for (const auto& f : files) std::filesystem::remove(f, ec);
-    tables_.clear();
+    return removed;
 }
 
 TuneCounters Tuner::counters() const {

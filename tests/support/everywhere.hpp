@@ -11,6 +11,7 @@
 
 #include "kiln/compile.hpp"
 #include "kiln/device.hpp"
+#include "kiln/interpret.hpp"
 #include "kiln/ir.hpp"
 #include "kiln/semantics.hpp"
 
@@ -19,11 +20,7 @@ namespace kiln::test {
 using Bytes = std::vector<uint8_t>;
 
 // One buffer argument's host contents (outputs start poisoned with 0xA5 bytes).
-struct HostBuffer {
-    DType dtype;
-    Bytes bytes;
-    size_t count() const { return bytes.size() / size_of(dtype); }
-};
+using HostBuffer = kiln::HostBuffer;
 
 inline HostBuffer poisoned(DType t, size_t count) {
     return {t, Bytes(count * size_of(t), 0xA5)};
@@ -112,7 +109,8 @@ inline ::testing::AssertionResult identical(const HostBuffer& got, const HostBuf
 // (one per scalar parameter, in order); returns every buffer's contents afterwards.
 inline std::vector<HostBuffer> run_on(Device& device, const ir::Kernel& kernel, int64_t grid,
                                       const std::vector<HostBuffer>& buffers,
-                                      const std::vector<Arg>& scalars = {}) {
+                                      const std::vector<Arg>& scalars = {},
+                                      const CompileOptions& options = default_compile_options()) {
     std::vector<std::unique_ptr<Buffer>> device_buffers;
     std::vector<Arg> args;
     size_t b = 0, s = 0;
@@ -126,7 +124,7 @@ inline std::vector<HostBuffer> run_on(Device& device, const ir::Kernel& kernel, 
             args.push_back(scalars.at(s++));
         }
     }
-    compile(device, kernel)->launch(grid, args);
+    compile(device, kernel, options)->launch(grid, args);
     device.synchronize();
     std::vector<HostBuffer> out;
     for (const auto& db : device_buffers) out.push_back({db->dtype(), db->download_bytes()});

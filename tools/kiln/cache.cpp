@@ -1,14 +1,16 @@
 // `kiln cache path|list|clear [--device D]`: where kiln keeps compiled kernels and tuning
-// decisions, what is there, and removing it (for one device, or all).
+// decisions, what is there, and removing what kiln wrote (for one device, or all).
 #include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "cache/kernel_cache.hpp"
 #include "cache/paths.hpp"
 #include "cli_common.hpp"
 #include "kiln/tune.hpp"
 #include "table.hpp"
+#include "tune/tsv_file.hpp"
 
 namespace kiln::cli {
 namespace {
@@ -19,19 +21,19 @@ struct CacheOptions {
     std::string device;
 };
 
-fs::path kernels_root() {
-    return cache::cache_root() / "kernels";
-}
-
 // The device ids to act on: the one named, or every id with files under the cache.
 std::vector<std::string> device_ids(const CacheOptions& opt) {
     if (!opt.device.empty()) return {find_device(opt.device).info().id};
     std::set<std::string> ids;
     std::error_code ec;
+    auto is_id = [](const std::string& name) { return cache::safe_component(name) == name; };
     for (const auto& e : fs::directory_iterator(Tuner::process_default().root(), ec))
-        if (e.path().extension() == ".tsv") ids.insert(e.path().stem().string());
-    for (const auto& e : fs::directory_iterator(kernels_root(), ec))
-        if (e.is_directory()) ids.insert(e.path().filename().string());
+        if (e.path().extension() == ".tsv" && is_id(e.path().stem().string()) &&
+            tune::looks_like_tsv(e.path()))
+            ids.insert(e.path().stem().string());
+    for (const auto& e : fs::directory_iterator(cache::process_kernel_cache().root(), ec))
+        if (e.is_directory() && !e.is_symlink() && is_id(e.path().filename().string()))
+            ids.insert(e.path().filename().string());
     return {ids.begin(), ids.end()};
 }
 
@@ -39,29 +41,34 @@ std::pair<size_t, uintmax_t> kernel_files(const std::string& id) {
     size_t count = 0;
     uintmax_t bytes = 0;
     std::error_code ec;
-    for (const auto& e : fs::directory_iterator(kernels_root() / cache::safe_component(id), ec))
-        if (e.path().extension() == ".bin") {
+    const auto dir = cache::process_kernel_cache().root() / cache::safe_component(id);
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (cache::is_entry_name(e.path().filename().string())) {
             ++count;
             bytes += e.file_size(ec);
         }
     return {count, bytes};
 }
 
+std::string shown(const fs::path& path) {
+    return path.empty() ? "(none: kept in memory only)" : path.string();
+}
+
 int cache_path() {
-    fmt::print("root:     {}\nkernels:  {}\nautotune: {}\n", cache::cache_root().string(),
-               kernels_root().string(), Tuner::process_default().root().string());
+    fmt::print("root:     {}\nkernels:  {}\nautotune: {}\n", shown(cache::cache_root()),
+               shown(cache::process_kernel_cache().root()), shown(Tuner::process_default().root()));
     return 0;
 }
 
 int cache_list(const CacheOptions& opt) {
     Tuner& tuner = Tuner::process_default();
     const auto ids = device_ids(opt);
-    if (ids.empty()) fmt::print("the cache under {} is empty\n", cache::cache_root().string());
+    if (ids.empty()) fmt::print("the cache under {} is empty\n", shown(cache::cache_root()));
     for (const auto& id : ids) {
         const auto [count, bytes] = kernel_files(id);
         fmt::print("device {}\n  compiled kernels: {} ({:.1f} KiB)\n", id, count, bytes / 1024.0);
         const auto entries = tuner.entries(id);
-        fmt::print("  tuning decisions: {} in {}", entries.size(), tuner.file_for(id).string());
+        fmt::print("  tuning decisions: {} in {}", entries.size(), shown(tuner.file_for(id)));
         if (const auto skipped = tuner.skipped_lines(id))
             fmt::print(" ({} unreadable lines skipped)", skipped);
         fmt::print("\n");
@@ -73,15 +80,18 @@ int cache_list(const CacheOptions& opt) {
     return 0;
 }
 
+// Removes only what kiln wrote (kernel entries, its tuning files, their temporaries) and names
+// everything it left in place.
 int cache_clear(const CacheOptions& opt) {
-    Tuner& tuner = Tuner::process_default();
-    for (const auto& id : device_ids(opt)) {
-        tuner.clear(id);
-        std::error_code ec;
-        const auto removed = fs::remove_all(kernels_root() / cache::safe_component(id), ec);
-        if (ec) fail("cache clear: cannot remove kernels of {}: {}", id, ec.message());
-        fmt::print("cleared {}: tuning decisions and {} kernel files\n", id,
-                   removed ? removed - 1 : 0);
+    const std::string id = opt.device.empty() ? "" : find_device(opt.device).info().id;
+    std::vector<fs::path> left_alone;
+    const uint64_t kernels = cache::process_kernel_cache().clear(id, left_alone);
+    const uint64_t tunings = Tuner::process_default().clear(id, &left_alone);
+    fmt::print("cleared {}: {} compiled kernel files and {} tuning files removed\n",
+               id.empty() ? "every device" : id, kernels, tunings);
+    if (!left_alone.empty()) {
+        fmt::print("left alone ({} not written by kiln or still in use):\n", left_alone.size());
+        for (const auto& path : left_alone) fmt::print("  {}\n", path.string());
     }
     return 0;
 }

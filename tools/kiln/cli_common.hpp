@@ -2,7 +2,9 @@
 // hands main() the function that runs it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -14,6 +16,11 @@ struct Command {
     CLI::App* app = nullptr;
     std::function<int()> run;
 };
+
+// A shape option's value (--rows 4096): decimal digits within int64, else a kiln::Error naming
+// the command, the option and the limit. (CLI11 would clamp a larger value and read "010" as
+// octal.) count_option.cpp
+int64_t count_option(const char* command, const char* option, const std::string& text);
 
 Command add_info_command(CLI::App& parent);     // info.cpp
 Command add_demo_command(CLI::App& parent);     // demo.cpp

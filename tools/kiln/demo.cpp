@@ -19,9 +19,9 @@ namespace kiln::cli {
 namespace {
 
 struct DemoOptions {
-    std::string device;  // empty: every device
-    int64_t n = 1000;    // row length: the fold's extent
-    int64_t rows = 4096;
+    std::string device;      // empty: every device
+    std::string n = "1000";  // row length: the fold's extent (read by count_option)
+    std::string rows = "4096";
     int repeats = 10;
 };
 
@@ -49,9 +49,11 @@ double median(std::vector<double> v) {
 }
 
 int run_demo(const DemoOptions& opt) {
-    if (opt.n < 1 || opt.rows < 1 || opt.n * opt.rows > (int64_t{1} << 30))
+    const int64_t n = count_option("demo", "--n", opt.n);
+    const int64_t rows = count_option("demo", "--rows", opt.rows);
+    if (n < 1 || rows < 1 || n > (int64_t{1} << 30) / rows)
         fail("demo: --n {} x --rows {} is out of range; expected both >= 1 and a product <= 2^30",
-             opt.n, opt.rows);
+             n, rows);
     std::vector<Device*> targets;
     if (opt.device.empty())
         targets.assign(devices().begin(), devices().end());
@@ -60,10 +62,10 @@ int run_demo(const DemoOptions& opt) {
     if (targets.empty()) fail("demo: no devices are available (see `kiln info`)");
 
     const float a = 0.75f;
-    const std::vector<float> x = demo_input(static_cast<size_t>(opt.n * opt.rows));
-    const std::vector<float> expected = demo_oracle(x, opt.n, a);
+    const std::vector<float> x = demo_input(static_cast<size_t>(n * rows));
+    const std::vector<float> expected = demo_oracle(x, n, a);
     fmt::print("kernel: out[r] = sum_i (a*x[r,i] + sqrt(|x[r,i]|))^2, {} rows of {} f32, a = {}\n",
-               opt.rows, opt.n, a);
+               rows, n, a);
     fmt::print(
         "fold: canonical, {} lanes x chunks of {}; the schedule only maps it onto threads\n\n",
         demo_fold_lanes, demo_fold_chunk);
@@ -75,9 +77,9 @@ int run_demo(const DemoOptions& opt) {
         Buffer bx(*d, DType::f32, x.size()), bout(*d, DType::f32, expected.size());
         bx.upload(x);
         for (int threads : schedules(*d)) {
-            auto kernel = compile(*d, demo_kernel(opt.n, threads));
+            auto kernel = compile(*d, demo_kernel(n, threads));
             const CompileInfo& ci = kernel->info();
-            const int64_t grid = demo_grid(opt.rows, threads);
+            const int64_t grid = demo_grid(rows, threads);
             bout.fill(-1.0);
             kernel->launch(grid, {bx, bout, a});
             const std::vector<float> got = bout.download<float>();

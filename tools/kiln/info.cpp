@@ -32,7 +32,8 @@ void print_text() {
         table.print();
     for (const BackendStatus& s : backend_status())
         if (!s.available) fmt::print("backend {} is unavailable: {}\n", name(s.backend), s.reason);
-    fmt::print("cache root: {}\n", cache::cache_root().string());
+    const auto root = cache::cache_root();
+    fmt::print("cache root: {}\n", root.empty() ? "(none: kept in memory only)" : root.string());
 }
 
 void print_json() {

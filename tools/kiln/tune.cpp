@@ -1,6 +1,7 @@
 // `kiln tune rms_norm|matvec_q8`: tunes one shipped op for one shape on one device with random
 // inputs, showing progress, then a table of the variants' medians with the winner marked (or,
 // with --json, one object). A cached decision is reported as a hit, with nothing benched.
+#include <cstdint>
 #include <cstdio>
 #include <random>
 
@@ -9,20 +10,50 @@
 #include "cli_common.hpp"
 #include "json.hpp"
 #include "kiln/semantics.hpp"
+#include "ops/checked_mul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
 #include "oracle/matvec_q8.hpp"
+#include "runtime/cpu/host_info.hpp"
 #include "table.hpp"
 
 namespace kiln::cli {
 namespace {
 
 struct TuneOptions {
-    int64_t rows = 1, n = 4096, k = 4096;
+    std::string rows = "1", n = "4096", k = "4096";  // read by count_option
     std::string dtype = "f32";
     std::string device;
     bool json = false;
 };
+
+// Byte counts for the memory check: a sum or product beyond int64 counts as INT64_MAX.
+int64_t saturating_mul(int64_t a, int64_t b) {
+    return ops::checked_mul(a, b).value_or(INT64_MAX);
+}
+int64_t saturating_add(int64_t a, int64_t b) {
+    int64_t sum = 0;
+    return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
+}
+
+std::string gib(int64_t bytes) {
+    return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1 << 30));
+}
+
+// Refuses, before anything is allocated, a shape whose random inputs (made on the host) and
+// buffers (on the device; on the host too for the CPU backend) would not fit in memory.
+void check_fits(const char* command, Device& d, int64_t host_bytes, int64_t device_bytes) {
+    const int64_t host_memory = static_cast<int64_t>(runtime::cpu::physical_memory_bytes());
+    const int64_t on_host =
+        d.info().backend == Backend::cpu ? saturating_add(host_bytes, device_bytes) : host_bytes;
+    if (host_memory > 0 && on_host > host_memory)
+        fail("{}: the shape needs {} of host memory; this machine has {}", command, gib(on_host),
+             gib(host_memory));
+    const auto device_memory = static_cast<int64_t>(d.info().memory_bytes);
+    if (device_memory > 0 && device_bytes > device_memory)
+        fail("{}: the shape needs {} of memory on {}; it has {}", command, gib(device_bytes),
+             d.info().id, gib(device_memory));
+}
 
 std::vector<float> random_values(size_t count, uint32_t seed) {
     std::mt19937 rng(seed);
@@ -70,7 +101,7 @@ int report(Tuned<Buffer>& tuned, const TuneOptions& opt) {
         return 0;
     }
     fmt::print("op {}  key {}\ndevice {}\ncache {}\n", r.op, r.key, r.device_id,
-               r.cache_file.string());
+               r.cache_file.empty() ? "(none: kept in memory only)" : r.cache_file.string());
     if (r.hit) {
         fmt::print("cached winner: {} (a hit: nothing benched, the winner ran once)\n", r.winner);
         return 0;
@@ -85,27 +116,39 @@ int report(Tuned<Buffer>& tuned, const TuneOptions& opt) {
 }
 
 int tune_rms_norm(const TuneOptions& opt) {
-    Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
+    const char* command = "tune rms_norm";
+    const int64_t rows = count_option(command, "--rows", opt.rows);
+    const int64_t n = count_option(command, "--n", opt.n);
+    if (rows < 1 || n < 1) fail("{}: --rows {} --n {}; both must be >= 1", command, rows, n);
     const DType dtype = parse_dtype(opt.dtype);
-    if (opt.rows < 1 || opt.n < 1)
-        fail("tune rms_norm: --rows {} --n {}; both must be >= 1", opt.rows, opt.n);
-    Buffer x = upload_as(d, dtype, random_values(static_cast<size_t>(opt.rows * opt.n), 1));
-    Buffer w = upload_as(d, dtype, random_values(static_cast<size_t>(opt.n), 2));
-    auto tuned = ops::rms_norm_tuned(d, x, w, opt.n, 1e-6f);
+    const int64_t elements = ops::rms_norm_check_shape(dtype, rows, n);
+    Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
+    const auto size = static_cast<int64_t>(size_of(dtype));
+    // Host: the f32 values (and their f16/bf16 bytes); device: x, w and the output.
+    const int64_t values = saturating_add(elements, n);
+    check_fits(command, d, saturating_mul(values, dtype == DType::f32 ? 4 : 6),
+               saturating_mul(saturating_add(values, elements), size));
+    Buffer x = upload_as(d, dtype, random_values(static_cast<size_t>(elements), 1));
+    Buffer w = upload_as(d, dtype, random_values(static_cast<size_t>(n), 2));
+    auto tuned = ops::rms_norm_tuned(d, x, w, n, 1e-6f);
     return report(tuned, opt);
 }
 
 int tune_matvec(const TuneOptions& opt) {
+    const char* command = "tune matvec_q8";
+    const int64_t rows = count_option(command, "--rows", opt.rows);
+    const int64_t k = count_option(command, "--k", opt.k);
+    const int64_t w_bytes = ops::matvec_q8_check_shape(rows, k);
     Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
-    if (opt.rows < 1 || opt.k < 64 || opt.k % 64 != 0)
-        fail("tune matvec_q8: --rows {} --k {}; rows must be >= 1 and k a positive multiple of 64",
-             opt.rows, opt.k);
-    const auto wq = oracle::quantize_q8_0(random_values(static_cast<size_t>(opt.rows * opt.k), 3));
-    const auto xq = oracle::quantize_q8_0(random_values(static_cast<size_t>(opt.k), 4));
+    // Host: W's f32 values and their Q8_0 bytes; device: W, x and y.
+    check_fits(command, d, saturating_add(saturating_mul(saturating_mul(rows, k), 4), w_bytes),
+               saturating_add(saturating_add(w_bytes, k), saturating_mul(rows, 4)));
+    const auto wq = oracle::quantize_q8_0(random_values(static_cast<size_t>(rows * k), 3));
+    const auto xq = oracle::quantize_q8_0(random_values(static_cast<size_t>(k), 4));
     Buffer w(d, DType::u8, wq.size()), x(d, DType::u8, xq.size());
     w.upload(wq);
     x.upload(xq);
-    auto tuned = ops::matvec_q8_tuned(d, w, x, opt.rows, opt.k);
+    auto tuned = ops::matvec_q8_tuned(d, w, x, rows, k);
     return report(tuned, opt);
 }
 

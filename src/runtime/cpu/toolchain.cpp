@@ -1,12 +1,7 @@
 // Probing the system C++ compiler and compiling CPU kernels with it.
 #include "runtime/cpu/toolchain.hpp"
 
-#include <unistd.h>
-
 #include <cctype>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -14,6 +9,7 @@
 
 #include <xxhash.h>
 
+#include "cache/temp_dir.hpp"
 #include "kiln/error.hpp"
 #include "runtime/cpu/process.hpp"
 
@@ -68,41 +64,17 @@ std::string hex64(uint64_t value) {
     return fmt::format("{:016x}", value);
 }
 
-std::string temp_root() {
-    const char* tmp = std::getenv("TMPDIR");
-    return (tmp && *tmp) ? tmp : "/tmp";
-}
-
-// A private directory removed (with its contents) when this goes out of scope.
-struct TempDir {
-    std::filesystem::path path;
-    TempDir() {
-        std::string pattern = temp_root() + "/kiln-cpu-XXXXXX";
-        if (!::mkdtemp(pattern.data()))
-            fail("CPU backend: cannot create a temporary directory {}: {}", pattern,
-                 std::strerror(errno));
-        path = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-};
-
 }  // namespace
 
+// No -fwrapv: generated code writes wrapping integer arithmetic through unsigned types, and
+// plain signed arithmetic only where it never wraps (ir/no_wrap.hpp), which the compiler may
+// then treat as affine.
 const std::vector<std::string>& compile_flags() {
-    static const std::vector<std::string> flags = {"-std=c++17",
-                                                   "-O3",
-                                                   "-march=native",
-                                                   "-ffp-contract=off",
-                                                   "-fno-fast-math",
-                                                   "-fwrapv",
-                                                   "-fPIC",
-                                                   "-shared",
-                                                   "-w"};
+    static const std::vector<std::string> flags = {"-std=c++17",      "-O3",
+                                                   "-march=native",   "-ffp-contract=off",
+                                                   "-fno-fast-math",  "-fopenmp-simd",
+                                                   "-fno-math-errno", "-fPIC",
+                                                   "-shared",         "-w"};
     return flags;
 }
 
@@ -171,9 +143,9 @@ Toolchain probe_toolchain(const std::string& requested) {
 std::vector<uint8_t> compile_shared_object(const Toolchain& toolchain, const std::string& source,
                                            std::chrono::milliseconds timeout) {
     toolchain.require();
-    TempDir dir;
-    std::filesystem::path source_path = dir.path / "kernel.cpp";
-    std::filesystem::path object_path = dir.path / "kernel.so";
+    cache::TempDir dir("kiln-cpu-", "CPU backend");
+    std::filesystem::path source_path = dir.path() / "kernel.cpp";
+    std::filesystem::path object_path = dir.path() / "kernel.so";
     {
         std::ofstream out(source_path, std::ios::binary);
         out.write(source.data(), static_cast<std::streamsize>(source.size()));

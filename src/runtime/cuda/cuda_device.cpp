@@ -88,6 +88,11 @@ struct Context {
                 what, name);
         return lock;
     }
+    // Whether the calling thread is capturing the stream.
+    bool recording_here() const {
+        return recording_.load(std::memory_order_acquire) &&
+               std::this_thread::get_id() == recorder_.load(std::memory_order_relaxed);
+    }
     // Starts capturing the stream for this thread (see CudaDevice::record).
     void begin_recording() {
         const std::unique_lock lock = use_stream("record", false);
@@ -575,6 +580,11 @@ void CudaDevice::launch(Module& module, const std::string& entry, int64_t grid, 
     // The message is built only on failure: this is every launch's path.
     if (r != CUDA_SUCCESS)
         check(r, fmt::format("cuLaunchKernel('{}', grid {}, block {})", entry, grid, block));
+}
+
+bool CudaDevice::recording() const {
+    std::lock_guard lock(mutex_);
+    return context_ && context_->recording_here();
 }
 
 void CudaDevice::synchronize() {

@@ -42,6 +42,7 @@ class CudaDevice final : public Device {
     double time_ms(const std::function<void()>& work) override;
     // Captures the work into a CUDA graph (stream capture), instantiated once.
     std::unique_ptr<Recording> record(std::function<void()> work) override;
+    bool recording() const override;
 
   private:
     // The device's context and stream, retained on first call and made current on this thread.
@@ -50,7 +51,7 @@ class CudaDevice final : public Device {
     int ordinal_ = 0;
     CUdevice device_ = 0;
     DeviceInfo info_;
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::shared_ptr<Context> context_;
 };
 

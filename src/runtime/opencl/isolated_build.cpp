@@ -2,12 +2,10 @@
 // turned into a binary or a kiln::Error, and crash verdicts kept beside the kernel cache.
 #include "runtime/opencl/isolated_build.hpp"
 
-#include <stdlib.h>  // mkdtemp
-#include <string.h>  // sigabbrev_np, strerror
+#include <string.h>  // sigabbrev_np
 #include <unistd.h>
 #include <xxhash.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "cache/kernel_cache.hpp"
+#include "cache/temp_dir.hpp"
 #include "kiln/error.hpp"
 #include "runtime/cpu/process.hpp"
 #include "runtime/opencl/cl_check.hpp"
@@ -50,9 +49,9 @@ bool write_file(const fs::path& path, const std::string& bytes) {
     return static_cast<bool>(out);
 }
 
-// The verdict file of (device, toolchain, source): beside the kernel cache's entries.
-fs::path verdict_path(const IsolatedTarget& t, const std::string& source,
-                      std::string_view options) {
+// The key of the verdict on (device, toolchain, source): a note beside the kernel cache's entries.
+std::string verdict_key(const IsolatedTarget& t, const std::string& source,
+                        std::string_view options) {
     XXH3_state_t* state = XXH3_createState();
     XXH3_64bits_reset(state);
     XXH3_64bits_update(state, source.data(), source.size());
@@ -60,41 +59,8 @@ fs::path verdict_path(const IsolatedTarget& t, const std::string& source,
     XXH3_64bits_update(state, options.data(), options.size());
     const uint64_t h = XXH3_64bits_digest(state);
     XXH3_freeState(state);
-    return cache::process_kernel_cache()
-        .entry_path(t.device_id, fmt::format("{:016x}", h))
-        .replace_extension(".crash");
+    return fmt::format("{:016x}", h);
 }
-
-// Written to a temporary file and renamed, so a reader sees all of it or nothing.
-void remember(const fs::path& path, const std::string& verdict) {
-    std::error_code ec;
-    fs::create_directories(path.parent_path(), ec);
-    const fs::path tmp = path.string() + fmt::format(".{}.tmp", ::getpid());
-    if (write_file(tmp, verdict)) fs::rename(tmp, path, ec);
-    if (ec || !fs::exists(path)) {
-        fs::remove(tmp, ec);
-        warn_once("opencl-verdict",
-                  fmt::format("cannot keep a crash verdict at {}", path.string()));
-    }
-}
-
-// A folder of its own under the temporary directory, removed with everything in it.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::string pattern = (fs::temp_directory_path() / "kiln-opencl-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr)
-            fail("OpenCL build: cannot create a temporary folder in {}: {}",
-                 fs::temp_directory_path().string(), ::strerror(errno));
-        path = pattern;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-};
 
 // The directory of the running program ("" if unknown).
 fs::path own_directory() {
@@ -130,12 +96,13 @@ std::string probe_executable() {
 std::optional<std::vector<uint8_t>> build_isolated(const IsolatedTarget& target,
                                                    const std::string& source,
                                                    std::string_view options) {
-    const fs::path verdict = verdict_path(target, source, options);
-    if (std::error_code ec; fs::exists(verdict, ec))
+    auto& disk = cache::process_kernel_cache();
+    const std::string key = verdict_key(target, source, options);
+    if (const auto verdict = disk.load_note(target.device_id, key))
         fail(
             "the OpenCL compiler of {} crashed on this source in an earlier run ({}); kept in {} "
             "(delete it to try again)",
-            target.device_id, tail(read_file(verdict)), verdict.string());
+            target.device_id, tail(*verdict), disk.note_path(target.device_id, key).string());
     const std::string helper = probe_executable();
     if (helper.empty()) {
         warn_once("opencl-probe",
@@ -143,8 +110,9 @@ std::optional<std::vector<uint8_t>> build_isolated(const IsolatedTarget& target,
                   "run in this process, where a compiler crash ends it");
         return std::nullopt;
     }
-    TempDir dir;
-    const fs::path source_file = dir.path / "kernels.cl", binary_file = dir.path / "kernels.bin";
+    cache::TempDir dir("kiln-opencl-", "OpenCL build");
+    const fs::path source_file = dir.path() / "kernels.cl",
+                   binary_file = dir.path() / "kernels.bin";
     if (!write_file(source_file, source))
         fail("OpenCL build: cannot write {}", source_file.string());
     const std::vector<std::string> argv = {helper,
@@ -166,7 +134,8 @@ std::optional<std::vector<uint8_t>> build_isolated(const IsolatedTarget& target,
                 ? fmt::format("hung (killed after {} minutes)", kBuildTimeout.count())
                 : fmt::format("crashed with signal {} (SIG{})", r.signal, abbrev ? abbrev : "?");
         // A crash is the compiler's verdict on this source; a timeout may be a loaded machine.
-        if (!r.timed_out) remember(verdict, fmt::format("{}: {}", what, tail(r.output)));
+        if (!r.timed_out)
+            disk.store_note(target.device_id, key, fmt::format("{}: {}", what, tail(r.output)));
         fail("the OpenCL compiler of {} {} in a child process ({}); output:\n{}", target.device_id,
              what, cpu::command_line(argv), tail(r.output));
     }

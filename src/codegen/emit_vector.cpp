@@ -1,0 +1,139 @@
+// Emitter, vector loads and stores: one access per element, CUDA's wide access where aligned
+// (known from the index's divisibility, else tested at run time), or OpenCL's vloadN / vstoreN.
+#include <fmt/format.h>
+
+#include "codegen/c_types.hpp"
+#include "codegen/emitter.hpp"
+
+namespace kiln::codegen {
+
+using namespace kiln::ir;
+
+namespace {
+
+// The members of a CUDA vector type (float4 and its kin), in element order.
+constexpr const char* kCudaParts[] = {"x", "y", "z", "w"};
+
+// The vector type of `width` elements of t: uint4, int2, float4, ...
+std::string vector_type(DType t, size_t width) {
+    return fmt::format("{}{}", t == DType::f32 ? "float" : t == DType::i32 ? "int" : "uint", width);
+}
+
+// The address space of a vector access's pointer: OpenCL pointers name theirs; CUDA's are
+// generic (a __shared__ there would declare a shared variable).
+std::string vector_space(const Dialect& d, const MemRef& m) {
+    return d.vector_load != VectorLoad::vload ? ""
+           : m.space == MemSpace::global      ? d.global_space
+           : m.space == MemSpace::shared      ? d.shared_space
+                                              : "";
+}
+
+// CUDA's vector access at kiln_at: `wide` alone where the index is known to be aligned to the
+// whole width in every launch (a buffer whose start the runtime aligns, or a tile declared
+// aligned, at a multiple of the width), else `wide` behind a run-time test of kiln_at's
+// alignment and `elements` otherwise.
+void aligned_or_elements(Emitter& e, const MemRef& m, const ExprRef& index, size_t width,
+                         const std::function<void()>& wide, const std::function<void()>& elements) {
+    const int start = m.space == MemSpace::global   ? e.d.buffer_alignment
+                      : m.space == MemSpace::shared ? e.d.tile_alignment
+                                                    : 0;
+    const bool known = start >= static_cast<int>(width) * 4 &&
+                       e.divisibility.of(index) % static_cast<int64_t>(width) == 0;
+    if (known) {
+        wide();
+        return;
+    }
+    e.open(fmt::format("if ((((unsigned long long)kiln_at) & {}ull) == 0ull)", width * 4 - 1));
+    wide();
+    --e.depth;
+    e.line("} else {");
+    ++e.depth;
+    elements();
+    e.close();
+}
+
+}  // namespace
+
+// A vector store: elements index, index+1, ... of the memory take the values, each evaluated
+// once (on CUDA, in order, into kiln_v).
+void Emitter::store_vector(const stmt::StoreVector& n) {
+    const DType t = mem_dtype(k, n.mem);
+    const size_t width = n.values.size();
+    const bool streaming = streamed(n.mem);
+    const std::string vec = vector_type(t, width);
+    std::vector<std::string> values;
+    for (const auto& v : n.values) values.push_back(expr(v));
+    auto element_stores = [&](auto part) {
+        for (size_t i = 0; i < width; ++i) {
+            const std::string at = fmt::format("kiln_at[{}]", i);
+            line(streaming ? fmt::format(fmt::runtime(d.streaming_store), "&" + at, part(i)) + ";"
+                           : fmt::format("{} = {};", at, part(i)));
+        }
+    };
+    open("");
+    line(fmt::format("{}{}* kiln_at = &{}[{}];", vector_space(d, n.mem), c_mem_type(t), mem(n.mem),
+                     expr(n.index)));
+    switch (d.vector_load) {
+        case VectorLoad::elements:
+            element_stores([&](size_t i) { return values[i]; });
+            break;
+        case VectorLoad::aligned_or_elements: {
+            line(fmt::format("const {} kiln_v = make_{}({});", vec, vec, fmt::join(values, ", ")));
+            const std::string wide = streaming
+                                         ? fmt::format(fmt::runtime(d.streaming_store),
+                                                       fmt::format("({}*)kiln_at", vec), "kiln_v") +
+                                               ";"
+                                         : fmt::format("*({}*)kiln_at = kiln_v;", vec);
+            aligned_or_elements(
+                *this, n.mem, n.index, width, [&] { line(wide); },
+                [&] {
+                    element_stores(
+                        [&](size_t i) { return fmt::format("kiln_v.{}", kCudaParts[i]); });
+                });
+            break;
+        }
+        case VectorLoad::vload:
+            line(fmt::format("vstore{}(({})({}), 0, kiln_at);", width, vec,
+                             fmt::join(values, ", ")));
+            break;
+    }
+    close();
+}
+
+// A vector load: the locals take elements index, index+1, ... of the memory.
+void Emitter::load_vector(const stmt::LoadVector& n) {
+    const DType t = mem_dtype(k, n.mem);
+    const size_t width = n.locals.size();
+    auto from = [&](const std::string& base) {
+        for (size_t i = 0; i < width; ++i)
+            line(fmt::format("{} = {};", local(n.locals[i]),
+                             hinted_load(n.mem, fmt::format("{}[{}]", base, i))));
+    };
+    const std::string vec = vector_type(t, width);
+    open("");
+    line(fmt::format("const {}{}* kiln_at = &{}[{}];", vector_space(d, n.mem), c_mem_type(t),
+                     mem(n.mem), expr(n.index)));
+    switch (d.vector_load) {
+        case VectorLoad::elements:
+            from("kiln_at");
+            break;
+        case VectorLoad::aligned_or_elements: {
+            auto wide = [&] {
+                line(fmt::format("const {} kiln_v = {};", vec,
+                                 load_at(n.mem, fmt::format("(const {}*)kiln_at", vec))));
+                for (size_t i = 0; i < width; ++i)
+                    line(fmt::format("{} = kiln_v.{};", local(n.locals[i]), kCudaParts[i]));
+            };
+            aligned_or_elements(*this, n.mem, n.index, width, wide, [&] { from("kiln_at"); });
+            break;
+        }
+        case VectorLoad::vload:
+            line(fmt::format("const {} kiln_v = vload{}(0, kiln_at);", vec, width));
+            for (size_t i = 0; i < width; ++i)
+                line(fmt::format("{} = kiln_v.s{};", local(n.locals[i]), i));
+            break;
+    }
+    close();
+}
+
+}  // namespace kiln::codegen

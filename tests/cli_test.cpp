@@ -1,0 +1,288 @@
+// The real kiln binary, as a hostile or careless user runs it: shapes that overflow, outgrow
+// memory or int64 are usage errors; a TSV path that is a symbolic link, a directory, a FIFO or
+// /dev/zero is one warning and tuning in memory; `cache clear` removes only what kiln wrote; no
+// HOME means no disk cache; compile directories killed processes left behind are removed. The
+// kernels the tunes need compile once (warm_kernel_cache); each test copies them.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "kiln/device.hpp"
+#include "runtime/cpu/process.hpp"
+
+using namespace kiln;
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
+
+namespace {
+
+size_t count_of(const std::string& text, const std::string& needle) {
+    size_t n = 0;
+    for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+    return n;
+}
+
+std::string read_text(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Sets environment variables (nullopt: unset) for its lifetime, restoring them after.
+class ScopedEnv {
+  public:
+    explicit ScopedEnv(const std::map<std::string, std::optional<std::string>>& values) {
+        for (const auto& [name, value] : values) {
+            const char* old = std::getenv(name.c_str());
+            saved_[name] = old ? std::optional<std::string>(old) : std::nullopt;
+            if (value)
+                setenv(name.c_str(), value->c_str(), 1);
+            else
+                unsetenv(name.c_str());
+        }
+    }
+    ~ScopedEnv() {
+        for (const auto& [name, value] : saved_) {
+            if (value)
+                setenv(name.c_str(), value->c_str(), 1);
+            else
+                unsetenv(name.c_str());
+        }
+    }
+
+  private:
+    std::map<std::string, std::optional<std::string>> saved_;
+};
+
+struct CliRun {
+    int exit_status;
+    std::string output;  // stdout and stderr
+};
+
+// Runs kiln with `args`; a run that does not finish within the timeout fails the test.
+CliRun kiln_cli(const std::vector<std::string>& args, std::chrono::seconds timeout) {
+    std::vector<std::string> argv = {KILN_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = runtime::cpu::run_process(argv, timeout);
+    EXPECT_FALSE(r.timed_out) << runtime::cpu::command_line(argv) << " hung:\n" << r.output;
+    EXPECT_EQ(r.signal, 0) << runtime::cpu::command_line(argv) << "\n" << r.output;
+    return {r.exit_status, r.output};
+}
+
+class CliTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        dir_ = fs::temp_directory_path() /
+               fmt::format("kiln-cli-test-{}-{}", getpid(),
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_ / "tmp");
+        env_.emplace(std::map<std::string, std::optional<std::string>>{
+            {"KILN_CACHE_DIR", (dir_ / "cache").string()}, {"TMPDIR", (dir_ / "tmp").string()}});
+    }
+    void TearDown() override {
+        env_.reset();
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    static void SetUpTestSuite() {
+        warm_dir() = fs::temp_directory_path() / fmt::format("kiln-cli-test-{}-warm", getpid());
+    }
+    static void TearDownTestSuite() {
+        std::error_code ec;
+        fs::remove_all(warm_dir(), ec);
+    }
+    fs::path tsv() const { return dir_ / "cache" / "autotune" / (cpu_device().info().id + ".tsv"); }
+    // A small tune on the CPU.
+    static std::vector<std::string> small_tune() {
+        return {"tune", "rms_norm", "--rows", "3", "--n", "40", "--device", "cpu"};
+    }
+    // A run that compiles little: two small kernels.
+    static std::vector<std::string> small_demo() {
+        return {"demo", "--device", "cpu", "--rows", "8", "--n", "40", "--repeats", "1"};
+    }
+    static fs::path& warm_dir() {  // a cache shared by the tests, outside their TMPDIR
+        static fs::path dir;
+        return dir;
+    }
+    // Gives this test's cache the kernels small_tune() needs, compiled once for all tests.
+    void warm_kernel_cache() {
+        static const bool compiled = [] {
+            ScopedEnv env({{"KILN_CACHE_DIR", (warm_dir() / "cache").string()}});
+            const CliRun r = kiln_cli(small_tune(), std::chrono::seconds(300));
+            EXPECT_EQ(r.exit_status, 0) << r.output;
+            return r.exit_status == 0;
+        }();
+        ASSERT_TRUE(compiled);
+        fs::create_directories(dir_ / "cache");
+        fs::permissions(dir_ / "cache", fs::perms::owner_all);
+        fs::copy(warm_dir() / "cache" / "kernels", dir_ / "cache" / "kernels",
+                 fs::copy_options::recursive);
+    }
+
+    fs::path dir_;
+    std::optional<ScopedEnv> env_;
+};
+
+TEST_F(CliTest, RowsTimesNBeyondInt64IsAUsageErrorAndRecordsNothing) {
+    const CliRun r = kiln_cli(
+        {"tune", "rms_norm", "--rows", "4611686018427387904", "--n", "4", "--device", "cpu"},
+        std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("kiln: error: rms_norm: rows = 4611686018427387904 x n = 4 "
+                                    "overflows int64 in elements (at most 9223372036854775807)"));
+    EXPECT_FALSE(fs::exists(dir_ / "cache")) << "nothing may be recorded";
+}
+
+TEST_F(CliTest, ShapesTooBigForTheKernelOrMemoryAreUsageErrors) {
+    const std::vector<std::vector<std::string>> cases = {
+        {"tune", "rms_norm", "--rows", "1000000", "--n", "1000000"},
+        {"tune", "rms_norm", "--rows", "1", "--n", "4000000000"},
+        {"tune", "matvec_q8", "--rows", "100000000", "--k", "4096"},
+        {"tune", "matvec_q8", "--rows", "1", "--k", "4611686018427387904"},
+    };
+    for (auto args : cases) {
+        args.insert(args.end(), {"--device", "cpu"});
+        const CliRun r = kiln_cli(args, std::chrono::seconds(60));
+        EXPECT_EQ(r.exit_status, 2) << r.output;
+        EXPECT_THAT(r.output, HasSubstr("kiln: error:"));
+        EXPECT_THAT(r.output, ::testing::AnyOf(HasSubstr("at most"), HasSubstr("expected 1 to")));
+        EXPECT_THAT(r.output, Not(HasSubstr("internal error")));
+    }
+    EXPECT_FALSE(fs::exists(dir_ / "cache"));
+}
+
+TEST_F(CliTest, ValuesBeyondInt64AreNotClamped) {
+    for (const char* option : {"--rows", "--n"}) {
+        std::vector<std::string> args = {"tune", "rms_norm", "--rows", "2", "--n", "8"};
+        args[option == std::string("--rows") ? 3 : 5] = "99999999999999999999";
+        const CliRun r = kiln_cli(args, std::chrono::seconds(60));
+        EXPECT_EQ(r.exit_status, 2) << r.output;
+        EXPECT_THAT(r.output, HasSubstr(fmt::format("kiln: error: tune rms_norm: {} "
+                                                    "99999999999999999999 is beyond int64 (at "
+                                                    "most 9223372036854775807)",
+                                                    option)));
+    }
+    const CliRun octal =
+        kiln_cli({"tune", "matvec_q8", "--rows", "0x10", "--k", "64"}, std::chrono::seconds(60));
+    EXPECT_EQ(octal.exit_status, 2) << octal.output;
+    EXPECT_THAT(octal.output, HasSubstr("--rows '0x10' is not a whole number"));
+}
+
+TEST_F(CliTest, ATsvThatIsNotARegularFileIsOneWarningAndTuningInMemory) {
+    warm_kernel_cache();
+    CliRun r = kiln_cli(small_tune(), std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    const std::string recorded = read_text(tsv());
+    ASSERT_THAT(recorded, HasSubstr("rms_norm\t"));
+    const fs::path target = dir_ / "someone-elses-file";
+    for (const std::string kind : {"symlink", "directory", "fifo", "dev-zero"}) {
+        SCOPED_TRACE(kind);
+        fs::remove_all(tsv());
+        std::ofstream(target) << "precious\n";
+        if (kind == "symlink")
+            fs::create_symlink(target, tsv());
+        else if (kind == "directory")
+            fs::create_directory(tsv());
+        else if (kind == "fifo")
+            ASSERT_EQ(::mkfifo(tsv().c_str(), 0600), 0);
+        else
+            fs::create_symlink("/dev/zero", tsv());
+        r = kiln_cli(small_tune(), std::chrono::seconds(120));
+        EXPECT_EQ(r.exit_status, 0) << r.output;
+        EXPECT_EQ(count_of(r.output, "kiln: warning:"), 1u) << r.output;
+        EXPECT_THAT(r.output, HasSubstr(tsv().string()));
+        EXPECT_THAT(r.output, HasSubstr("variants benched"));  // tuned, in memory
+        EXPECT_EQ(read_text(target), "precious\n");
+    }
+}
+
+TEST_F(CliTest, CacheClearRemovesOnlyWhatKilnWroteAndSaysWhatItLeft) {
+    warm_kernel_cache();
+    CliRun r = kiln_cli(small_tune(), std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    const fs::path cache = dir_ / "cache";
+    const fs::path foreign_dir = cache / "kernels" / "linux-6.1" / "drivers";
+    fs::create_directories(foreign_dir);
+    std::ofstream(foreign_dir / "Kconfig") << "menu";
+    std::ofstream(cache / "autotune" / "notes.tsv") << "my own notes\n";
+    std::ofstream(cache / "autotune" / "README") << "hello";
+    r = kiln_cli({"cache", "clear"}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("1 tuning files removed"));
+    EXPECT_THAT(r.output, HasSubstr("left alone"));
+    EXPECT_THAT(r.output, HasSubstr(foreign_dir.string()));
+    EXPECT_THAT(r.output, HasSubstr((cache / "autotune" / "notes.tsv").string()));
+    EXPECT_THAT(r.output, HasSubstr((cache / "autotune" / "README").string()));
+    EXPECT_TRUE(fs::exists(foreign_dir / "Kconfig"));
+    EXPECT_EQ(read_text(cache / "autotune" / "notes.tsv"), "my own notes\n");
+    EXPECT_FALSE(fs::exists(tsv()));
+    size_t bins = 0;
+    for (const auto& e : fs::recursive_directory_iterator(cache))
+        bins += e.path().extension() == ".bin";
+    EXPECT_EQ(bins, 0u);
+    EXPECT_FALSE(fs::exists(cache / "kernels" / cpu_device().info().id));
+}
+
+TEST_F(CliTest, WithoutHomeNothingIsWrittenAndOneWarningSaysSo) {
+    ScopedEnv no_home({{"HOME", std::nullopt},
+                       {"XDG_CACHE_HOME", std::nullopt},
+                       {"KILN_CACHE_DIR", std::nullopt}});
+    const CliRun r = kiln_cli(small_demo(), std::chrono::seconds(300));
+    EXPECT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_EQ(count_of(r.output, "kiln: warning:"), 1u) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("no cache directory"));
+    std::vector<fs::path> left;
+    for (const auto& e : fs::directory_iterator(dir_ / "tmp")) left.push_back(e.path());
+    EXPECT_TRUE(left.empty()) << left.front();  // no kiln-cache fallback under TMPDIR
+    const CliRun path = kiln_cli({"cache", "path"}, std::chrono::seconds(60));
+    EXPECT_THAT(path.output, HasSubstr("root:     (none: kept in memory only)"));
+}
+
+TEST_F(CliTest, CompileDirectoriesOfKilledProcessesAreRemoved) {
+    // The pid of a process that has exited.
+    const auto gone =
+        runtime::cpu::run_process({"/bin/sh", "-c", "echo $$"}, std::chrono::seconds(10));
+    const std::string gone_pid = gone.output.substr(0, gone.output.find('\n'));
+    const fs::path tmp = dir_ / "tmp";
+    const fs::path killed = tmp / fmt::format("kiln-cpu-{}-a1b2c3", gone_pid);
+    const fs::path legacy_old = tmp / "kiln-cpu-d4e5f6";
+    const fs::path running = tmp / fmt::format("kiln-cpu-{}-g7h8i9", getpid());
+    const fs::path legacy_recent = tmp / "kiln-cpu-j0k1l2";
+    const fs::path not_kilns = tmp / "kiln-cpu-notes";
+    for (const auto& d : {killed, legacy_old, running, legacy_recent, not_kilns}) {
+        fs::create_directories(d);
+        std::ofstream(d / "kernel.cpp") << "int x;";
+    }
+    const auto now = fs::file_time_type::clock::now();
+    fs::last_write_time(killed, now - std::chrono::minutes(2));
+    fs::last_write_time(legacy_old, now - std::chrono::hours(2));
+    fs::last_write_time(not_kilns, now - std::chrono::hours(2));
+    const CliRun r = kiln_cli(small_demo(), std::chrono::seconds(300));  // compiles: a new cache
+    EXPECT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_FALSE(fs::exists(killed));
+    EXPECT_FALSE(fs::exists(legacy_old));
+    EXPECT_TRUE(fs::exists(running));
+    EXPECT_TRUE(fs::exists(legacy_recent));
+    EXPECT_TRUE(fs::exists(not_kilns));
+    size_t compile_dirs = 0;
+    for (const auto& e : fs::directory_iterator(tmp))
+        compile_dirs += e.path().filename().string().starts_with("kiln-cpu-");
+    EXPECT_EQ(compile_dirs, 3u) << "the run left its own compile directory behind";
+}
+
+}  // namespace

@@ -1,0 +1,147 @@
+// The CPU backend's integer arithmetic: what the range analysis proves never wraps (ir/no_wrap),
+// written plain in launches whose positions fit in i32, and a launch past them running the copy
+// written to wrap, with kiln's wrapping results.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstring>
+
+#include "codegen/emit_c.hpp"
+#include "ir/lower_folds.hpp"
+#include "ir/no_wrap.hpp"
+#include "ir/ranges.hpp"
+#include "ir/visit.hpp"
+#include "kiln/compile.hpp"
+#include "kiln/dsl.hpp"
+#include "ops/test_kernels.hpp"
+#include "ops/user_kernels.hpp"
+#include "support/everywhere.hpp"
+
+using namespace kiln;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+namespace {
+
+// The value of the one let of local `id` in `k`.
+ir::ExprRef let_value(const ir::Kernel& k, int id) {
+    ir::ExprRef value;
+    ir::for_each_stmt(k.body, [&](const ir::StmtNode& n) {
+        if (const auto* l = std::get_if<ir::stmt::Let>(&n.node); l && l->local == id)
+            value = l->value;
+    });
+    return value;
+}
+
+TEST(NoWrap, ProvesWhatFitsItsTypeAndNothingThatMayWrap) {
+    KernelBuilder k("no_wrap_cases", 256);
+    auto out = k.output("out", DType::i32);
+    Expr s = k.scalar("s", DType::i32);
+    Var pos = k.let(k.absolute_pos(), "pos");
+    Var doubled = k.let(s * 2, "doubled");
+    Var scaled = k.let(k.thread_index() * 4096 + 7, "scaled");
+    Var in_loop = k.let(DType::i32, 0, "in_loop");
+    k.for_(0, 1000, [&](Expr i) { in_loop = i * 3 + 1; });
+    k.if_(pos < out.len(), [&] { out[pos] = doubled + scaled + in_loop; });
+    const ir::Kernel kernel = k.finish();
+    const auto small = ir::find_no_wrap(kernel, ir::i32_position_grid(256));
+    const auto any = ir::find_no_wrap(kernel, INT32_MAX);
+    auto proven = [](const ir::NoWrap& w, const ir::ExprRef& e) {
+        return w.ops.count(e.get()) > 0;
+    };
+    // block_index * 256 + thread_index: in i32 where the grid has at most 2^31 / 256 blocks.
+    const ir::ExprRef p = let_value(kernel, pos.id());
+    ASSERT_TRUE(std::holds_alternative<ir::expr::Binary>(p->node));
+    EXPECT_TRUE(proven(small, p));
+    EXPECT_FALSE(proven(any, p));
+    // s * 2 may wrap for any s.
+    EXPECT_FALSE(proven(small, let_value(kernel, doubled.id())));
+    // thread_index * 4096 + 7 and i * 3 + 1 (i < 1000) fit in every launch.
+    EXPECT_TRUE(proven(any, let_value(kernel, scaled.id())));
+    ir::ExprRef loop_value;
+    ir::for_each_stmt(kernel.body, [&](const ir::StmtNode& n) {
+        if (const auto* a = std::get_if<ir::stmt::Assign>(&n.node)) loop_value = a->value;
+    });
+    ASSERT_TRUE(loop_value);
+    EXPECT_TRUE(proven(any, loop_value));
+    EXPECT_EQ(any.steps.size(), 1u);  // the loop's i += 1 stays below 1000
+}
+
+TEST(Ranges, ALoopGoingOnFromItsVariableStaysInTheRangeItsOtherLoopsGiveIt) {
+    // A fold's lanes on the CPU: whole rounds of chunks, then `for c = c; c < n` for the rest.
+    const ir::Kernel lowered = ir::lower_folds(
+        ops::row_fold(DType::f32, 1000, Fold::sum().lanes(32).chunk(4), 64), 1, true);
+    int continuing = -1;
+    ir::for_each_stmt(lowered.body, [&](const ir::StmtNode& n) {
+        const auto* f = std::get_if<ir::stmt::For>(&n.node);
+        const auto* begin = f ? std::get_if<ir::expr::Local>(&f->begin->node) : nullptr;
+        if (begin && begin->id == f->local) continuing = f->local;
+    });
+    ASSERT_GE(continuing, 0) << "the lowered fold has no loop going on from its variable";
+    const ir::Ranges ranges(lowered);
+    const ir::Interval r = ranges.of(ir::make(DType::i32, ir::expr::Local{continuing}), {});
+    EXPECT_GE(r.lo, 0);
+    EXPECT_LE(r.hi, 1000 + 32 * 4);
+}
+
+TEST(CpuCodegen, WrapFreeIndicesArePlainAndALargeGridRunsTheCopyWrittenToWrap) {
+    const ir::Kernel k = ops::add_square(256);
+    const std::string src =
+        generate_source(Backend::cpu, std::span<const ir::Kernel>(&k, 1), CompileOptions{});
+    const std::string entry = codegen::entry_name(k);
+    const size_t fast = src.find("extern \"C\" void " + entry + "(");
+    const size_t copy = src.find(entry + "_any_grid(");
+    ASSERT_NE(fast, std::string::npos);
+    ASSERT_NE(copy, std::string::npos);
+    ASSERT_LT(copy, fast);
+    const std::string wrapping = src.substr(copy, fast - copy), plain = src.substr(fast);
+    EXPECT_THAT(plain, HasSubstr("if (kiln_grid > 8388608) { " + entry + "_any_grid("));
+    EXPECT_THAT(plain, HasSubstr("p_a[((kiln_block * ((int32_t)256)) + kiln_t)]"));
+    EXPECT_THAT(plain, Not(HasSubstr("(uint32_t)kiln_block")));
+    EXPECT_THAT(wrapping, HasSubstr("(uint32_t)kiln_block * (uint32_t)((int32_t)256)"));
+    // GPU sources keep every + - * written to wrap.
+    const std::string cuda =
+        generate_source(Backend::cuda, std::span<const ir::Kernel>(&k, 1), CompileOptions{});
+    EXPECT_THAT(cuda, Not(HasSubstr("_any_grid")));
+}
+
+TEST(CpuCodegen, ARowKernelsIndicesAreAllPlainInGridsOfI32Positions) {
+    // A block per row: the folds' rounds (a loop going on from its variable for the last chunks)
+    // and the normalize loop, whose threads start one apart (rewritten over its first thread's
+    // index); a thread per row: the lanes of each thread's fold.
+    for (int threads : {256, 1}) {
+        const ir::Kernel k = ops::rms_norm_rows(4096, threads == 1 ? 64 : 256, threads);
+        const std::string src =
+            generate_source(Backend::cpu, std::span<const ir::Kernel>(&k, 1), CompileOptions{});
+        const size_t fast = src.find("extern \"C\" void " + codegen::entry_name(k) + "(");
+        ASSERT_NE(fast, std::string::npos);
+        EXPECT_THAT(src.substr(fast), Not(HasSubstr("(uint32_t)"))) << src.substr(fast);
+    }
+}
+
+TEST(CpuLaunch, PositionsPastI32WrapAsKilnSaysOnTheCpu) {
+    // 2^21 blocks of 1024 threads reach position 2^31: the last two blocks' positions wrap to
+    // INT32_MIN + j. Only those blocks write (a test of the block, so the others cost little).
+    const int64_t first = int64_t{1} << 21;
+    KernelBuilder k("wrapping_positions", 1024);
+    auto out = k.output("out", DType::i32);
+    Var pos = k.let(k.absolute_pos(), "pos");
+    k.if_(k.block_index() >= static_cast<int>(first), [&] {
+        out[(k.block_index() - static_cast<int>(first)) * 1024 + k.thread_index()] = pos;
+    });
+    const ir::Kernel kernel = k.finish();
+    Device* cpu = nullptr;
+    for (Device* d : devices())
+        if (d->info().backend == Backend::cpu) cpu = d;
+    ASSERT_TRUE(cpu);
+    // Unchecked: checked mode refuses such a grid (its proofs assume i32 positions do not wrap).
+    const auto result = test::run_on(*cpu, kernel, first + 2, {test::poisoned(DType::i32, 2048)},
+                                     {}, CompileOptions{});
+    std::vector<int32_t> got(2048);
+    std::memcpy(got.data(), result[0].bytes.data(), got.size() * 4);
+    for (size_t j = 0; j < got.size(); ++j)
+        ASSERT_EQ(got[j], INT32_MIN + static_cast<int32_t>(j)) << "element " << j;
+}
+
+}  // namespace
