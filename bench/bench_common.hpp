@@ -1,5 +1,5 @@
 // Helpers shared by the benchmark binaries (header-only: each bench/*.cpp is its own program):
-// hand-rolled flag parsing, medians, plain-text tables and JSON string quoting.
+// hand-rolled flag parsing, random inputs, medians, plain-text tables and JSON string quoting.
 #pragma once
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,15 @@ class Flags {
     std::string usage_;
     std::map<std::string, std::string> values_;
 };
+
+// n floats drawn uniformly from [-bound, bound], the same for the same seed.
+inline std::vector<float> random_floats(size_t n, uint64_t seed, float bound) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> dist(-bound, bound);
+    std::vector<float> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
 
 inline double median(std::vector<double> v) {
     if (v.empty()) return 0;

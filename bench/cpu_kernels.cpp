@@ -16,7 +16,6 @@
 #include <cstring>
 #include <functional>
 #include <optional>
-#include <random>
 
 #include "bench_common.hpp"
 #include "codegen/emit_c.hpp"
@@ -24,6 +23,7 @@
 #include "kiln/compile.hpp"
 #include "ops/rms_norm.hpp"
 #include "ops/user_kernels.hpp"
+#include "peers/openblas.hpp"
 #include "peers/openmp_loops.hpp"
 #include "runtime/cpu/cpu_device.hpp"
 #include "runtime/cpu/cpu_module.hpp"
@@ -35,14 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-std::vector<float> random_floats(size_t n, uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = dist(rng);
-    return v;
 }
 
 // A workload: a kernel, its grid, its buffers (inputs with values, outputs with a count) and
@@ -103,16 +95,6 @@ std::string figure(const Series& s) {
     return fmt::format("{:.3f} ms (spread {:.0f}%)", med, med > 0 ? 100 * (q3 - q1) / med : 0);
 }
 
-// OpenBLAS's cblas_sgemm, when the library is installed (libopenblas0).
-using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
-                            int, float, float*, int);
-CblasSgemm openblas_sgemm() {
-    for (const char* lib : {"libopenblas.so.0", "libopenblas.so"})
-        if (void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL))
-            return reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
-    return nullptr;
-}
-
 // The Halide peer's entries (bench/peers_halide.py), from the library --halide names.
 struct HalidePeers {
     int (*rms_norm)(const float* x, const float* w, float eps, float* out, int rows,
@@ -137,8 +119,9 @@ std::vector<Workload> workloads() {
     std::vector<Workload> ws;
     const int64_t n = 4096, rows = 4096;
     const size_t cells = static_cast<size_t>(rows * n);
-    const auto x = random_floats(cells, 1), w = random_floats(static_cast<size_t>(n), 2),
-               g = random_floats(static_cast<size_t>(n), 3);
+    const auto x = random_floats(cells, 1, 2.0f),
+               w = random_floats(static_cast<size_t>(n), 2, 2.0f),
+               g = random_floats(static_cast<size_t>(n), 3, 2.0f);
     const double row_gb = 2.0 * static_cast<double>(cells) * 4 / 1e9;
     for (int threads : {256, 1}) {
         const int block = threads == 1 ? 64 : 256;
@@ -169,7 +152,7 @@ std::vector<Workload> workloads() {
     ws.push_back({"rms_norm 1x4096 block/row",
                   ops::rms_norm_rows(n, 256, 256),
                   1,
-                  {random_floats(static_cast<size_t>(n), 4), w},
+                  {random_floats(static_cast<size_t>(n), 4, 2.0f), w},
                   {static_cast<size_t>(n)},
                   {1e-6f},
                   2.0 * static_cast<double>(n) * 4 / 1e9});
@@ -177,21 +160,21 @@ std::vector<Workload> workloads() {
     ws.push_back({"sgemm 1024^3 8x4 regs, 32 threads",
                   ops::sgemm_blocked(k, nn, 8, 4, 32),
                   ops::sgemm_grid(m, nn, 8, 4, 32),
-                  {random_floats(static_cast<size_t>(m * k), 5),
-                   random_floats(static_cast<size_t>(k * nn), 6)},
+                  {random_floats(static_cast<size_t>(m * k), 5, 2.0f),
+                   random_floats(static_cast<size_t>(k * nn), 6, 2.0f)},
                   {static_cast<size_t>(m * nn)},
                   {},
                   0,
                   2.0 * m * nn * k / 1e9});
     const int64_t big = int64_t{1} << 26;
-    ws.push_back(
-        {"(a+b)^2 2^26",
-         ops::add_square(256),
-         big / 256,
-         {random_floats(static_cast<size_t>(big), 7), random_floats(static_cast<size_t>(big), 8)},
-         {static_cast<size_t>(big)},
-         {},
-         3.0 * static_cast<double>(big) * 4 / 1e9});
+    ws.push_back({"(a+b)^2 2^26",
+                  ops::add_square(256),
+                  big / 256,
+                  {random_floats(static_cast<size_t>(big), 7, 2.0f),
+                   random_floats(static_cast<size_t>(big), 8, 2.0f)},
+                  {static_cast<size_t>(big)},
+                  {},
+                  3.0 * static_cast<double>(big) * 4 / 1e9});
     return ws;
 }
 
@@ -246,8 +229,8 @@ int main(int argc, char** argv) {
                 peer_s.who = "OpenBLAS";
                 peer_out.resize(w.outputs[0]);
                 peer = [&] {
-                    blas(101, 111, 111, 1024, 1024, 1024, 1.0f, w.inputs[0].data(), 1024,
-                         w.inputs[1].data(), 1024, 0.0f, peer_out.data(), 1024);
+                    sgemm_row_major(blas, 1024, 1024, 1024, w.inputs[0].data(), w.inputs[1].data(),
+                                    peer_out.data());
                 };
             } else if (halide.rms_norm && w.name.rfind("rms_norm 4096^2", 0) == 0) {
                 peer_s.who = "Halide";

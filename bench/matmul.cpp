@@ -5,39 +5,19 @@
 // Every point's output is compared bitwise with the first point's (the exact class: all equal).
 //
 //   bench_matmul [--device D] [--sizes 256,1024] [--iters N] [--points p1,p2] [--json FILE]
-#include <dlfcn.h>
-
 #include <chrono>
 #include <cstring>
-#include <random>
 #include <sstream>
 
 #include "bench_common.hpp"
 #include "kiln/buffer.hpp"
 #include "ops/matmul.hpp"
+#include "peers/openblas.hpp"
 
 namespace kiln::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// OpenBLAS's cblas_sgemm, when the library is installed (Debian libopenblas0).
-using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
-                            int, float, float*, int);
-CblasSgemm openblas_sgemm() {
-    for (const char* lib : {"libopenblas.so.0", "libopenblas.so"})
-        if (void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL))
-            return reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
-    return nullptr;
-}
-
-std::vector<float> random_floats(size_t n, uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = dist(rng);
-    return v;
-}
 
 std::vector<std::string> split(const std::string& text) {
     std::vector<std::string> out;
@@ -80,7 +60,8 @@ int run(int argc, char** argv) {
     std::vector<Row> rows;
     for (int64_t n : sizes) {
         const size_t cells = static_cast<size_t>(n * n);
-        const std::vector<float> a = random_floats(cells, 1), b = random_floats(cells, 2);
+        const std::vector<float> a = random_floats(cells, 1, 1.0f),
+                                 b = random_floats(cells, 2, 1.0f);
         const ops::MatmulShape shape{1, n, n, n};
         for (Device* d : selected_devices(flags)) {
             Buffer ab(*d, DType::f32, cells), bb(*d, DType::f32, cells);
@@ -100,9 +81,8 @@ int run(int argc, char** argv) {
             std::vector<double> ms;
             for (int i = 0; i < iters + 2; ++i) {
                 const auto t0 = Clock::now();
-                sgemm(101, 111, 111, static_cast<int>(n), static_cast<int>(n), static_cast<int>(n),
-                      1.0f, a.data(), static_cast<int>(n), b.data(), static_cast<int>(n), 0.0f,
-                      c.data(), static_cast<int>(n));  // row-major, no transposes
+                const int side = static_cast<int>(n);
+                sgemm_row_major(sgemm, side, side, side, a.data(), b.data(), c.data());
                 if (i >= 2)
                     ms.push_back(
                         std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
