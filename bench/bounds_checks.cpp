@@ -10,6 +10,7 @@
 
 #include "bench_common.hpp"
 #include "codegen/lower.hpp"
+#include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
 
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
         for (const auto& v : ops::matvec_q8_variants())
             matvec.kernels.push_back(ops::matvec_q8_kernel(v.schedule));
         families.push_back(std::move(matvec));
+        Family matmul{"matmul f32", {}};
+        for (const auto& s : ops::matmul_variants())
+            matmul.kernels.push_back(ops::matmul_kernel({}, s));
+        families.push_back(std::move(matmul));
         std::vector<std::vector<std::string>> rows;
         for (const auto& f : families)
             for (const codegen::Dialect* d :

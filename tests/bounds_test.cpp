@@ -22,6 +22,7 @@
 #include "ir/check_bounds.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
 #include "runtime/cuda/nvrtc.hpp"
@@ -446,9 +447,12 @@ TEST(CheckBounds, UncheckedSourceOfEveryShippedKernelIsPinned) {
         kernels.push_back(ops::rms_norm_kernel(DType::f32, 1000, s));
     for (const auto& v : ops::matvec_q8_variants())
         kernels.push_back(ops::matvec_q8_kernel(v.schedule));
-    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "95cc7ff9496fc84c"},
-                                                      {Backend::cuda, "fa2ae3cacb2ccbcb"},
-                                                      {Backend::opencl, "3f5f704b554980bc"}};
+    for (const ops::MatmulTypes& t :
+         {ops::MatmulTypes{}, ops::MatmulTypes{DType::bf16, DType::f32, true, true}})
+        for (const auto& s : ops::matmul_variants()) kernels.push_back(ops::matmul_kernel(t, s));
+    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "8f3bf56b49b74990"},
+                                                      {Backend::cuda, "7887f13e8094b6ff"},
+                                                      {Backend::opencl, "c73963f02ee90e47"}};
     for (const auto& [backend, digest] : pinned) {
         const std::string source = generate_source(backend, kernels, kUnchecked);
         EXPECT_EQ(fmt::format("{:016x}", XXH3_64bits(source.data(), source.size())), digest)
