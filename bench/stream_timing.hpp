@@ -1,14 +1,14 @@
 // stream_ms (and graph_ms, the same stream replayed from a recording): the device time per
-// launch in a steady stream of launches that each read cold inputs. The inputs are rotated among `sets` copies whose total is far beyond the cache, so a
-// set is always evicted before its next turn; the launches are queued back to back behind a
-// blocker (untimed device work long enough for the host to queue them all), so the gaps between
-// them are the device's own, not the host's. The blocker only computes, as torch.cuda._sleep
-// does for bench/peers_stream.py: a fill would leave the L2 full of dirty lines that the timed
-// launches then write back (about 0.1 us a launch at 32 x 4096 rms_norm, any kernel). This is the
-// steady state of a model's forward pass (each layer's weights read once, cold) and the way a
-// bandwidth ceiling is measured. time_dispatches (flush, then one timed launch) instead counts a
-// lone launch's ramp and the flush's dirty lines. bench/peers_stream.py times the torch peers the
-// same way.
+// launch in a steady stream of launches that each read cold inputs. The inputs are rotated among
+// `sets` copies whose total is far beyond the cache, so a set is always evicted before its next
+// turn; the launches are queued back to back behind a blocker (untimed device work long enough for
+// the host to queue them all), so the gaps between them are the device's own, not the host's. The
+// blocker only computes, as torch.cuda._sleep does for bench/peers_stream.py: a fill would leave
+// the L2 full of dirty lines that the timed launches then write back (about 0.1 us a launch at 32 x
+// 4096 rms_norm, any kernel). This is the steady state of a model's forward pass (each layer's
+// weights read once, cold) and the way a bandwidth ceiling is measured. time_dispatches (flush,
+// then one timed launch) instead counts a lone launch's ramp and the flush's dirty lines.
+// bench/peers_stream.py times the torch peers the same way.
 #pragma once
 
 #include <algorithm>
