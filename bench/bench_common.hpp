@@ -1,5 +1,6 @@
 // Helpers shared by the benchmark binaries (header-only: each bench/*.cpp is its own program):
-// hand-rolled flag parsing, random inputs, medians, plain-text tables and JSON string quoting.
+// hand-rolled flag parsing and comma-separated lists, random inputs, medians, plain-text tables and
+// JSON string quoting.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +65,15 @@ inline std::vector<float> random_floats(size_t n, uint64_t seed, float bound) {
     std::vector<float> v(n);
     for (auto& x : v) x = dist(rng);
     return v;
+}
+
+// The non-empty items of a comma-separated list ("256,1024").
+inline std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream ss(text);
+    for (std::string item; std::getline(ss, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
 }
 
 inline double median(std::vector<double> v) {

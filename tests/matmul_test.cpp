@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <random>
 #include <set>
 
@@ -17,10 +16,15 @@
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"
+#include "support/float_values.hpp"
+#include "support/tuned_entry.hpp"
 
 using namespace kiln;
+using kiln::test::download;
 using kiln::test::HostBuffer;
 using kiln::test::identical;
+using kiln::test::random_values;
+using kiln::test::upload;
 
 namespace {
 
@@ -32,36 +36,6 @@ constexpr std::pair<DType, DType> kTypes[] = {{DType::f32, DType::f32},
                                               {DType::bf16, DType::f32},
                                               {DType::f16, DType::f16},
                                               {DType::bf16, DType::bf16}};
-
-// Values of moderate and varied magnitude in `t` (normal * 2^e, e in [-6, 6]), with signed
-// zeros mixed in; `scale` multiplies them (a tiny scale makes products underflow).
-HostBuffer random_values(DType t, size_t count, uint64_t seed, float scale = 1.0f) {
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    HostBuffer h{t, Bytes(count * size_of(t))};
-    for (size_t i = 0; i < count; ++i) {
-        float v = std::ldexp(nd(rng), static_cast<int>(rng() % 13) - 6) * scale;
-        if (i % 37 == 5) v = (i % 2) ? -0.0f : 0.0f;
-        if (t == DType::f32) {
-            std::memcpy(h.bytes.data() + 4 * i, &v, 4);
-        } else {
-            const uint16_t bits =
-                t == DType::f16 ? semantics::f32_to_f16(v) : semantics::f32_to_bf16(v);
-            std::memcpy(h.bytes.data() + 2 * i, &bits, 2);
-        }
-    }
-    return h;
-}
-
-Buffer upload(Device& d, const HostBuffer& h) {
-    Buffer b(d, h.dtype, h.count());
-    b.upload_bytes(h.bytes);
-    return b;
-}
-
-HostBuffer download(const Buffer& b) {
-    return {b.dtype(), b.download_bytes()};
-}
 
 // Elements a view of rows x cols per batch needs in its buffer.
 size_t view_count(const ops::MatmulOperand& v, int64_t batch, int64_t rows, int64_t cols) {
@@ -267,11 +241,6 @@ TEST(Matmul, OracleAgreesWithADoubleDot) {
 }
 
 TEST(Matmul, DenseEntryTunesOnceThenHitsAndMatchesTheOracle) {
-    const auto root =
-        std::filesystem::temp_directory_path() /
-        fmt::format("kiln_matmul_tune_{}", ::testing::UnitTest::GetInstance()->random_seed());
-    std::filesystem::remove_all(root);
-    Tuner tuner(root);
     Device& cpu = cpu_device();
     // A is 2 batches of m x k, B one k x n shared by both.
     const int64_t m = 13, n = 10, k = 6;
@@ -282,27 +251,15 @@ TEST(Matmul, DenseEntryTunesOnceThenHitsAndMatchesTheOracle) {
     const HostBuffer want{DType::f32, oracle::matmul(DType::f32, DType::f32, a.bytes,
                                                      {0, m * k, 0, false}, b.bytes, {}, s)};
     const ops::DenseMatrix da{ab, 2, m, k}, db{bb, 1, k, n};
-    EXPECT_TRUE(identical(download(ops::matmul(cpu, da, db, DType::f32, tuner)), want));
-    const auto c1 = tuner.counters();
-    EXPECT_EQ(c1.misses, 1u);
-    EXPECT_EQ(c1.benched, ops::matmul_variants().size());
-    const auto entries = tuner.entries(cpu.info().id);
-    ASSERT_EQ(entries.size(), 1u);
-    EXPECT_EQ(entries[0].op, "matmul");
-    EXPECT_EQ(entries[0].key.rfind("batch=2,m=13,n=10,k=6,in=f32,out=f32,layout=nn#", 0), 0u)
-        << entries[0].key;
-    EXPECT_NO_THROW(ops::matmul_variant(entries[0].winner));
-    EXPECT_TRUE(identical(download(ops::matmul(cpu, da, db, DType::f32, tuner)), want));
-    const auto c2 = tuner.counters();
-    EXPECT_EQ(c2.hits, 1u);
-    EXPECT_EQ(c2.benched, c1.benched);
-    std::filesystem::remove_all(root);
+    test::expect_tunes_once_then_hits(
+        "matmul", cpu,
+        [&](Tuner& tuner) { return download(ops::matmul(cpu, da, db, DType::f32, tuner)); }, want,
+        ops::matmul_variants().size(), "batch=2,m=13,n=10,k=6,in=f32,out=f32,layout=nn",
+        [](const std::string& winner) { EXPECT_NO_THROW(ops::matmul_variant(winner)); });
 }
 
 void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
-    const std::string what = test::error_of(f);
-    EXPECT_NE(what.find("matmul"), std::string::npos) << what;
-    for (const auto& needle : needles) EXPECT_NE(what.find(needle), std::string::npos) << what;
+    test::expect_error_naming("matmul", f, needles);
 }
 
 TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {

@@ -2,15 +2,13 @@
 #include "ops/matmul.hpp"
 
 #include "ops/ceil_div.hpp"
+#include "ops/contraction.hpp"
 #include "ops/kernel_memo.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
-#include <limits>
-#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -20,47 +18,17 @@
 namespace kiln::ops {
 namespace {
 
-constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
-// The largest m and n: a tile's corner plus a block tile (at most 1024 a side) stays in 32 bits.
-constexpr int64_t kMaxExtent = kMaxIndex - 1024;
-// Elements each row of a shared tile is padded by (a multiple of 4: runs stay 16-byte aligned).
-constexpr int kTilePad = 4;
+using namespace contraction;
 
-bool is_input_float(DType t) {
-    return t == DType::f32 || t == DType::f16 || t == DType::bf16;
-}
-
-Expr to_f32(const Expr& e) {
-    return e.type() == DType::f32 ? e : cast(DType::f32, e);
-}
-
-bool pow2(int v) {
-    return v >= 1 && std::has_single_bit(static_cast<unsigned>(v));
+void check_types(const MatmulTypes& t) {
+    contraction::check_types("matmul", t.input, t.output);
 }
 
 void check_schedule(const MatmulSchedule& s) {
-    if (!pow2(s.tm) || !pow2(s.tn) || s.tm > 8 || s.tn > 8)
-        fail("matmul schedule {}: thread tile {}x{}; expected powers of two from 1 to 8", s.name,
-             s.tm, s.tn);
-    if (!pow2(s.bm) || !pow2(s.bn) || s.bm % s.tm != 0 || s.bn % s.tn != 0)
-        fail(
-            "matmul schedule {}: block tile {}x{}; expected powers of two, multiples of the thread "
-            "tile {}x{}",
-            s.name, s.bm, s.bn, s.tm, s.tn);
-    if (s.threads() > 1024)
-        fail("matmul schedule {}: {} threads a block; expected at most 1024", s.name, s.threads());
+    check_tiles("matmul", s.name, s.bm, s.bn, s.tm, s.tn);
     if (s.prefetch && !s.staged)
         fail("matmul schedule {}: prefetch without shared tiles; expected a staged point", s.name);
-    if (s.staged && (!pow2(s.bk) || s.bk > 64))
-        fail("matmul schedule {}: bk {}; expected a power of two from 1 to 64", s.name, s.bk);
-}
-
-void check_types(const MatmulTypes& t) {
-    if (!is_input_float(t.input))
-        fail("matmul: inputs are {}; expected f32, f16 or bf16", name(t.input));
-    if (t.output != DType::f32 && t.output != t.input)
-        fail("matmul: output dtype {} for {} inputs; expected f32 or {}", name(t.output),
-             name(t.input), name(t.input));
+    if (s.staged) check_step("matmul", s.name, s.bk);
 }
 
 const char* layout_name(const MatmulTypes& t) {
@@ -144,20 +112,6 @@ Place place(KernelBuilder& k, const Params& p, const MatmulSchedule& s) {
             k.let(t % across, "tx")};
 }
 
-// The thread's tm x tn accumulators, row-major, and the op's one step on them: for a term p,
-// acc[r][c] = fma(A[row r, p], B[p, col c], acc[r][c]).
-struct Accumulators {
-    std::vector<Var> acc;
-    int tm, tn;
-    void add_term(const std::vector<Expr>& a, const std::vector<Expr>& b) {
-        for (int r = 0; r < tm; ++r)
-            for (int c = 0; c < tn; ++c) {
-                Var& v = acc[static_cast<size_t>(r * tn + c)];
-                v = fma(a[static_cast<size_t>(r)], b[static_cast<size_t>(c)], v);
-            }
-    }
-};
-
 // The direct form: each term's tm values of A and tn values of B read from memory. Rows and
 // columns past m and n are read clamped (their outputs are not stored).
 void direct_terms(KernelBuilder& k, const Params& p, const Place& at, const MatmulTypes& t,
@@ -180,47 +134,6 @@ void direct_terms(KernelBuilder& k, const Params& p, const Place& at, const Matm
         for (const Var& base : b_col) bv.push_back(k.let(to_f32(p.b[base + q * b_step]), "b"));
         acc.add_term(av, bv);
     });
-}
-
-// One operand's share of a step's shared tile: this thread's elements e = t, t + threads, ...
-// of the tile's `count`, each with the tile index it fills, its row (A) or column (B) in the
-// operand, clamped to the matrix, and its term within the step. These do not depend on the
-// step, so they are computed once. In a last, partial round (count not a multiple of threads)
-// the threads past the end load a clamped element again and do not store it.
-struct TileSlot {
-    Var tile_at, line, term;
-    std::optional<Expr> has;
-};
-
-std::vector<TileSlot> tile_slots(KernelBuilder& k, int count, int threads,
-                                 const std::function<TileSlot(const Expr&)>& slot) {
-    std::vector<TileSlot> slots;
-    for (int q = 0; q * threads < count; ++q) {
-        Expr e = k.thread_index() + q * threads;
-        if ((q + 1) * threads <= count) {
-            slots.push_back(slot(e));
-        } else {
-            slots.push_back(slot(min(e, Expr(count - 1))));
-            slots.back().has = e < count;
-        }
-    }
-    return slots;
-}
-
-// `count` consecutive f32 values of a shared tile from `at`, read 4 or 2 at a time where
-// `count` allows (one wide load where the target has one).
-std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at, int count,
-                           const char* name) {
-    std::vector<Expr> out;
-    const int width = count % 4 == 0 ? 4 : (count % 2 == 0 ? 2 : 1);
-    for (int g = 0; g < count; g += width) {
-        if (width == 1) {
-            out.push_back(k.let(tile[at + g], name));
-            continue;
-        }
-        for (const Var& v : k.load_vector(tile, at + g, width, name)) out.push_back(v);
-    }
-    return out;
 }
 
 // The staged form: k in steps of bk; each step's A (bm x bk, stored k-major: a_tile[q*a_ld + r])
@@ -266,14 +179,8 @@ void staged_terms(KernelBuilder& k, const Params& p, const Place& at, const Matm
         }
     };
     auto put = [&] {
-        auto store = [&](const Memory& tile, const TileSlot& slot, const Var& v) {
-            if (slot.has)
-                k.if_(*slot.has, [&] { tile[slot.tile_at] = v; });
-            else
-                tile[slot.tile_at] = v;
-        };
-        for (size_t i = 0; i < a_slots.size(); ++i) store(a_tile, a_slots[i], a_vals[i]);
-        for (size_t i = 0; i < b_slots.size(); ++i) store(b_tile, b_slots[i], b_vals[i]);
+        for (size_t i = 0; i < a_slots.size(); ++i) store_slot(k, a_tile, a_slots[i], a_vals[i]);
+        for (size_t i = 0; i < b_slots.size(); ++i) store_slot(k, b_tile, b_slots[i], b_vals[i]);
         k.barrier();
     };
     Var a_at = k.let(at.ty * s.tm, "a_at");
@@ -310,12 +217,6 @@ std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
 
 std::function<ir::Kernel()> builder(const MatmulTypes& t, const MatmulSchedule& s) {
     return [t, s] { return matmul_kernel(t, s); };
-}
-
-// Whether a * b * c (each >= 1) is at most kMaxIndex, without overflowing on the way.
-bool fits_index(int64_t a, int64_t b, int64_t c) {
-    return a <= kMaxIndex && b <= kMaxIndex && c <= kMaxIndex && a * b <= kMaxIndex &&
-           a * b * c <= kMaxIndex;
 }
 
 // ld 0 resolved to the dense leading dimension of a rows x cols view.
@@ -426,8 +327,7 @@ ir::Kernel matmul_kernel(const MatmulTypes& t, const MatmulSchedule& s) {
     const Params p = declare_params(k, t);
     require_contract(k, p, t);
     const Place at = place(k, p, s);
-    Accumulators acc{{}, s.tm, s.tn};
-    for (int i = 0; i < s.tm * s.tn; ++i) acc.acc.push_back(k.let(DType::f32, 0.0f, "acc"));
+    Accumulators acc(k, s.tm, s.tn);
     if (s.staged)
         staged_terms(k, p, at, t, s, acc);
     else

@@ -1,0 +1,112 @@
+// The pieces contraction kernels share (see contraction.hpp).
+#include "ops/contraction.hpp"
+
+#include <bit>
+
+#include "kiln/error.hpp"
+
+namespace kiln::ops::contraction {
+
+bool is_input_float(DType t) {
+    return t == DType::f32 || t == DType::f16 || t == DType::bf16;
+}
+
+Expr to_f32(const Expr& e) {
+    return e.type() == DType::f32 ? e : cast(DType::f32, e);
+}
+
+bool pow2(int v) {
+    return v >= 1 && std::has_single_bit(static_cast<unsigned>(v));
+}
+
+bool fits_index(int64_t a, int64_t b, int64_t c) {
+    return a <= kMaxIndex && b <= kMaxIndex && c <= kMaxIndex && a * b <= kMaxIndex &&
+           a * b * c <= kMaxIndex;
+}
+
+void check_types(const char* op, DType input, DType output) {
+    if (!is_input_float(input))
+        fail("{}: inputs are {}; expected f32, f16 or bf16", op, name(input));
+    if (output != DType::f32 && output != input)
+        fail("{}: output dtype {} for {} inputs; expected f32 or {}", op, name(output), name(input),
+             name(input));
+}
+
+void check_tiles(const char* op, const std::string& name, int bm, int bn, int tm, int tn) {
+    if (!pow2(tm) || !pow2(tn) || tm > 8 || tn > 8)
+        fail("{} schedule {}: thread tile {}x{}; expected powers of two from 1 to 8", op, name, tm,
+             tn);
+    if (!pow2(bm) || !pow2(bn) || bm % tm != 0 || bn % tn != 0)
+        fail(
+            "{} schedule {}: block tile {}x{}; expected powers of two, multiples of the thread "
+            "tile {}x{}",
+            op, name, bm, bn, tm, tn);
+    const int threads = (bm / tm) * (bn / tn);
+    if (threads > 1024)
+        fail("{} schedule {}: {} threads a block; expected at most 1024", op, name, threads);
+}
+
+void check_step(const char* op, const std::string& name, int bk) {
+    if (!pow2(bk) || bk > 64)
+        fail("{} schedule {}: bk {}; expected a power of two from 1 to 64", op, name, bk);
+}
+
+Accumulators::Accumulators(KernelBuilder& k, int rows, int cols) : tm(rows), tn(cols) {
+    for (int i = 0; i < tm * tn; ++i) acc.push_back(k.let(DType::f32, 0.0f, "acc"));
+}
+
+void Accumulators::add_term(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+    for (int r = 0; r < tm; ++r)
+        for (int c = 0; c < tn; ++c) {
+            Var& v = at(r, c);
+            v = fma(a[static_cast<size_t>(r)], b[static_cast<size_t>(c)], v);
+        }
+}
+
+void Accumulators::add_term_where(const std::vector<Expr>& a, const std::vector<Expr>& b,
+                                  const std::vector<Expr>& has) {
+    for (int r = 0; r < tm; ++r)
+        for (int c = 0; c < tn; ++c) {
+            Var& v = at(r, c);
+            const size_t col = static_cast<size_t>(c);
+            v = select(has[col], fma(a[static_cast<size_t>(r)], b[col], v), v);
+        }
+}
+
+std::vector<TileSlot> tile_slots(KernelBuilder& k, int count, int threads,
+                                 const std::function<TileSlot(const Expr&)>& slot) {
+    std::vector<TileSlot> slots;
+    for (int q = 0; q * threads < count; ++q) {
+        Expr e = k.thread_index() + q * threads;
+        if ((q + 1) * threads <= count) {
+            slots.push_back(slot(e));
+        } else {
+            slots.push_back(slot(min(e, Expr(count - 1))));
+            slots.back().has = e < count;
+        }
+    }
+    return slots;
+}
+
+void store_slot(KernelBuilder& k, const Memory& tile, const TileSlot& slot, const Expr& v) {
+    if (slot.has)
+        k.if_(*slot.has, [&] { tile[slot.tile_at] = v; });
+    else
+        tile[slot.tile_at] = v;
+}
+
+std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at, int count,
+                           const char* name) {
+    std::vector<Expr> out;
+    const int width = count % 4 == 0 ? 4 : (count % 2 == 0 ? 2 : 1);
+    for (int g = 0; g < count; g += width) {
+        if (width == 1) {
+            out.push_back(k.let(tile[at + g], name));
+            continue;
+        }
+        for (const Var& v : k.load_vector(tile, at + g, width, name)) out.push_back(v);
+    }
+    return out;
+}
+
+}  // namespace kiln::ops::contraction

@@ -1,0 +1,73 @@
+// Pieces the exact-class contractions (matmul, conv1d) build their kernels from: a thread's
+// tile of accumulators and the op's one step on it (one fma per term), shared tiles filled by
+// every thread of a block, runs of a tile read 2 or 4 at a time, and the 32-bit index limits.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/dsl.hpp"
+
+namespace kiln::ops::contraction {
+
+// Kernels index with i32: every element they reach is below this.
+constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
+// The largest extent a block tile runs along: a tile's corner plus a block tile (at most 1024
+// a side) stays in 32 bits.
+constexpr int64_t kMaxExtent = kMaxIndex - 1024;
+// Elements each row of a shared tile is padded by (a multiple of 4: runs stay 16-byte aligned).
+constexpr int kTilePad = 4;
+
+bool is_input_float(DType t);
+Expr to_f32(const Expr& e);
+bool pow2(int v);
+// Whether a * b * c (each >= 1) is at most kMaxIndex, without overflowing on the way.
+bool fits_index(int64_t a, int64_t b, int64_t c);
+// kiln::Error naming `op` unless the inputs are f32, f16 or bf16 and the output f32 or theirs.
+void check_types(const char* op, DType input, DType output);
+// kiln::Error naming `op`'s schedule `name` unless the thread tile tm x tn holds powers of two
+// from 1 to 8, the block tile bm x bn powers of two that are multiples of it, and the block
+// (bm/tm)*(bn/tn) threads at most 1024.
+void check_tiles(const char* op, const std::string& name, int bm, int bn, int tm, int tn);
+// The same unless bk, the terms of a staged step, is a power of two from 1 to 64.
+void check_step(const char* op, const std::string& name, int bk);
+
+// A thread's tm x tn accumulators, row-major, and the op's one step on them: for a term,
+// acc[r][c] = fma(a[r], b[c], acc[r][c]).
+struct Accumulators {
+    std::vector<Var> acc;
+    int tm, tn;
+    // tm * tn accumulators, each +0.0f.
+    Accumulators(KernelBuilder& k, int tm, int tn);
+    Var& at(int r, int c) { return acc[static_cast<size_t>(r * tn + c)]; }
+    void add_term(const std::vector<Expr>& a, const std::vector<Expr>& b);
+    // The same where column c's term exists (has[c]); where not, acc keeps its value: the term
+    // is skipped, not added as a zero.
+    void add_term_where(const std::vector<Expr>& a, const std::vector<Expr>& b,
+                        const std::vector<Expr>& has);
+};
+
+// One operand's share of a shared tile: this thread's elements e = t, t + threads, ... of the
+// tile's `count`, each with the tile index it fills, the line of the operand it reads and its
+// term within the step. These do not depend on the step, so they are computed once. In a last,
+// partial round (count not a multiple of threads) the threads past the end take the last
+// element again; `has` then says whether to store it.
+struct TileSlot {
+    Var tile_at, line, term;
+    std::optional<Expr> has;
+};
+std::vector<TileSlot> tile_slots(KernelBuilder& k, int count, int threads,
+                                 const std::function<TileSlot(const Expr&)>& slot);
+// tile[slot.tile_at] = v, where the slot has an element to store.
+void store_slot(KernelBuilder& k, const Memory& tile, const TileSlot& slot, const Expr& v);
+
+// `count` consecutive f32 values of a shared tile from `at`, read 4 or 2 at a time where
+// `count` allows (one wide load where the target has one).
+std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at, int count,
+                           const char* name);
+
+}  // namespace kiln::ops::contraction

@@ -1,0 +1,47 @@
+// Inputs for the contraction tests (matmul, conv1d): floats of varied magnitude with signed zeros
+// in f32, f16 or bf16, and moving them to and from a device.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kiln/buffer.hpp"
+#include "kiln/interpret.hpp"
+#include "kiln/semantics.hpp"
+
+namespace kiln::test {
+
+// Values of moderate and varied magnitude in `t` (normal * 2^e, e in [-6, 6]), with signed
+// zeros mixed in; `scale` multiplies them (a tiny scale makes products underflow).
+inline HostBuffer random_values(DType t, size_t count, uint64_t seed, float scale = 1.0f) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    HostBuffer h{t, std::vector<uint8_t>(count * size_of(t))};
+    for (size_t i = 0; i < count; ++i) {
+        float v = std::ldexp(nd(rng), static_cast<int>(rng() % 13) - 6) * scale;
+        if (i % 37 == 5) v = (i % 2) ? -0.0f : 0.0f;
+        if (t == DType::f32) {
+            std::memcpy(h.bytes.data() + 4 * i, &v, 4);
+        } else {
+            const uint16_t bits =
+                t == DType::f16 ? semantics::f32_to_f16(v) : semantics::f32_to_bf16(v);
+            std::memcpy(h.bytes.data() + 2 * i, &bits, 2);
+        }
+    }
+    return h;
+}
+
+inline Buffer upload(Device& d, const HostBuffer& h) {
+    Buffer b(d, h.dtype, h.count());
+    b.upload_bytes(h.bytes);
+    return b;
+}
+
+inline HostBuffer download(const Buffer& b) {
+    return {b.dtype(), b.download_bytes()};
+}
+
+}  // namespace kiln::test
