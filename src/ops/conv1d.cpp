@@ -1,0 +1,550 @@
+// conv1d in the DSL: one kernel source, monomorphized per dtypes and schedule.
+#include "ops/conv1d.hpp"
+
+#include "ops/ceil_div.hpp"
+#include "ops/contraction.hpp"
+#include "ops/kernel_memo.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/compile.hpp"
+
+namespace kiln::ops {
+namespace {
+
+using namespace contraction;
+
+void check_schedule(const Conv1dSchedule& s) {
+    check_tiles("conv1d", s.name, s.bm, s.bn, s.tm, s.tn);
+    if (!s.staged && s.tn != 1)
+        fail("conv1d schedule {}: a direct point with {} positions a thread; expected 1", s.name,
+             s.tn);
+    if (s.staged) check_step("conv1d", s.name, s.bk);
+}
+
+void check_types(const Conv1dTypes& t) {
+    contraction::check_types("conv1d", t.input, t.output);
+}
+
+// The kernel's parameters, in launch order.
+struct Params {
+    Memory x, w, y;
+    Expr batch, c_in, length, c_out, kernel, stride, padding, dilation, groups;
+    Expr x_offset, x_batch, x_channel, y_offset, y_batch, y_channel;
+};
+
+Params declare_params(KernelBuilder& k, const Conv1dTypes& t) {
+    Memory x = k.input("x", t.input);
+    Memory w = k.input("w", t.input);
+    Memory y = k.output("y", t.output);
+    auto i32 = [&](const char* n) { return k.scalar(n, DType::i32); };
+    Expr batch = i32("batch"), c_in = i32("in_channels"), length = i32("length");
+    Expr c_out = i32("out_channels"), kernel = i32("kernel"), stride = i32("stride");
+    Expr padding = i32("padding"), dilation = i32("dilation"), groups = i32("groups");
+    Expr x_offset = i32("x_offset"), x_batch = i32("x_batch"), x_channel = i32("x_channel");
+    Expr y_offset = i32("y_offset"), y_batch = i32("y_batch"), y_channel = i32("y_channel");
+    return {x,       w,        y,      batch,    c_in,    length,    c_out,    kernel,  stride,
+            padding, dilation, groups, x_offset, x_batch, x_channel, y_offset, y_batch, y_channel};
+}
+
+// The launch contract, in i64: sizes >= 1, padding >= 0, groups dividing the channels, the
+// kernel inside the padded input, lengths and channels that keep every index in 32 bits, no
+// negative offset or stride, x's and y's views and w inside their buffers, y's channels and
+// batches apart so no two outputs share an element.
+void require_contract(KernelBuilder& k, const Params& p) {
+    auto wide = [](const Expr& e) { return cast(DType::i64, e); };
+    k.require(p.batch >= 1 && p.c_in >= 1 && p.length >= 1 && p.c_out >= 1 && p.kernel >= 1,
+              "batch, in_channels, length, out_channels and kernel are >= 1");
+    k.require(p.stride >= 1 && p.dilation >= 1 && p.groups >= 1 && p.padding >= 0,
+              "stride, dilation and groups are >= 1, padding >= 0");
+    k.require(p.c_in % p.groups == 0 && p.c_out % p.groups == 0,
+              "groups divides in_channels and out_channels");
+    const Expr padded = wide(p.length) + 2 * wide(p.padding);
+    k.require(padded <= kMaxIndex, fmt::format("length + 2*padding is at most {}", kMaxIndex));
+    const Expr span = wide(p.dilation) * (wide(p.kernel) - 1) + 1;
+    k.require(span <= padded, "dilation*(kernel-1) + 1 is at most length + 2*padding");
+    const Expr l_out = (padded - span) / wide(p.stride) + 1;
+    k.require(l_out <= kMaxExtent && wide(p.c_out) <= kMaxExtent,
+              fmt::format("l_out and out_channels are at most {}", kMaxExtent));
+    k.require(p.x_offset >= 0 && p.x_batch >= 0 && p.x_channel >= 0 && p.y_offset >= 0 &&
+                  p.y_batch >= 0 && p.y_channel >= 0,
+              "offsets and strides are >= 0");
+    k.require(wide(p.x_offset) + (wide(p.batch) - 1) * wide(p.x_batch) +
+                      (wide(p.c_in) - 1) * wide(p.x_channel) + wide(p.length) - 1 <
+                  wide(p.x.len()),
+              "x's view (batch x in_channels x length) lies inside x");
+    k.require(wide(p.c_out) * wide(p.c_in / p.groups) * wide(p.kernel) <= wide(p.w.len()),
+              "w holds out_channels x in_channels/groups x kernel");
+    k.require(wide(p.y_offset) + (wide(p.batch) - 1) * wide(p.y_batch) +
+                      (wide(p.c_out) - 1) * wide(p.y_channel) + l_out - 1 <
+                  wide(p.y.len()),
+              "y's view (batch x out_channels x l_out) lies inside y");
+    k.require(
+        wide(p.y_channel) >= l_out &&
+            (p.batch == 1 || wide(p.y_batch) >= (wide(p.c_out) - 1) * wide(p.y_channel) + l_out),
+        "y's channels and batches do not overlap (y_channel >= l_out, y_batch >= "
+        "(out_channels-1)*y_channel + l_out)");
+}
+
+// Where a thread works: the sizes derived from the parameters, its block's group, first output
+// channel and position, the bases of its batch in x and y, and its place in the block tile.
+struct Place {
+    Expr cg, terms, l_out;        // channels per group, terms per output (cg*kernel), y's length
+    Expr oc0, oc_last, t0;        // the block tile's first channel and position; its group's last
+    Expr x_base, y_base, ty, tx;  // the indices of x's (n, g*cg, 0) and y's (n, 0, 0)
+};
+
+Place place(KernelBuilder& k, const Params& p, const Conv1dSchedule& s) {
+    Var cg = k.let(p.c_in / p.groups, "cg");
+    Var og = k.let(p.c_out / p.groups, "og");
+    Var l_out =
+        k.let((p.length + 2 * p.padding - p.dilation * (p.kernel - 1) - 1) / p.stride + 1, "l_out");
+    Var tiles_t = k.let((l_out + (s.bn - 1)) / s.bn, "tiles_t");
+    Var tiles_c = k.let((og + (s.bm - 1)) / s.bm, "tiles_c");
+    Var block = k.let(k.block_index(), "block");
+    Var tile_t = k.let(block % tiles_t, "tile_t");
+    Var rest = k.let(block / tiles_t, "rest");
+    Var tile_c = k.let(rest % tiles_c, "tile_c");
+    Var batch_group = k.let(rest / tiles_c, "batch_group");
+    Var group = k.let(batch_group % p.groups, "group");
+    Var n = k.let(batch_group / p.groups, "n");
+    const int across = s.bn / s.tn;  // threads along the length of the block tile
+    Var t = k.let(k.thread_index(), "t");
+    return {cg,
+            k.let(cg * p.kernel, "terms"),
+            l_out,
+            k.let(group * og + tile_c * s.bm, "oc0"),
+            k.let(group * og + og - 1, "oc_last"),
+            k.let(tile_t * s.bn, "t0"),
+            k.let(p.x_offset + n * p.x_batch + group * cg * p.x_channel, "x_base"),
+            k.let(p.y_offset + n * p.y_batch, "y_base"),
+            k.let(t / across, "ty"),
+            k.let(t % across, "tx")};
+}
+
+// The position in x of the first tap (r = 0) of the block tile's column `column`: t*stride -
+// padding, with t clamped to y's last position (columns past l_out compute values never stored).
+Expr first_tap(const Params& p, const Place& at, const Expr& column) {
+    return min(at.t0 + column, at.l_out - 1) * p.stride - p.padding;
+}
+
+// The index in w of row `row` of the block tile (oc*terms), clamped to its group's last channel.
+Expr w_row(const Place& at, const Expr& row) {
+    return min(at.oc0 + row, at.oc_last) * at.terms;
+}
+
+// The direct form (tn = 1): the thread's position reads only its taps inside x, r from r_lo to
+// r_hi, so no tap is tested; w's tm rows and x's tap are read from memory for each term.
+void direct_terms(KernelBuilder& k, const Params& p, const Place& at, const Conv1dSchedule& s,
+                  Accumulators& acc) {
+    Var start = k.let(first_tap(p, at, at.tx), "start");
+    // The first r with start + r*dilation >= 0, and one past the last with it < length
+    // (length - 1 - start >= 0 whenever the kernel fits the padded input).
+    Var r_lo = k.let(select(start >= 0, Expr(0), (-start - 1) / p.dilation + 1), "r_lo");
+    Var r_hi = k.let(min(p.kernel, (p.length - 1 - start) / p.dilation + 1), "r_hi");
+    std::vector<Var> rows;
+    for (int r = 0; r < s.tm; ++r) rows.push_back(k.let(w_row(at, at.ty * s.tm + r), "w_row"));
+    k.for_(0, at.cg, [&](Expr ic) {
+        Var x_at = k.let(at.x_base + ic * p.x_channel + start, "x_at");
+        Var w_at = k.let(ic * p.kernel, "w_at");
+        k.for_(r_lo, r_hi, [&](Expr r) {
+            std::vector<Expr> wv;
+            for (const Var& row : rows) wv.push_back(k.let(to_f32(p.w[row + w_at + r]), "w"));
+            acc.add_term(wv, {k.let(to_f32(p.x[x_at + r * p.dilation]), "x")});
+        });
+    });
+}
+
+// The staged form: the terms q = ic*kernel + r in steps of bk; each step's w (bm x bk, stored
+// term-major: w_tile[q*w_ld + row]) and taps of x (bk x bn: x_tile[q*x_ld + column], the tap r
+// of channel ic at each column's position) copied into shared tiles as f32, then every thread
+// adds the step's terms in order. Taps in the padding are stored clamped; blocks with none sum
+// without a test (whole steps unrolled), the others test each tap and skip those outside x.
+void staged_terms(KernelBuilder& k, const Params& p, const Place& at, const Conv1dSchedule& s,
+                  Accumulators& acc) {
+    const int T = s.threads(), bm = s.bm, bn = s.bn, bk = s.bk;
+    const int w_ld = bm + kTilePad, x_ld = bn + kTilePad;
+    auto w_tile = k.shared(DType::f32, int64_t{bk} * w_ld, "w_tile");
+    auto x_tile = k.shared(DType::f32, int64_t{bk} * x_ld, "x_tile");
+    // w's rows are contiguous along the terms: consecutive threads take consecutive terms.
+    const std::vector<TileSlot> w_slots = tile_slots(k, bm * bk, T, [&](const Expr& e) {
+        Var row = k.let(e / bk, "row");
+        Var q = k.let(e % bk, "q");
+        return TileSlot{k.let(q * w_ld + row, "w_tile_at"), k.let(w_row(at, row), "w_row"), q,
+                        std::nullopt};
+    });
+    // x is contiguous along the length: consecutive threads take consecutive columns. Each slot
+    // keeps its term's channel and tap, advanced by bk each step (a term past the last reads
+    // the last channel: in bounds, never used).
+    const std::vector<TileSlot> x_slots = tile_slots(k, bk * bn, T, [&](const Expr& e) {
+        Var q = k.let(e / bn, "q");
+        Var column = k.let(e % bn, "column");
+        return TileSlot{k.let(q * x_ld + column, "x_tile_at"),
+                        k.let(first_tap(p, at, column), "x_start"), q, std::nullopt};
+    });
+    std::vector<Var> slot_ic, slot_r;
+    for (const TileSlot& slot : x_slots) {
+        slot_ic.push_back(k.let(slot.term / p.kernel, "slot_ic"));
+        slot_r.push_back(k.let(slot.term % p.kernel, "slot_r"));
+    }
+    Var step_ic = k.let(Expr(bk) / p.kernel, "step_ic");
+    Var step_r = k.let(Expr(bk) % p.kernel, "step_r");
+    // Copies the step from term p0 into the tiles (steps in order: the slots' taps advance).
+    auto put = [&](const Expr& p0) {
+        for (const TileSlot& slot : w_slots)
+            store_slot(k, w_tile, slot, to_f32(p.w[slot.line + min(p0 + slot.term, at.terms - 1)]));
+        for (size_t i = 0; i < x_slots.size(); ++i) {
+            Expr pos = min(max(x_slots[i].line + slot_r[i] * p.dilation, 0), p.length - 1);
+            Expr channel = min(slot_ic[i].expr(), at.cg - 1);
+            store_slot(k, x_tile, x_slots[i], to_f32(p.x[at.x_base + channel * p.x_channel + pos]));
+            slot_r[i] = slot_r[i] + step_r;
+            Var wrap = k.let(slot_r[i] >= p.kernel, "wrap");
+            slot_r[i] = select(wrap, slot_r[i] - p.kernel, slot_r[i]);
+            slot_ic[i] = slot_ic[i] + step_ic + select(wrap, Expr(1), Expr(0));
+        }
+        k.barrier();
+    };
+    Var w_at = k.let(at.ty * s.tm, "w_at");
+    Var x_at = k.let(at.tx * s.tn, "x_at");
+    auto runs = [&](const Expr& q) {
+        return std::pair{read_run(k, w_tile, q * w_ld + w_at, s.tm, "w"),
+                         read_run(k, x_tile, q * x_ld + x_at, s.tn, "x")};
+    };
+    auto term = [&](const Expr& q) {
+        const auto [wv, xv] = runs(q);
+        acc.add_term(wv, xv);
+    };
+    // The thread's columns' first taps, for the blocks that test them.
+    std::vector<Var> starts;
+    for (int c = 0; c < s.tn; ++c)
+        starts.push_back(k.let(first_tap(p, at, at.tx * s.tn + c), "start"));
+    // Whether every tap of the block's columns lies inside x (the same in every thread): its
+    // first column's first tap and its last column's last tap (columns past l_out take y's last
+    // position).
+    Var first = k.let(at.t0 * p.stride - p.padding, "first");
+    Var last =
+        k.let((min(at.t0 + bn, at.l_out) - 1) * p.stride - p.padding + (p.kernel - 1) * p.dilation,
+              "last");
+    Var inside = k.let(first >= 0 && last < p.length, "inside");
+    // Terms p0 .. p0 + count - 1, each tap tested: column c's term exists where its position
+    // start_c + r*dilation lies in [0, length).
+    auto tested_terms = [&](const Expr& p0, const Expr& count) {
+        Var r = k.let(p0 % p.kernel, "r");
+        k.for_(0, count, [&](Expr q) {
+            Var offset = k.let(r * p.dilation, "offset");
+            std::vector<Expr> has;
+            for (const Var& start : starts) {
+                Var pos = k.let(start + offset, "pos");
+                has.push_back(pos >= 0 && pos < p.length);
+            }
+            const auto [wv, xv] = runs(q);
+            acc.add_term_where(wv, xv, has);
+            r = r + 1;
+            r = select(r == p.kernel, Expr(0), r.expr());
+        });
+    };
+    Var whole = k.let(at.terms / bk * bk, "whole");  // terms in whole steps
+    k.for_(
+        0, whole,
+        [&](Expr p0) {
+            put(p0);
+            k.if_(
+                inside,
+                [&] {
+                    for (int q = 0; q < bk; ++q) term(Expr(q));
+                },
+                [&] { tested_terms(p0, bk); });
+            k.barrier();  // the step's tiles are read before the next step writes them
+        },
+        bk);
+    k.if_(whole < at.terms, [&] {
+        put(whole);
+        Var count = k.let(at.terms - whole, "count");
+        k.if_(
+            inside, [&] { k.for_(0, count, [&](Expr q) { term(q); }); },
+            [&] { tested_terms(whole, count); });
+    });
+}
+
+// The memo key of a kernel: every comptime value it is built from.
+std::string kernel_key(const Conv1dTypes& t, const Conv1dSchedule& s) {
+    return fmt::format("conv1d/{}/{}/{}/m{}n{}k{}t{}x{}s{}", name(t.input), name(t.output), s.name,
+                       s.bm, s.bn, s.bk, s.tm, s.tn, s.staged);
+}
+
+std::function<ir::Kernel()> builder(const Conv1dTypes& t, const Conv1dSchedule& s) {
+    return [t, s] { return conv1d_kernel(t, s); };
+}
+
+// channel_stride 0 resolved to the dense value.
+int64_t channel_stride(const Conv1dView& v, int64_t length) {
+    return v.channel_stride != 0 ? v.channel_stride : length;
+}
+
+Conv1dView dense_output(const Conv1dShape& s) {
+    const int64_t l_out = s.out_length();
+    return {0, s.out_channels * l_out, l_out};
+}
+
+std::string shape_text(const Conv1dShape& s) {
+    return fmt::format(
+        "batch={} in_channels={} length={} out_channels={} kernel={} stride={} padding={} "
+        "dilation={} groups={}",
+        s.batch, s.in_channels, s.length, s.out_channels, s.kernel, s.params.stride,
+        s.params.padding, s.params.dilation, s.params.groups);
+}
+
+// The checks of the shape alone (sizes, parameters, 32-bit indices), before any buffer.
+void check_shape(const Conv1dShape& s) {
+    const Conv1dParams& p = s.params;
+    if (s.batch < 1 || s.in_channels < 1 || s.length < 1 || s.out_channels < 1 || s.kernel < 1)
+        fail("conv1d: shape {}; expected batch, in_channels, length, out_channels and kernel >= 1",
+             shape_text(s));
+    if (p.stride < 1) fail("conv1d: stride {}; expected >= 1", p.stride);
+    if (p.dilation < 1) fail("conv1d: dilation {}; expected >= 1", p.dilation);
+    if (p.padding < 0) fail("conv1d: padding {}; expected >= 0", p.padding);
+    if (p.groups < 1) fail("conv1d: groups {}; expected >= 1", p.groups);
+    for (int64_t v : {s.batch, s.in_channels, s.length, s.out_channels, s.kernel, p.stride,
+                      p.padding, p.dilation, p.groups})
+        if (v > kMaxIndex)
+            fail("conv1d: shape {}; expected every size and parameter at most {}", shape_text(s),
+                 kMaxIndex);
+    if (s.in_channels % p.groups != 0 || s.out_channels % p.groups != 0)
+        fail(
+            "conv1d: in_channels {} and out_channels {} in groups of {}; expected groups to "
+            "divide both",
+            s.in_channels, s.out_channels, p.groups);
+    const int64_t padded = s.length + 2 * p.padding;
+    if (padded > kMaxIndex)
+        fail("conv1d: length {} + 2*padding {} = {}; expected at most {} (32-bit indices)",
+             s.length, p.padding, padded, kMaxIndex);
+    const int64_t span = p.dilation * (s.kernel - 1) + 1;
+    if (span > padded)
+        fail(
+            "conv1d: kernel {} with dilation {} spans {} positions but the padded input has {} "
+            "(length {} + 2*padding {}); expected a kernel that fits the padded input",
+            s.kernel, p.dilation, span, padded, s.length, p.padding);
+    const int64_t l_out = s.out_length();
+    const int64_t cg = s.in_channels / p.groups;
+    if (l_out > kMaxExtent || s.out_channels > kMaxExtent ||
+        !fits_index(s.batch, s.out_channels, l_out) || !fits_index(s.out_channels, cg, s.kernel))
+        fail(
+            "conv1d: shape {}; expected batch x out_channels x l_out ({} x {} x {}) and "
+            "out_channels x in_channels/groups x kernel at most {} (32-bit indices)",
+            shape_text(s), s.batch, s.out_channels, l_out, kMaxIndex);
+}
+
+// A check that x's view lies in its buffer's `count` elements, with 32-bit indices.
+void check_view(const Conv1dView& v, const Conv1dShape& s, size_t count) {
+    if (v.offset < 0 || v.batch_stride < 0 || v.channel_stride < 0)
+        fail(
+            "conv1d: x view has offset {}, batch stride {}, channel stride {}; expected values "
+            ">= 0",
+            v.offset, v.batch_stride, v.channel_stride);
+    const int64_t cs = channel_stride(v, s.length);
+    if (v.offset > kMaxIndex || v.batch_stride > kMaxIndex || cs > kMaxIndex)
+        fail(
+            "conv1d: x view has offset {}, batch stride {}, channel stride {}; expected each at "
+            "most {}",
+            v.offset, v.batch_stride, cs, kMaxIndex);
+    const int64_t last =
+        v.offset + (s.batch - 1) * v.batch_stride + (s.in_channels - 1) * cs + s.length - 1;
+    if (last >= static_cast<int64_t>(count))
+        fail(
+            "conv1d: x view of {} x {} x {} (offset {}, batch stride {}, channel stride {}) "
+            "reaches element {}; expected it inside the buffer's {} elements",
+            s.batch, s.in_channels, s.length, v.offset, v.batch_stride, cs, last, count);
+    if (last > kMaxIndex)
+        fail("conv1d: x view reaches element {}; expected at most {} (32-bit indices)", last,
+             kMaxIndex);
+}
+
+Tuned<Buffer> make_tuned(Device& device, const Buffer& x, const Conv1dView& xv, const Buffer& w,
+                         const Conv1dShape& shape, DType out) {
+    const Conv1dTypes t{x.dtype(), out};
+    const Conv1dParams& p = shape.params;
+    Tuned<Buffer> tuned(
+        "conv1d",
+        fmt::format("batch={},c_in={},length={},c_out={},kernel={},stride={},padding={},"
+                    "dilation={},groups={},in={},out={}",
+                    shape.batch, shape.in_channels, shape.length, shape.out_channels, shape.kernel,
+                    p.stride, p.padding, p.dilation, p.groups, name(t.input), name(t.output)),
+        device);
+    const VariantTable& table =
+        memo_variant_table(fmt::format("conv1d/{}/{}", name(t.input), name(t.output)),
+                           device.info().backend, "conv1d", [&] {
+                               std::vector<NamedKernel> kernels;
+                               for (const auto& s : conv1d_variants())
+                                   kernels.push_back({s.name, kernel_key(t, s), builder(t, s)});
+                               return kernels;
+                           });
+    tuned.variants(table, [&device, &x, xv, &w, shape, out](size_t i) -> Tuned<Buffer>::Closure {
+        return [&device, &x, xv, &w, shape, out, s = &conv1d_variants()[i]](int iters) {
+            return conv1d_bench(device, x, xv, w, shape, out, *s, iters);
+        };
+    });
+    return tuned;
+}
+
+}  // namespace
+
+int64_t Conv1dShape::out_length() const {
+    const int64_t room = length + 2 * params.padding - params.dilation * (kernel - 1) - 1;
+    // Floor division (room may be negative: the kernel longer than the padded input).
+    const int64_t q = room / params.stride;
+    return (room % params.stride != 0 && room < 0 ? q - 1 : q) + 1;
+}
+
+const std::vector<Conv1dSchedule>& conv1d_variants() {
+    // Each point's name spells its knobs, so the two cannot drift apart.
+    auto direct = [](int bm, int bn) {
+        return Conv1dSchedule{fmt::format("d{}x{}", bm, bn), bm, bn, 1, bm, 1, false};
+    };
+    auto staged = [](int bm, int bn, int bk, int tm, int tn) {
+        return Conv1dSchedule{
+            fmt::format("s{}x{}_k{}_t{}x{}", bm, bn, bk, tm, tn), bm, bn, bk, tm, tn, true};
+    };
+    static const std::vector<Conv1dSchedule> variants = {
+        direct(1, 128),           direct(8, 64),
+        staged(32, 32, 16, 2, 2), staged(64, 64, 8, 4, 4),
+        staged(64, 128, 8, 4, 8), staged(128, 128, 8, 8, 8),
+    };
+    return variants;
+}
+
+const Conv1dSchedule& conv1d_variant(const std::string& n) {
+    for (const auto& s : conv1d_variants())
+        if (s.name == n) return s;
+    fail("conv1d: no schedule named '{}'", n);
+}
+
+ir::Kernel conv1d_kernel(const Conv1dTypes& t, const Conv1dSchedule& s) {
+    check_types(t);
+    check_schedule(s);
+    KernelBuilder k(fmt::format("conv1d_{}_{}_{}", name(t.input), name(t.output), s.name),
+                    s.threads());
+    const Params p = declare_params(k, t);
+    require_contract(k, p);
+    const Place at = place(k, p, s);
+    Accumulators acc(k, s.tm, s.tn);
+    if (s.staged)
+        staged_terms(k, p, at, s, acc);
+    else
+        direct_terms(k, p, at, s, acc);
+    for (int r = 0; r < s.tm; ++r)
+        for (int c = 0; c < s.tn; ++c) {
+            Var oc = k.let(at.oc0 + at.ty * s.tm + r, "oc");
+            Var col = k.let(at.t0 + at.tx * s.tn + c, "col");
+            const Expr v = acc.at(r, c);
+            k.if_(oc <= at.oc_last && col < at.l_out, [&] {
+                p.y[at.y_base + oc * p.y_channel + col] =
+                    t.output == DType::f32 ? v : cast(t.output, v);
+            });
+        }
+    return k.finish();
+}
+
+int64_t conv1d_grid(const Conv1dShape& shape, const Conv1dSchedule& s) {
+    const int64_t og = shape.out_channels / shape.params.groups;
+    return shape.batch * shape.params.groups * ceil_div(og, s.bm) *
+           ceil_div(shape.out_length(), s.bn);
+}
+
+std::vector<Arg> conv1d_scalars(const Conv1dShape& sh, const Conv1dView& x, const Conv1dView& y) {
+    auto i32 = [](int64_t v) { return Arg(static_cast<int32_t>(v)); };
+    const Conv1dParams& p = sh.params;
+    return {i32(sh.batch),        i32(sh.in_channels), i32(sh.length),
+            i32(sh.out_channels), i32(sh.kernel),      i32(p.stride),
+            i32(p.padding),       i32(p.dilation),     i32(p.groups),
+            i32(x.offset),        i32(x.batch_stride), i32(channel_stride(x, sh.length)),
+            i32(y.offset),        i32(y.batch_stride), i32(channel_stride(y, sh.out_length()))};
+}
+
+void conv1d_check(const Buffer& x, const Conv1dView& xv, const Buffer& w, const Conv1dShape& s,
+                  DType out) {
+    check_shape(s);
+    if (!is_input_float(x.dtype()))
+        fail("conv1d: x is {}; expected f32, f16 or bf16", name(x.dtype()));
+    if (w.dtype() != x.dtype())
+        fail("conv1d: w is {} but x is {}; expected the same dtype", name(w.dtype()),
+             name(x.dtype()));
+    check_types({x.dtype(), out});
+    if (&x.device() != &w.device())
+        fail("conv1d: x lives on {} but w on {}; expected one device", x.device().info().id,
+             w.device().info().id);
+    check_view(xv, s, x.count());
+    const int64_t cg = s.in_channels / s.params.groups;
+    const int64_t need = s.out_channels * cg * s.kernel;
+    if (static_cast<int64_t>(w.count()) < need)
+        fail(
+            "conv1d: w has {} elements; expected out_channels x in_channels/groups x kernel = "
+            "{} x {} x {} = {}",
+            w.count(), s.out_channels, cg, s.kernel, need);
+}
+
+Timed<Buffer> conv1d_bench(Device& device, const Buffer& x, const Conv1dView& xv, const Buffer& w,
+                           const Conv1dShape& shape, DType out, const Conv1dSchedule& schedule,
+                           int iters) {
+    conv1d_check(x, xv, w, shape, out);
+    check_schedule(schedule);
+    if (&x.device() != &device)
+        fail("conv1d: x lives on {}; expected {}", x.device().info().id, device.info().id);
+    const Conv1dTypes t{x.dtype(), out};
+    auto compiled = memo_compiled(device, kernel_key(t, schedule), builder(t, schedule));
+    Buffer y(device, out,
+             static_cast<size_t>(shape.batch * shape.out_channels * shape.out_length()));
+    std::vector<Arg> args{x, w, y};
+    for (const Arg& a : conv1d_scalars(shape, xv, dense_output(shape))) args.push_back(a);
+    const int64_t grid = conv1d_grid(shape, schedule);
+    const double ms = time_dispatches(device, iters, [&] { compiled->launch(grid, args); });
+    return {std::move(y), ms};
+}
+
+Tuned<Buffer> conv1d_tuned(Device& device, const Buffer& x, const Conv1dView& xv, const Buffer& w,
+                           const Conv1dShape& shape, DType out) {
+    conv1d_check(x, xv, w, shape, out);
+    return make_tuned(device, x, xv, w, shape, out);
+}
+
+Buffer conv1d(Device& device, const Buffer& x, const Conv1dView& xv, const Buffer& w,
+              const Conv1dShape& shape, DType out, Tuner& tuner) {
+    conv1d_check(x, xv, w, shape, out);
+    if (&x.device() != &device)
+        fail("conv1d: x lives on {}; expected {}", x.device().info().id, device.info().id);
+    return make_tuned(device, x, xv, w, shape, out).run(tuner);
+}
+
+Buffer conv1d(Device& device, const Conv1dInput& x, const Conv1dWeight& w,
+              const Conv1dParams& params, DType out, Tuner& tuner) {
+    if (x.batch < 1 || x.channels < 1 || x.length < 1)
+        fail("conv1d: x is {} x {} x {}; expected every size >= 1", x.batch, x.channels, x.length);
+    if (w.out_channels < 1 || w.in_channels < 1 || w.kernel < 1)
+        fail("conv1d: w is {} x {} x {}; expected every size >= 1", w.out_channels, w.in_channels,
+             w.kernel);
+    if (!fits_index(x.batch, x.channels, x.length) ||
+        static_cast<int64_t>(x.buffer.count()) != x.batch * x.channels * x.length)
+        fail("conv1d: x has {} elements; expected batch x channels x length = {} x {} x {}",
+             x.buffer.count(), x.batch, x.channels, x.length);
+    if (!fits_index(w.out_channels, w.in_channels, w.kernel) ||
+        static_cast<int64_t>(w.buffer.count()) != w.out_channels * w.in_channels * w.kernel)
+        fail(
+            "conv1d: w has {} elements; expected out_channels x in_channels x kernel = {} x {} x "
+            "{}",
+            w.buffer.count(), w.out_channels, w.in_channels, w.kernel);
+    const Conv1dShape shape{x.batch, x.channels, x.length, w.out_channels, w.kernel, params};
+    check_shape(shape);
+    if (w.in_channels != x.channels / params.groups)
+        fail(
+            "conv1d: w has {} input channels per group but x has {} channels in {} groups; "
+            "expected w's in_channels = {}",
+            w.in_channels, x.channels, params.groups, x.channels / params.groups);
+    return conv1d(device, x.buffer, {0, x.channels * x.length, x.length}, w.buffer, shape, out,
+                  tuner);
+}
+
+}  // namespace kiln::ops
