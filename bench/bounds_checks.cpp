@@ -10,6 +10,7 @@
 
 #include "bench_common.hpp"
 #include "codegen/lower.hpp"
+#include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
@@ -69,6 +70,10 @@ int main(int argc, char** argv) {
         for (const auto& s : ops::matmul_variants())
             matmul.kernels.push_back(ops::matmul_kernel({}, s));
         families.push_back(std::move(matmul));
+        Family conv1d{"conv1d f32", {}};
+        for (const auto& s : ops::conv1d_variants())
+            conv1d.kernels.push_back(ops::conv1d_kernel({}, s));
+        families.push_back(std::move(conv1d));
         std::vector<std::vector<std::string>> rows;
         for (const auto& f : families)
             for (const codegen::Dialect* d :

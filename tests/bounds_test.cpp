@@ -22,6 +22,7 @@
 #include "ir/check_bounds.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
@@ -430,6 +431,8 @@ TEST(CheckBounds, CheckedCudaSourceCompilesWithNvrtc) {
         if (std::string_view(v.name) == "s128_v2_s" || std::string_view(v.name) == "w128_v1_r4" ||
             std::string_view(v.name) == "p256_v1_c2_k16k" || std::string_view(v.name) == "b64_v4")
             kernels.push_back(ops::matvec_q8_kernel(v.schedule));
+    for (const char* v : {"d8x64", "s32x32_k16_t2x2"})
+        kernels.push_back(ops::conv1d_kernel({}, ops::conv1d_variant(v)));
     const std::string source = generate_source(Backend::cuda, kernels, kChecked);
     std::string log;
     EXPECT_NO_THROW(cuda::nvrtc_compile(source, "sm_90", &log)) << log;
@@ -450,9 +453,12 @@ TEST(CheckBounds, UncheckedSourceOfEveryShippedKernelIsPinned) {
     for (const ops::MatmulTypes& t :
          {ops::MatmulTypes{}, ops::MatmulTypes{DType::bf16, DType::f32, true, true}})
         for (const auto& s : ops::matmul_variants()) kernels.push_back(ops::matmul_kernel(t, s));
-    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "8f3bf56b49b74990"},
-                                                      {Backend::cuda, "7887f13e8094b6ff"},
-                                                      {Backend::opencl, "c73963f02ee90e47"}};
+    for (const ops::Conv1dTypes& t :
+         {ops::Conv1dTypes{}, ops::Conv1dTypes{DType::bf16, DType::bf16}})
+        for (const auto& s : ops::conv1d_variants()) kernels.push_back(ops::conv1d_kernel(t, s));
+    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "7f4aabb2287532e2"},
+                                                      {Backend::cuda, "e5494ac008d248a3"},
+                                                      {Backend::opencl, "66c4b9628e326fef"}};
     for (const auto& [backend, digest] : pinned) {
         const std::string source = generate_source(backend, kernels, kUnchecked);
         EXPECT_EQ(fmt::format("{:016x}", XXH3_64bits(source.data(), source.size())), digest)

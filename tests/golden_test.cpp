@@ -1,7 +1,8 @@
-// Golden outputs: the exact bits of rms_norm (f32, f16, bf16), matvec_q8 and matmul for fixed
-// inputs, pinned as hashes. The other tests compare kernels with the oracle, which follows the op's
-// own definition, so a change to that definition made in kernel and oracle alike passes them; it
-// fails here, and the pinned hash is then updated on purpose, with the reason in the commit.
+// Golden outputs: the exact bits of rms_norm (f32, f16, bf16), matvec_q8, matmul and conv1d for
+// fixed inputs, pinned as hashes. The other tests compare kernels with the oracle, which follows
+// the op's own definition, so a change to that definition made in kernel and oracle alike passes
+// them; it fails here, and the pinned hash is then updated on purpose, with the reason in the
+// commit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,9 +13,11 @@
 
 #include "kiln/compile.hpp"
 #include "kiln/semantics.hpp"
+#include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
+#include "oracle/conv1d.hpp"
 #include "oracle/matmul.hpp"
 #include "oracle/matvec_q8.hpp"
 #include "oracle/rms_norm.hpp"
@@ -146,6 +149,25 @@ TEST(Golden, MatmulOutputBitsArePinned) {
         bb.upload_bytes(b);
         auto r =
             ops::matmul_bench(*d, ab, av, bb, bv, s, DType::f32, ops::matmul_variants().front(), 1);
+        EXPECT_EQ(fnv1a(r.output.download_bytes()), kPinned);
+    }
+}
+
+// Strided, dilated, grouped and padded: 50 terms per output, some taps in the padding.
+TEST(Golden, Conv1dOutputBitsArePinned) {
+    const ops::Conv1dShape s{2, 20, 40, 6, 5, {2, 3, 2, 2}};
+    const ops::Conv1dView xv{0, 20 * 40, 40};
+    const Bytes x = fixed_full_floats(2 * 20 * 40, 41), w = fixed_full_floats(6 * 10 * 5, 42);
+    const Bytes y = oracle::conv1d(DType::f32, DType::f32, x, xv, w, s);
+    constexpr uint64_t kPinned = 0xc01af6f943702a84ull;
+    EXPECT_EQ(fnv1a(y), kPinned) << "the oracle's bits changed; got 0x" << std::hex << fnv1a(y);
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Buffer xb(*d, DType::f32, x.size() / 4), wb(*d, DType::f32, w.size() / 4);
+        xb.upload_bytes(x);
+        wb.upload_bytes(w);
+        auto r =
+            ops::conv1d_bench(*d, xb, xv, wb, s, DType::f32, ops::conv1d_variants().front(), 1);
         EXPECT_EQ(fnv1a(r.output.download_bytes()), kPinned);
     }
 }
