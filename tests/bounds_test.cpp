@@ -450,7 +450,7 @@ TEST(CheckBounds, UncheckedSourceOfEveryShippedKernelIsPinned) {
     for (const ops::MatmulTypes& t :
          {ops::MatmulTypes{}, ops::MatmulTypes{DType::bf16, DType::f32, true, true}})
         for (const auto& s : ops::matmul_variants()) kernels.push_back(ops::matmul_kernel(t, s));
-    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "b16f37bb3670c2f6"},
+    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "470ca4a6c9c04b0a"},
                                                       {Backend::cuda, "b4f5bad5b5bc4343"},
                                                       {Backend::opencl, "c7a2beaebbf5777b"}};
     for (const auto& [backend, digest] : pinned) {
