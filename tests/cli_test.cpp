@@ -238,6 +238,22 @@ TEST_F(CliTest, CacheClearRemovesOnlyWhatKilnWroteAndSaysWhatItLeft) {
     EXPECT_FALSE(fs::exists(cache / "kernels" / cpu_device().info().id));
 }
 
+TEST_F(CliTest, CacheListCountsKernelsAndRememberedCompilerCrashes) {
+    warm_kernel_cache();
+    CliRun r = kiln_cli(small_tune(), std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    r = kiln_cli({"cache", "list"}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("compiled kernels: "));
+    EXPECT_THAT(r.output, Not(HasSubstr("compiler crashed")));
+    const fs::path dir = dir_ / "cache" / "kernels" / cpu_device().info().id;
+    ASSERT_TRUE(fs::is_directory(dir));
+    std::ofstream(dir / (std::string(16, 'a') + ".crash")) << "signal 11";
+    r = kiln_cli({"cache", "list"}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("kernels whose compiler crashed (remembered, not retried): 1"));
+}
+
 TEST_F(CliTest, WithoutHomeNothingIsWrittenAndOneWarningSaysSo) {
     ScopedEnv no_home({{"HOME", std::nullopt},
                        {"XDG_CACHE_HOME", std::nullopt},

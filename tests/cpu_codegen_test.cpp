@@ -69,6 +69,40 @@ TEST(NoWrap, ProvesWhatFitsItsTypeAndNothingThatMayWrap) {
     EXPECT_EQ(any.steps.size(), 1u);  // the loop's i += 1 stays below 1000
 }
 
+TEST(NoWrap, AnIfsConditionProvesItsBranchButNotTheSameNodeElsewhere) {
+    // s * 4096 fits in i32 under `s < 4096` and `s >= 0`; the same node stored outside the if
+    // may wrap, so it is not proven; another node only inside the if is; a local assigned in
+    // the branch loses its fact there.
+    KernelBuilder k("no_wrap_ifs", 64);
+    auto out = k.output("out", DType::i32);
+    Expr s = k.scalar("s", DType::i32);
+    const Expr shared = s * 4096;
+    const Expr inside = s * 8192;
+    k.if_(s >= 0 && s < 4096, [&] {
+        out[k.thread_index()] = shared;
+        out[k.thread_index() + 1] = inside;
+    });
+    Var changed = k.let(s, "changed");
+    Var after = k.let(DType::i32, 0, "after");
+    k.if_(changed >= 0 && changed < 4096, [&] {
+        changed = changed + (1 << 20);
+        after = changed * 4096;
+    });
+    out[0] = shared;
+    const ir::Kernel kernel = k.finish();
+    const auto w = ir::find_no_wrap(kernel, INT32_MAX);
+    auto proven = [&](const Expr& e) { return w.ops.count(e.node().get()) > 0; };
+    EXPECT_FALSE(proven(shared));
+    EXPECT_TRUE(proven(inside));
+    ir::ExprRef after_value;
+    ir::for_each_stmt(kernel.body, [&](const ir::StmtNode& n) {
+        if (const auto* a = std::get_if<ir::stmt::Assign>(&n.node); a && a->local == after.id())
+            after_value = a->value;
+    });
+    ASSERT_TRUE(after_value);
+    EXPECT_EQ(w.ops.count(after_value.get()), 0u);
+}
+
 TEST(Ranges, ALoopGoingOnFromItsVariableStaysInTheRangeItsOtherLoopsGiveIt) {
     // A fold's lanes on the CPU: whole rounds of chunks, then `for c = c; c < n` for the rest.
     const ir::Kernel lowered = ir::lower_folds(

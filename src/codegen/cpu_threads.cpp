@@ -269,6 +269,7 @@ struct Planner {
     // or kFar (farther, or not known). A local given values only by Lets and Assigns is as far
     // apart as the farthest of its values.
     static constexpr int64_t kFar = 1 << 20;
+    static constexpr int64_t kWidestVector = 16;  // KILN_STRIP's largest value
 
     // Whether e is the thread index, or a local given it once.
     bool thread_index_value(const ExprRef& e) const {
@@ -300,10 +301,19 @@ struct Planner {
         if (!b) return kFar;
         const int64_t sa = thread_stride(b->a, depth + 1), sb = thread_stride(b->b, depth + 1);
         if (sa == 0 && sb == 0) return 0;  // the same operands give the same value
+        // t / c and t % c (t >> j, t & (2^j - 1)) for a constant c that is at least the block
+        // size or a multiple of the widest vector: within every aligned vector of threads, the
+        // same value and adjacent values.
         int64_t c = 0;
-        // t / c and t % c for a constant c at least the block size: 0 and t.
-        const bool whole_block =
-            thread_index_value(b->a) && is_const(b->b, &c) && c >= k.block_size;
+        const bool by_const = thread_index_value(b->a) && is_const(b->b, &c) && c > 0;
+        auto groups = [&](int64_t size) {
+            return size >= k.block_size || size % kWidestVector == 0;
+        };
+        const bool whole_groups =
+            by_const && ((b->op == BinOp::div || b->op == BinOp::rem) ? groups(c)
+                         : b->op == BinOp::shr     ? c < 31 && groups(int64_t{1} << c)
+                         : b->op == BinOp::bit_and ? ((c + 1) & c) == 0 && groups(c + 1)
+                                                   : false);
         switch (b->op) {
             case BinOp::add:
                 return std::min(sa + sb, kFar);
@@ -317,9 +327,11 @@ struct Planner {
             case BinOp::max:  // a clamp to a uniform bound: the same or as far apart as before
                 return sb == 0 ? sa : (sa == 0 ? sb : kFar);
             case BinOp::div:
-                return whole_block ? 0 : kFar;
+            case BinOp::shr:
+                return whole_groups ? 0 : kFar;
             case BinOp::rem:
-                return whole_block ? 1 : kFar;
+            case BinOp::bit_and:
+                return whole_groups ? 1 : kFar;
             default:
                 return kFar;
         }

@@ -41,50 +41,6 @@ struct Context {
     std::vector<Fact> facts;
 };
 
-bool mentions(const ExprRef& e, const std::function<bool(const ExprNode&)>& pred) {
-    bool found = false;
-    walk(e, [&](const ExprRef& n) { found = found || pred(*n); });
-    return found;
-}
-
-// The locals a statement tree gives values to.
-std::set<int> assigned_in(const StmtRef& s) {
-    std::set<int> out;
-    for_each_stmt(s, [&](const StmtNode& n) {
-        std::visit(
-            [&](const auto& x) {
-                using N = std::decay_t<decltype(x)>;
-                if constexpr (std::is_same_v<N, stmt::Let> || std::is_same_v<N, stmt::Assign> ||
-                              std::is_same_v<N, stmt::For>) {
-                    out.insert(x.local);
-                } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
-                    out.insert(x.locals.begin(), x.locals.end());
-                } else if constexpr (std::is_same_v<N, stmt::Fold>) {
-                    out.insert(x.result);
-                    out.insert(x.index);
-                }
-            },
-            n.node);
-    });
-    return out;
-}
-
-// The facts of `list` that still hold throughout `body`: those that read no memory (which the
-// body or other threads may write) and no local the body changes.
-std::vector<Fact> lasting(const std::vector<Fact>& list, const StmtRef& body) {
-    const std::set<int> changed = assigned_in(body);
-    auto unstable = [&](const ExprNode& n) {
-        if (const auto* l = std::get_if<expr::Local>(&n.node)) return changed.count(l->id) > 0;
-        return std::holds_alternative<expr::Load>(n.node) ||
-               std::holds_alternative<expr::ShuffleXor>(n.node) ||
-               std::holds_alternative<expr::InBounds>(n.node);
-    };
-    std::vector<Fact> out;
-    for (const Fact& f : list)
-        if (!mentions(f.a, unstable) && !mentions(f.b, unstable)) out.push_back(f);
-    return out;
-}
-
 // Whether every value of `from` is one of `to` (a cast between them keeps the value).
 bool widens(DType from, DType to) {
     const Interval f = type_range(from), t = type_range(to);

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <vector>
 
 #include "kiln/ir.hpp"
@@ -33,6 +34,16 @@ struct Fact {
 // The facts a bool expression gives where it is true (holds = true) or false: its conjuncts
 // that compare integers. Other conjuncts give nothing.
 std::vector<Fact> facts_of(const ExprRef& cond, bool holds);
+
+// Whether e or any expression under it satisfies pred.
+bool mentions(const ExprRef& e, const std::function<bool(const ExprNode&)>& pred);
+
+// The locals a statement tree gives values to.
+std::set<int> assigned_in(const StmtRef& s);
+
+// The facts of `list` that still hold throughout `body`: those that read no memory (which the
+// body or other threads may write) and no local the body changes.
+std::vector<Fact> lasting(const std::vector<Fact>& list, const StmtRef& body);
 
 // Whether a and b compute the same value wherever both are evaluated: the same node, or the
 // same operation on the same operands. The lengths of one buffer are one value, read as i32

@@ -37,17 +37,27 @@ std::vector<std::string> device_ids(const CacheOptions& opt) {
     return {ids.begin(), ids.end()};
 }
 
-std::pair<size_t, uintmax_t> kernel_files(const std::string& id) {
+// A device's compiled kernels (count, bytes) and remembered compiler crashes (count).
+struct KernelFiles {
     size_t count = 0;
     uintmax_t bytes = 0;
+    size_t crashes = 0;
+};
+
+KernelFiles kernel_files(const std::string& id) {
+    KernelFiles files;
     std::error_code ec;
     const auto dir = cache::process_kernel_cache().root() / cache::safe_component(id);
-    for (const auto& e : fs::directory_iterator(dir, ec))
-        if (cache::is_entry_name(e.path().filename().string())) {
-            ++count;
-            bytes += e.file_size(ec);
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (cache::is_entry_name(name)) {
+            ++files.count;
+            files.bytes += e.file_size(ec);
+        } else if (cache::is_note_name(name)) {
+            ++files.crashes;
         }
-    return {count, bytes};
+    }
+    return files;
 }
 
 std::string shown(const fs::path& path) {
@@ -65,8 +75,12 @@ int cache_list(const CacheOptions& opt) {
     const auto ids = device_ids(opt);
     if (ids.empty()) fmt::print("the cache under {} is empty\n", shown(cache::cache_root()));
     for (const auto& id : ids) {
-        const auto [count, bytes] = kernel_files(id);
-        fmt::print("device {}\n  compiled kernels: {} ({:.1f} KiB)\n", id, count, bytes / 1024.0);
+        const KernelFiles files = kernel_files(id);
+        fmt::print("device {}\n  compiled kernels: {} ({:.1f} KiB)\n", id, files.count,
+                   files.bytes / 1024.0);
+        if (files.crashes)
+            fmt::print("  kernels whose compiler crashed (remembered, not retried): {}\n",
+                       files.crashes);
         const auto entries = tuner.entries(id);
         fmt::print("  tuning decisions: {} in {}", entries.size(), shown(tuner.file_for(id)));
         if (const auto skipped = tuner.skipped_lines(id))
