@@ -19,8 +19,10 @@
 #include "support/everywhere.hpp"
 
 using namespace kiln;
+using kiln::test::download;
 using kiln::test::HostBuffer;
 using kiln::test::identical;
+using kiln::test::upload;
 
 namespace {
 
@@ -51,16 +53,6 @@ HostBuffer random_values(DType t, size_t count, uint64_t seed, float scale = 1.0
         }
     }
     return h;
-}
-
-Buffer upload(Device& d, const HostBuffer& h) {
-    Buffer b(d, h.dtype, h.count());
-    b.upload_bytes(h.bytes);
-    return b;
-}
-
-HostBuffer download(const Buffer& b) {
-    return {b.dtype(), b.download_bytes()};
 }
 
 // Elements a view of rows x cols per batch needs in its buffer.
@@ -300,9 +292,7 @@ TEST(Matmul, DenseEntryTunesOnceThenHitsAndMatchesTheOracle) {
 }
 
 void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
-    const std::string what = test::error_of(f);
-    EXPECT_NE(what.find("matmul"), std::string::npos) << what;
-    for (const auto& needle : needles) EXPECT_NE(what.find(needle), std::string::npos) << what;
+    test::expect_error_naming("matmul", f, needles);
 }
 
 TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {

@@ -3,6 +3,7 @@
 
 #include "ops/ceil_div.hpp"
 #include "ops/kernel_memo.hpp"
+#include "ops/kernel_parts.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -25,14 +26,6 @@ constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxExtent = kMaxIndex - 1024;
 // Elements each row of a shared tile is padded by (a multiple of 4: runs stay 16-byte aligned).
 constexpr int kTilePad = 4;
-
-bool is_input_float(DType t) {
-    return t == DType::f32 || t == DType::f16 || t == DType::bf16;
-}
-
-Expr to_f32(const Expr& e) {
-    return e.type() == DType::f32 ? e : cast(DType::f32, e);
-}
 
 bool pow2(int v) {
     return v >= 1 && std::has_single_bit(static_cast<unsigned>(v));
@@ -205,22 +198,6 @@ std::vector<TileSlot> tile_slots(KernelBuilder& k, int count, int threads,
         }
     }
     return slots;
-}
-
-// `count` consecutive f32 values of a shared tile from `at`, read 4 or 2 at a time where
-// `count` allows (one wide load where the target has one).
-std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at, int count,
-                           const char* name) {
-    std::vector<Expr> out;
-    const int width = count % 4 == 0 ? 4 : (count % 2 == 0 ? 2 : 1);
-    for (int g = 0; g < count; g += width) {
-        if (width == 1) {
-            out.push_back(k.let(tile[at + g], name));
-            continue;
-        }
-        for (const Var& v : k.load_vector(tile, at + g, width, name)) out.push_back(v);
-    }
-    return out;
 }
 
 // The staged form: k in steps of bk; each step's A (bm x bk, stored k-major: a_tile[q*a_ld + r])
