@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,15 @@ class Flags {
     std::string usage_;
     std::map<std::string, std::string> values_;
 };
+
+// The non-empty items of a comma-separated list ("256,1024" -> {"256", "1024"}).
+inline std::vector<std::string> split_commas(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream ss(text);
+    for (std::string item; std::getline(ss, item, ',');)
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
 
 // n floats drawn uniformly from [-bound, bound], the same for the same seed.
 inline std::vector<float> random_floats(size_t n, uint64_t seed, float bound) {

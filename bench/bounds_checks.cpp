@@ -10,6 +10,7 @@
 
 #include "bench_common.hpp"
 #include "codegen/lower.hpp"
+#include "ops/attention.hpp"
 #include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
@@ -69,6 +70,10 @@ int main(int argc, char** argv) {
         for (const auto& s : ops::matmul_variants())
             matmul.kernels.push_back(ops::matmul_kernel({}, s));
         families.push_back(std::move(matmul));
+        Family attention{"attention f32 d64", {}};
+        for (const auto& s : ops::attention_variants())
+            attention.kernels.push_back(ops::attention_kernel({DType::f32, DType::f32, 64}, s));
+        families.push_back(std::move(attention));
         std::vector<std::vector<std::string>> rows;
         for (const auto& f : families)
             for (const codegen::Dialect* d :

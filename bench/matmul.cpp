@@ -7,7 +7,6 @@
 //   bench_matmul [--device D] [--sizes 256,1024] [--iters N] [--points p1,p2] [--json FILE]
 #include <chrono>
 #include <cstring>
-#include <sstream>
 
 #include "bench_common.hpp"
 #include "kiln/buffer.hpp"
@@ -18,14 +17,6 @@ namespace kiln::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<std::string> split(const std::string& text) {
-    std::vector<std::string> out;
-    std::stringstream ss(text);
-    for (std::string item; std::getline(ss, item, ',');)
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
 
 struct Row {
     std::string device, who;
@@ -44,7 +35,7 @@ int run(int argc, char** argv) {
                       "bench_matmul [--device D] [--sizes 256,1024] [--iters N] "
                       "[--points p1,p2] [--json FILE]");
     std::vector<int64_t> sizes;
-    for (const auto& s : split(flags.text("--sizes", "256,1024"))) {
+    for (const auto& s : split_commas(flags.text("--sizes", "256,1024"))) {
         const int64_t n = std::strtoll(s.c_str(), nullptr, 10);
         if (n < 1 || n > 16384) fail("--sizes: '{}' is not a size from 1 to 16384", s);
         sizes.push_back(n);
@@ -52,7 +43,7 @@ int run(int argc, char** argv) {
     const int iters = static_cast<int>(flags.integer("--iters", 10, 2, 1000));
     std::vector<const ops::MatmulSchedule*> points;
     if (flags.has("--points"))
-        for (const auto& name : split(flags.text("--points")))
+        for (const auto& name : split_commas(flags.text("--points")))
             points.push_back(&ops::matmul_variant(name));
     else
         for (const auto& s : ops::matmul_variants()) points.push_back(&s);

@@ -22,6 +22,7 @@
 #include "ir/check_bounds.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "ops/attention.hpp"
 #include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
@@ -450,9 +451,13 @@ TEST(CheckBounds, UncheckedSourceOfEveryShippedKernelIsPinned) {
     for (const ops::MatmulTypes& t :
          {ops::MatmulTypes{}, ops::MatmulTypes{DType::bf16, DType::f32, true, true}})
         for (const auto& s : ops::matmul_variants()) kernels.push_back(ops::matmul_kernel(t, s));
-    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "8f3bf56b49b74990"},
-                                                      {Backend::cuda, "7887f13e8094b6ff"},
-                                                      {Backend::opencl, "c73963f02ee90e47"}};
+    for (const ops::AttentionTypes& t : {ops::AttentionTypes{DType::f32, DType::f32, 64},
+                                         ops::AttentionTypes{DType::bf16, DType::bf16, 128}})
+        for (const auto& s : ops::attention_variants())
+            kernels.push_back(ops::attention_kernel(t, s));
+    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "97de21c75982d021"},
+                                                      {Backend::cuda, "dc2662d5307a0de7"},
+                                                      {Backend::opencl, "61a19b0429325a7a"}};
     for (const auto& [backend, digest] : pinned) {
         const std::string source = generate_source(backend, kernels, kUnchecked);
         EXPECT_EQ(fmt::format("{:016x}", XXH3_64bits(source.data(), source.size())), digest)
