@@ -160,16 +160,14 @@ int run(int argc, char** argv) {
                  "bits vs oracle"},
                 table);
     if (flags.has("--json")) {
-        std::string json = "[";
-        for (size_t i = 0; i < rows.size(); ++i) {
-            const Row& r = rows[i];
-            json += fmt::format(
-                "{}\n  {{\"device\": {}, \"case\": {}, \"kernel\": {}, \"ms\": {:.6g}, \"gflops\": "
+        std::vector<std::string> objects;
+        for (const Row& r : rows)
+            objects.push_back(fmt::format(
+                "{{\"device\": {}, \"case\": {}, \"kernel\": {}, \"ms\": {:.6g}, \"gflops\": "
                 "{:.6g}, \"bits\": {}, \"oracle\": {}}}",
-                i ? "," : "", json_quote(r.device), json_quote(r.what), json_quote(r.kernel), r.ms,
-                r.gflops, json_quote(r.bits), json_quote(r.oracle));
-        }
-        write_file(flags.text("--json"), json + "\n]\n");
+                json_quote(r.device), json_quote(r.what), json_quote(r.kernel), r.ms, r.gflops,
+                json_quote(r.bits), json_quote(r.oracle)));
+        write_json_array(flags.text("--json"), objects);
     }
     return 0;
 }
@@ -178,10 +176,5 @@ int run(int argc, char** argv) {
 }  // namespace kiln::bench
 
 int main(int argc, char** argv) {
-    try {
-        return kiln::bench::run(argc, argv);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "bench_attention: error: {}\n", e.what());
-        return 2;
-    }
+    return kiln::bench::main_of("bench_attention", kiln::bench::run, argc, argv);
 }
