@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
                                       static_cast<int64_t>(peer_out.size()));
                 };
             } else if (w.name.rfind("sgemm", 0) == 0 && blas) {
-                peer_s.who = "OpenBLAS";
+                peer_s.who = fmt::format("OpenBLAS {}", openblas_core());
                 peer_out.resize(w.outputs[0]);
                 peer = [&] {
                     sgemm_row_major(blas, 1024, 1024, 1024, w.inputs[0].data(), w.inputs[1].data(),

@@ -79,7 +79,8 @@ int run(int argc, char** argv) {
                         std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
             }
             const double med = median(ms);
-            rows.push_back({d->info().id, "openblas sgemm", n, med, gflops(n, med), "-"});
+            rows.push_back({d->info().id, fmt::format("openblas sgemm ({})", openblas_core()), n,
+                            med, gflops(n, med), "-"});
         }
     }
     std::vector<std::vector<std::string>> table;

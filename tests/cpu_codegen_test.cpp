@@ -1,6 +1,6 @@
 // The CPU backend's integer arithmetic: what the range analysis proves never wraps (ir/no_wrap),
 // written plain in launches whose positions fit in i32, and a launch past them running the copy
-// written to wrap, with kiln's wrapping results.
+// written to wrap, with kiln's wrapping results; and where its thread loops go (vector lanes).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +14,7 @@
 #include "ir/visit.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "ops/matmul.hpp"
 #include "ops/test_kernels.hpp"
 #include "ops/user_kernels.hpp"
 #include "support/everywhere.hpp"
@@ -145,3 +146,25 @@ TEST(CpuLaunch, PositionsPastI32WrapAsKilnSaysOnTheCpu) {
 }
 
 }  // namespace
+
+TEST(CpuCodegen, MatmulsSpreadPointRunsItsThreadsAsLanesInsideTheTermLoop) {
+    // Adjacent threads take adjacent columns (t % (bn/tn) with bn/tn the block size is t, a
+    // clamp to a uniform bound keeps the distance, i32 -> i64 keeps it): the thread loop moves
+    // inside the loop over k as one `omp simd` over a strip, accumulators in strips, B's index
+    // plain i64 arithmetic (affine in the thread).
+    const ir::Kernel k =
+        ops::matmul_kernel(ops::MatmulTypes{}, ops::matmul_variant("d8x128_t8x4_s"));
+    const std::string src =
+        generate_source(Backend::cpu, std::span<const ir::Kernel>(&k, 1), CompileOptions{});
+    const size_t fast = src.find("extern \"C\" void " + codegen::entry_name(k) + "(");
+    ASSERT_NE(fast, std::string::npos);
+    const std::string body = src.substr(fast);
+    EXPECT_THAT(body, HasSubstr("[KILN_STRIP]"));
+    const size_t k_loop = body.find("< p_k;");
+    ASSERT_NE(k_loop, std::string::npos) << body;
+    const size_t b_load = body.find("p_b[", k_loop);
+    ASSERT_NE(b_load, std::string::npos) << body;
+    EXPECT_THAT(body.substr(k_loop, b_load - k_loop), HasSubstr("#pragma omp simd")) << body;
+    const size_t load_end = body.find(']', b_load);
+    EXPECT_THAT(body.substr(b_load, load_end - b_load), Not(HasSubstr("uint"))) << body;
+}

@@ -83,10 +83,12 @@ Points every_point(int part) {
 }
 
 // Points for the dtype and layout cases (each compile costs seconds on the CPU and PoCL): the
-// direct form and a staged tile with an oblong thread tile. The same list in every case, so a
-// case with the same types reuses the compiled unit from the disk cache.
+// direct form, a staged tile with an oblong thread tile and the direct form with spread columns.
+// The same list in every case, so a case with the same types reuses the compiled unit from the disk
+// cache.
 Points some_points() {
-    return {&ops::matmul_variant("d1x64"), &ops::matmul_variant("s128x64_k8_t8x4")};
+    return {&ops::matmul_variant("d1x64"), &ops::matmul_variant("s128x64_k8_t8x4"),
+            &ops::matmul_variant("d8x128_t8x4_s")};
 }
 
 // The points' kernels for the given types, compiled on every device one by one, as the entry
@@ -379,6 +381,9 @@ TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {
     bad = ops::matmul_variants()[3];
     bad.bk = 12;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"bk 12"});
+    bad = ops::matmul_variants()[3];
+    bad.spread = true;
+    expect_error([&] { ops::matmul_kernel({}, bad); }, {"spread columns with shared tiles"});
     expect_error([&] { ops::matmul_variant("s7x7"); }, {"no schedule named 's7x7'"});
     // The kernel's own launch contract, for callers that launch it directly (a planner).
     const auto compiled = compile(cpu, ops::matmul_kernel({}, ops::matmul_variants()[0]));

@@ -269,6 +269,16 @@ struct Planner {
     // or kFar (farther, or not known). A local given values only by Lets and Assigns is as far
     // apart as the farthest of its values.
     static constexpr int64_t kFar = 1 << 20;
+
+    // Whether e is the thread index, or a local given it once.
+    bool thread_index_value(const ExprRef& e) const {
+        if (is_thread_index(e)) return true;
+        const auto* l = std::get_if<expr::Local>(&e->node);
+        if (!l || static_cast<size_t>(l->id) >= single_let.size()) return false;
+        const ExprRef& v = single_let[static_cast<size_t>(l->id)];
+        return v && is_thread_index(v);
+    }
+
     int64_t thread_stride(const ExprRef& e, int depth = 0) const {
         if (uniform(e)) return 0;
         if (is_thread_index(e)) return 1;
@@ -282,10 +292,18 @@ struct Planner {
                 stride = std::max(stride, thread_stride(value, depth + 1));
             return stride;
         }
+        if (const auto* c = std::get_if<expr::Cast>(&e->node))  // i32 -> i64 keeps the distance
+            return e->type == DType::i64 && c->a->type == DType::i32
+                       ? thread_stride(c->a, depth + 1)
+                       : kFar;
         const auto* b = std::get_if<expr::Binary>(&e->node);
         if (!b) return kFar;
         const int64_t sa = thread_stride(b->a, depth + 1), sb = thread_stride(b->b, depth + 1);
+        if (sa == 0 && sb == 0) return 0;  // the same operands give the same value
         int64_t c = 0;
+        // t / c and t % c for a constant c at least the block size: 0 and t.
+        const bool whole_block =
+            thread_index_value(b->a) && is_const(b->b, &c) && c >= k.block_size;
         switch (b->op) {
             case BinOp::add:
                 return std::min(sa + sb, kFar);
@@ -295,6 +313,13 @@ struct Planner {
                 if (is_const(b->b, &c) && sb == 0) return std::min(sa * std::abs(c), kFar);
                 if (is_const(b->a, &c) && sa == 0) return std::min(sb * std::abs(c), kFar);
                 return kFar;
+            case BinOp::min:
+            case BinOp::max:  // a clamp to a uniform bound: the same or as far apart as before
+                return sb == 0 ? sa : (sa == 0 ? sb : kFar);
+            case BinOp::div:
+                return whole_block ? 0 : kFar;
+            case BinOp::rem:
+                return whole_block ? 1 : kFar;
             default:
                 return kFar;
         }

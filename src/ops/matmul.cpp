@@ -44,6 +44,9 @@ void check_schedule(const MatmulSchedule& s) {
         fail("matmul schedule {}: {} threads a block; expected at most 1024", s.name, s.threads());
     if (s.prefetch && !s.staged)
         fail("matmul schedule {}: prefetch without shared tiles; expected a staged point", s.name);
+    if (s.spread && s.staged)
+        fail("matmul schedule {}: spread columns with shared tiles; expected a direct point",
+             s.name);
     if (s.staged && (!pow2(s.bk) || s.bk > 64))
         fail("matmul schedule {}: bk {}; expected a power of two from 1 to 64", s.name, s.bk);
 }
@@ -116,6 +119,10 @@ void require_contract(KernelBuilder& k, const Params& p, const MatmulTypes& t) {
 // Where a thread works: its batch's bases, the block tile's corner and its own tile's corner.
 struct Place {
     Expr a_base, b_base, c_base, i0, j0, ty, tx;
+    // The thread's c-th column of C (before clamping): side by side, or bn/tn apart if spread.
+    Expr column(const MatmulSchedule& s, int c) const {
+        return s.spread ? j0 + tx + c * (s.bn / s.tn) : j0 + tx * s.tn + c;
+    }
 };
 
 Place place(KernelBuilder& k, const Params& p, const MatmulSchedule& s) {
@@ -128,13 +135,14 @@ Place place(KernelBuilder& k, const Params& p, const MatmulSchedule& s) {
     Var batch = k.let(rest / tiles_m, "batch");
     const int across = s.bn / s.tn;  // threads along a row of the block tile
     Var t = k.let(k.thread_index(), "t");
+    const bool one_row = s.threads() <= across;  // then ty is 0 and tx is t, known as such
     return {k.let(p.a_offset + batch * p.a_batch, "a_base"),
             k.let(p.b_offset + batch * p.b_batch, "b_base"),
             k.let(p.c_offset + batch * p.c_batch, "c_base"),
             k.let(tile_m * s.bm, "i0"),
             k.let(tile_n * s.bn, "j0"),
-            k.let(t / across, "ty"),
-            k.let(t % across, "tx")};
+            one_row ? Expr(0) : Expr(k.let(t / across, "ty")),
+            one_row ? Expr(t) : Expr(k.let(t % across, "tx"))};
 }
 
 // The thread's tm x tn accumulators, row-major, and the op's one step on them: for a term p,
@@ -151,28 +159,44 @@ struct Accumulators {
     }
 };
 
-// The direct form: each term's tm values of A and tn values of B read from memory. Rows and
-// columns past m and n are read clamped (their outputs are not stored).
+// The direct form: each term's tm values of A and tn values of B read from memory. In a block
+// whose tile lies inside C, rows and columns are read as they are (adjacent threads' columns
+// then visibly adjacent); in a block at C's edge, rows and columns past m and n are read clamped
+// (their outputs are not stored).
 void direct_terms(KernelBuilder& k, const Params& p, const Place& at, const MatmulTypes& t,
                   const MatmulSchedule& s, Accumulators& acc) {
-    // Element (row, q) of A is a_row[r] + q*a_step; element (q, col) of B is b_col[c] + q*b_step.
-    std::vector<Var> a_row, b_col;
-    for (int r = 0; r < s.tm; ++r) {
-        Expr row = min(at.i0 + at.ty * s.tm + r, p.m - 1);
-        a_row.push_back(k.let(element_at(at.a_base, row, 0, p.lda, t.a_transposed), "a_row"));
-    }
-    for (int c = 0; c < s.tn; ++c) {
-        Expr col = min(at.j0 + at.tx * s.tn + c, p.n - 1);
-        b_col.push_back(k.let(element_at(at.b_base, 0, col, p.ldb, t.b_transposed), "b_col"));
-    }
-    const Expr a_step = t.a_transposed ? p.lda : Expr(1);
-    const Expr b_step = t.b_transposed ? Expr(1) : p.ldb;
-    k.for_(0, p.k, [&](Expr q) {
-        std::vector<Expr> av, bv;
-        for (const Var& base : a_row) av.push_back(k.let(to_f32(p.a[base + q * a_step]), "a"));
-        for (const Var& base : b_col) bv.push_back(k.let(to_f32(p.b[base + q * b_step]), "b"));
-        acc.add_term(av, bv);
-    });
+    // Indices in i64: products of two i32 values and their sums never wrap there, so a CPU's
+    // compiler sees adjacent threads' columns as adjacent addresses.
+    auto wide = [](const Expr& e) { return cast(DType::i64, e); };
+    const Expr a_step = wide(t.a_transposed ? p.lda : Expr(1));
+    const Expr b_step = wide(t.b_transposed ? Expr(1) : p.ldb);
+    auto terms = [&](bool clamp) {
+        // Element (row, q) of A is a_row[r] + q*a_step; element (q, col) of B is b_col[c] +
+        // q*b_step.
+        std::vector<Var> a_row, b_col;
+        for (int r = 0; r < s.tm; ++r) {
+            Expr row = at.i0 + at.ty * s.tm + r;
+            if (clamp) row = min(row, p.m - 1);
+            a_row.push_back(k.let(
+                element_at(wide(at.a_base), wide(row), 0, wide(p.lda), t.a_transposed), "a_row"));
+        }
+        for (int c = 0; c < s.tn; ++c) {
+            Expr col = at.column(s, c);
+            if (clamp) col = min(col, p.n - 1);
+            b_col.push_back(k.let(
+                element_at(wide(at.b_base), 0, wide(col), wide(p.ldb), t.b_transposed), "b_col"));
+        }
+        k.for_(0, p.k, [&](Expr q) {
+            std::vector<Expr> av, bv;
+            for (const Var& base : a_row)
+                av.push_back(k.let(to_f32(p.a[base + wide(q) * a_step]), "a"));
+            for (const Var& base : b_col)
+                bv.push_back(k.let(to_f32(p.b[base + wide(q) * b_step]), "b"));
+            acc.add_term(av, bv);
+        });
+    };
+    k.if_((at.i0 + s.bm <= p.m) && (at.j0 + s.bn <= p.n), [&] { terms(false); },
+          [&] { terms(true); });
 }
 
 // One operand's share of a step's shared tile: this thread's elements e = t, t + threads, ...
@@ -281,8 +305,9 @@ void staged_terms(KernelBuilder& k, const Params& p, const Place& at, const Matm
 
 // The memo key of a kernel: every comptime value it is built from.
 std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
-    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}", name(t.input), name(t.output),
-                       layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn, s.staged, s.prefetch);
+    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}", name(t.input), name(t.output),
+                       layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn, s.staged, s.prefetch,
+                       s.spread);
 }
 
 std::function<ir::Kernel()> builder(const MatmulTypes& t, const MatmulSchedule& s) {
@@ -360,8 +385,17 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& a, const MatmulOperand& a
 
 const std::vector<MatmulSchedule>& matmul_variants() {
     // Each point's name spells its knobs, so the two cannot drift apart.
-    auto direct = [](int bm, int bn) {
-        return MatmulSchedule{fmt::format("d{}x{}", bm, bn), bm, bn, 1, 1, 1, false, false};
+    auto direct = [](int bm, int bn, int tm = 1, int tn = 1, bool spread = false) {
+        const std::string tile = tm * tn > 1 ? fmt::format("_t{}x{}", tm, tn) : "";
+        return MatmulSchedule{fmt::format("d{}x{}{}{}", bm, bn, tile, spread ? "_s" : ""),
+                              bm,
+                              bn,
+                              1,
+                              tm,
+                              tn,
+                              false,
+                              false,
+                              spread};
     };
     auto staged = [](int bm, int bn, int bk, int tm, int tn, bool prefetch = false) {
         return MatmulSchedule{
@@ -384,6 +418,7 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         staged(128, 128, 8, 8, 8),
         staged(64, 64, 8, 8, 8, true),
         staged(128, 128, 8, 8, 8, true),
+        direct(8, 128, 8, 4, true),
     };
     return variants;
 }
@@ -412,7 +447,7 @@ ir::Kernel matmul_kernel(const MatmulTypes& t, const MatmulSchedule& s) {
     for (int r = 0; r < s.tm; ++r)
         for (int c = 0; c < s.tn; ++c) {
             Var row = k.let(at.i0 + at.ty * s.tm + r, "row");
-            Var col = k.let(at.j0 + at.tx * s.tn + c, "col");
+            Var col = k.let(at.column(s, c), "col");
             const Expr v = acc.acc[static_cast<size_t>(r * s.tn + c)];
             k.if_(row < p.m && col < p.n, [&] {
                 p.c[at.c_base + row * p.ldc + col] = t.output == DType::f32 ? v : cast(t.output, v);

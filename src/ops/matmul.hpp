@@ -60,6 +60,9 @@ struct MatmulSchedule {
     int tm = 4, tn = 4;    // thread tile (outputs held in registers), 1 to 8 each
     bool staged = true;
     bool prefetch = false;  // staged only: the next step's loads in flight during this step
+    // direct only: a thread's tn columns lie bn/tn apart instead of side by side, so adjacent
+    // threads take adjacent columns (a CPU runs them as the lanes of one vector)
+    bool spread = false;
     int threads() const { return (bm / tm) * (bn / tn); }
 };
 
@@ -71,6 +74,7 @@ struct MatmulSchedule {
 //   s128x64_k8_t8x4          staged, 256 threads of 8x4
 //   s128x128_k8_t8x8         staged, 256 threads of 8x8
 //   s64x64_k8_t8x8_p s128x128_k8_t8x8_p   ... with prefetch
+//   d8x128_t8x4_s            direct, 32 threads of 8x4 with spread columns (for CPUs)
 const std::vector<MatmulSchedule>& matmul_variants();
 const MatmulSchedule& matmul_variant(const std::string& name);  // kiln::Error if unknown
 
