@@ -75,8 +75,8 @@ float attention_scale(const AttentionShape& shape, const AttentionOptions& optio
 //   staged:  a block takes `rows` query rows of one (batch, head). Per key block, the scores
 //            (rows x KB) are a tiled product: Q and K copied into shared tiles 16 dims at a time,
 //            each thread holding tq x tk scores in registers, each score one fma chain over d in
-//            order. Then one thread per row takes m_new and c in key order, every thread its
-//            scores' p_j, one thread per row its l in key order, and each thread accumulates
+//            order. Then one thread per row takes m_new and c in key order, every thread a share
+//            of the block's p_j, one thread per row its l in key order, and each thread accumulates
 //            tq rows x td dims of acc (td = ceil(D / (KB/tk))) from V copied into a shared tile
 //            16 keys at a time, each acc one fma per key in order. (rows/tq)*(KB/tk) threads.
 struct AttentionSchedule {
