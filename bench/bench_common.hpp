@@ -121,6 +121,23 @@ inline void write_file(const std::string& path, const std::string& text) {
     if (!out) fail("cannot write '{}'", path);
 }
 
+// Writes a JSON array of the given objects (each already JSON text), one a line.
+inline void write_json_array(const std::string& path, const std::vector<std::string>& objects) {
+    std::string json = "[";
+    for (size_t i = 0; i < objects.size(); ++i) json += (i ? ",\n  " : "\n  ") + objects[i];
+    write_file(path, json + "\n]\n");
+}
+
+// A benchmark's main: run(argc, argv), or exit status 2 with "<program>: error: ..." on stderr.
+inline int main_of(const char* program, int (*run)(int, char**), int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "{}: error: {}\n", program, e.what());
+        return 2;
+    }
+}
+
 inline void print_table(const std::vector<std::string>& headers,
                         const std::vector<std::vector<std::string>>& rows) {
     std::vector<size_t> width(headers.size());

@@ -11,6 +11,7 @@
 #include "bench_common.hpp"
 #include "codegen/lower.hpp"
 #include "ops/conv1d.hpp"
+#include "ops/attention.hpp"
 #include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
@@ -74,6 +75,10 @@ int main(int argc, char** argv) {
         for (const auto& s : ops::conv1d_variants())
             conv1d.kernels.push_back(ops::conv1d_kernel({}, s));
         families.push_back(std::move(conv1d));
+        Family attention{"attention f32 d64", {}};
+        for (const auto& s : ops::attention_variants())
+            attention.kernels.push_back(ops::attention_kernel({DType::f32, DType::f32, 64}, s));
+        families.push_back(std::move(attention));
         std::vector<std::vector<std::string>> rows;
         for (const auto& f : families)
             for (const codegen::Dialect* d :

@@ -114,16 +114,14 @@ int run(int argc, char** argv) {
                          fmt::format("{:.1f}", r.gflops), r.bits});
     print_table({"device", "case", "point", "median us", "GFLOP/s", "bits vs first point"}, table);
     if (flags.has("--json")) {
-        std::string json = "[";
-        for (size_t i = 0; i < rows.size(); ++i) {
-            const Row& r = rows[i];
-            json += fmt::format(
-                "{}\n  {{\"device\": {}, \"case\": {}, \"point\": {}, \"us\": {:.6g}, "
-                "\"gflops\": {:.6g}, \"bits\": {}}}",
-                i ? "," : "", json_quote(r.device), json_quote(r.case_name), json_quote(r.point),
-                r.ms * 1e3, r.gflops, json_quote(r.bits));
-        }
-        write_file(flags.text("--json"), json + "\n]\n");
+        std::vector<std::string> objects;
+        for (const Row& r : rows)
+            objects.push_back(
+                fmt::format("{{\"device\": {}, \"case\": {}, \"point\": {}, \"us\": {:.6g}, "
+                            "\"gflops\": {:.6g}, \"bits\": {}}}",
+                            json_quote(r.device), json_quote(r.case_name), json_quote(r.point),
+                            r.ms * 1e3, r.gflops, json_quote(r.bits)));
+        write_json_array(flags.text("--json"), objects);
     }
     return 0;
 }
@@ -132,10 +130,5 @@ int run(int argc, char** argv) {
 }  // namespace kiln::bench
 
 int main(int argc, char** argv) {
-    try {
-        return kiln::bench::run(argc, argv);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "bench_conv1d: error: {}\n", e.what());
-        return 2;
-    }
+    return kiln::bench::main_of("bench_conv1d", kiln::bench::run, argc, argv);
 }

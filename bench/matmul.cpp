@@ -90,16 +90,13 @@ int run(int argc, char** argv) {
     print_table({"device", "n", "kernel", "median ms", "GFLOP/s", "bits vs first point"}, table);
     if (!sgemm) fmt::print("(OpenBLAS not loadable: install libopenblas0 for the CPU peer)\n");
     if (flags.has("--json")) {
-        std::string json = "[";
-        for (size_t i = 0; i < rows.size(); ++i) {
-            const Row& r = rows[i];
-            json += fmt::format(
-                "{}\n  {{\"device\": {}, \"n\": {}, \"kernel\": {}, \"ms\": {:.6g}, \"gflops\": "
-                "{:.6g}, \"bits\": {}}}",
-                i ? "," : "", json_quote(r.device), r.n, json_quote(r.who), r.ms, r.gflops,
-                json_quote(r.bits));
-        }
-        write_file(flags.text("--json"), json + "\n]\n");
+        std::vector<std::string> objects;
+        for (const Row& r : rows)
+            objects.push_back(fmt::format(
+                "{{\"device\": {}, \"n\": {}, \"kernel\": {}, \"ms\": {:.6g}, \"gflops\": {:.6g}, "
+                "\"bits\": {}}}",
+                json_quote(r.device), r.n, json_quote(r.who), r.ms, r.gflops, json_quote(r.bits)));
+        write_json_array(flags.text("--json"), objects);
     }
     return 0;
 }
@@ -108,10 +105,5 @@ int run(int argc, char** argv) {
 }  // namespace kiln::bench
 
 int main(int argc, char** argv) {
-    try {
-        return kiln::bench::run(argc, argv);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "bench_matmul: error: {}\n", e.what());
-        return 2;
-    }
+    return kiln::bench::main_of("bench_matmul", kiln::bench::run, argc, argv);
 }

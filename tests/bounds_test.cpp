@@ -22,6 +22,7 @@
 #include "ir/check_bounds.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "ops/attention.hpp"
 #include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
@@ -456,9 +457,13 @@ TEST(CheckBounds, UncheckedSourceOfEveryShippedKernelIsPinned) {
     for (const ops::Conv1dTypes& t :
          {ops::Conv1dTypes{}, ops::Conv1dTypes{DType::bf16, DType::bf16}})
         for (const auto& s : ops::conv1d_variants()) kernels.push_back(ops::conv1d_kernel(t, s));
-    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "d69b63b71a991c57"},
-                                                      {Backend::cuda, "f841982caa8f8470"},
-                                                      {Backend::opencl, "aea16b92ea305c8b"}};
+    for (const ops::AttentionTypes& t : {ops::AttentionTypes{DType::f32, DType::f32, 64},
+                                         ops::AttentionTypes{DType::bf16, DType::bf16, 128}})
+        for (const auto& s : ops::attention_variants())
+            kernels.push_back(ops::attention_kernel(t, s));
+    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "51913df8420af5a4"},
+                                                      {Backend::cuda, "33528e26b7f0a41c"},
+                                                      {Backend::opencl, "476959eadc482fec"}};
     for (const auto& [backend, digest] : pinned) {
         const std::string source = generate_source(backend, kernels, kUnchecked);
         EXPECT_EQ(fmt::format("{:016x}", XXH3_64bits(source.data(), source.size())), digest)

@@ -1,5 +1,5 @@
-// Golden outputs: the exact bits of rms_norm (f32, f16, bf16), matvec_q8, matmul and conv1d for
-// fixed inputs, pinned as hashes. The other tests compare kernels with the oracle, which follows
+// Golden outputs: the exact bits of rms_norm (f32, f16, bf16), matvec_q8, matmul, conv1d and
+// attention for fixed inputs, pinned as hashes. The other tests compare kernels with the oracle, which follows
 // the op's own definition, so a change to that definition made in kernel and oracle alike passes
 // them; it fails here, and the pinned hash is then updated on purpose, with the reason in the
 // commit.
@@ -13,10 +13,12 @@
 
 #include "kiln/compile.hpp"
 #include "kiln/semantics.hpp"
+#include "ops/attention.hpp"
 #include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
+#include "oracle/attention.hpp"
 #include "oracle/conv1d.hpp"
 #include "oracle/matmul.hpp"
 #include "oracle/matvec_q8.hpp"
@@ -168,6 +170,29 @@ TEST(Golden, Conv1dOutputBitsArePinned) {
         wb.upload_bytes(w);
         auto r =
             ops::conv1d_bench(*d, xb, xv, wb, s, DType::f32, ops::conv1d_variants().front(), 1);
+        EXPECT_EQ(fnv1a(r.output.download_bytes()), kPinned);
+    }
+}
+
+// Causal, grouped heads, 130 keys: three key blocks, the last short, and kiln's exp in every p_j.
+TEST(Golden, AttentionOutputBitsArePinned) {
+    const ops::AttentionShape s{1, 2, 1, 5, 130, 24};
+    const Bytes q = fixed_full_floats(2 * 5 * 24, 41), k = fixed_full_floats(130 * 24, 42),
+                v = fixed_full_floats(130 * 24, 43);
+    const ops::AttentionOptions options{true, std::nullopt, DType::f32};
+    const Bytes o = oracle::attention(DType::f32, DType::f32, q, k, v, s, true,
+                                      ops::attention_scale(s, options));
+    constexpr uint64_t kPinned = 0x9b97d7b608977d27ull;
+    EXPECT_EQ(fnv1a(o), kPinned) << "the oracle's bits changed; got 0x" << std::hex << fnv1a(o);
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Buffer qb(*d, DType::f32, q.size() / 4), kb(*d, DType::f32, k.size() / 4),
+            vb(*d, DType::f32, v.size() / 4);
+        qb.upload_bytes(q);
+        kb.upload_bytes(k);
+        vb.upload_bytes(v);
+        auto r =
+            ops::attention_bench(*d, qb, kb, vb, s, options, ops::attention_variants().front(), 1);
         EXPECT_EQ(fnv1a(r.output.download_bytes()), kPinned);
     }
 }

@@ -1,6 +1,7 @@
 // Pieces the exact-class contractions (matmul, conv1d) build their kernels from: a thread's
 // tile of accumulators and the op's one step on it (one fma per term), shared tiles filled by
-// every thread of a block, runs of a tile read 2 or 4 at a time, and the 32-bit index limits.
+// every thread of a block and the 32-bit index limits (with kernel_parts: dtypes, widening to
+// f32 and runs of a tile read 2 or 4 at a time).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kiln/dsl.hpp"
+#include "ops/kernel_parts.hpp"
 
 namespace kiln::ops::contraction {
 
@@ -22,8 +24,6 @@ constexpr int64_t kMaxExtent = kMaxIndex - 1024;
 // Elements each row of a shared tile is padded by (a multiple of 4: runs stay 16-byte aligned).
 constexpr int kTilePad = 4;
 
-bool is_input_float(DType t);
-Expr to_f32(const Expr& e);
 bool pow2(int v);
 // Whether a * b * c (each >= 1) is at most kMaxIndex, without overflowing on the way.
 bool fits_index(int64_t a, int64_t b, int64_t c);
@@ -64,10 +64,5 @@ std::vector<TileSlot> tile_slots(KernelBuilder& k, int count, int threads,
                                  const std::function<TileSlot(const Expr&)>& slot);
 // tile[slot.tile_at] = v, where the slot has an element to store.
 void store_slot(KernelBuilder& k, const Memory& tile, const TileSlot& slot, const Expr& v);
-
-// `count` consecutive f32 values of a shared tile from `at`, read 4 or 2 at a time where
-// `count` allows (one wide load where the target has one).
-std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at, int count,
-                           const char* name);
 
 }  // namespace kiln::ops::contraction

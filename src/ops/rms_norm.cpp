@@ -4,6 +4,7 @@
 #include "ops/ceil_div.hpp"
 #include "ops/checked_mul.hpp"
 #include "ops/kernel_memo.hpp"
+#include "ops/kernel_parts.hpp"
 
 #include <bit>
 #include <climits>
@@ -24,14 +25,6 @@ constexpr int kChunk = 1;
 
 // Elements per thread up to which the normalize pass is unrolled at comptime.
 constexpr int kNormalizeUnroll = 32;
-
-bool is_storage_float(DType t) {
-    return t == DType::f32 || t == DType::f16 || t == DType::bf16;
-}
-
-Expr to_f32(const Expr& e) {
-    return e.type() == DType::f32 ? e : cast(DType::f32, e);
-}
 
 // Whether a variant keeps its row in shared memory for this shape (see RmsNormSchedule).
 bool caches_row(DType type, int64_t n, const RmsNormSchedule& s) {
@@ -238,7 +231,7 @@ const RmsNormSchedule& rms_norm_variant(const std::string& name) {
 }
 
 ir::Kernel rms_norm_kernel(DType type, int64_t n, const RmsNormSchedule& s) {
-    if (!is_storage_float(type)) fail("rms_norm: dtype {}; expected f32, f16 or bf16", name(type));
+    if (!is_input_float(type)) fail("rms_norm: dtype {}; expected f32, f16 or bf16", name(type));
     if (n < 1 || n > INT32_MAX) fail("rms_norm: n = {}; expected 1 to {}", n, INT32_MAX);
     check_schedule(s);
     if (s.vector_lanes != 0 && !uses_vector_lanes(type, n, s)) {
@@ -427,7 +420,7 @@ int64_t rms_norm_check_shape(DType type, int64_t rows, int64_t n) {
 
 void rms_norm_check(const Buffer& x, const Buffer& w, int64_t n, float eps) {
     if (n < 1 || n > INT32_MAX) fail("rms_norm: n = {}; expected 1 to {}", n, INT32_MAX);
-    if (!is_storage_float(x.dtype()))
+    if (!is_input_float(x.dtype()))
         fail("rms_norm: x is {}; expected f32, f16 or bf16", name(x.dtype()));
     if (w.dtype() != x.dtype())
         fail("rms_norm: w is {} but x is {}; expected the same dtype", name(w.dtype()),

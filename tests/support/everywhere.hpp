@@ -78,6 +78,17 @@ inline bool is_nan_bits(DType t, const uint8_t* p) {
     return false;
 }
 
+// A device buffer holding a host buffer's bytes, and a device buffer's bytes back on the host.
+inline Buffer upload(Device& d, const HostBuffer& h) {
+    Buffer b(d, h.dtype, h.count());
+    b.upload_bytes(h.bytes);
+    return b;
+}
+
+inline HostBuffer download(const Buffer& b) {
+    return {b.dtype(), b.download_bytes()};
+}
+
 // Asserts bitwise equality (NaN == NaN); reports the first few mismatches.
 inline ::testing::AssertionResult identical(const HostBuffer& got, const HostBuffer& want) {
     if (got.bytes.size() != want.bytes.size())

@@ -1,5 +1,5 @@
-// Inputs for the contraction tests (matmul, conv1d): floats of varied magnitude with signed zeros
-// in f32, f16 or bf16, and moving them to and from a device.
+// Inputs for the contraction tests (matmul, conv1d, attention): floats of varied magnitude with
+// signed zeros in f32, f16 or bf16 (upload and download: support/everywhere.hpp).
 #pragma once
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include "kiln/buffer.hpp"
 #include "kiln/interpret.hpp"
 #include "kiln/semantics.hpp"
+#include "everywhere.hpp"
 
 namespace kiln::test {
 
@@ -32,16 +33,6 @@ inline HostBuffer random_values(DType t, size_t count, uint64_t seed, float scal
         }
     }
     return h;
-}
-
-inline Buffer upload(Device& d, const HostBuffer& h) {
-    Buffer b(d, h.dtype, h.count());
-    b.upload_bytes(h.bytes);
-    return b;
-}
-
-inline HostBuffer download(const Buffer& b) {
-    return {b.dtype(), b.download_bytes()};
 }
 
 }  // namespace kiln::test

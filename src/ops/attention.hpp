@@ -1,0 +1,139 @@
+// attention, exact class, written once in the DSL: O = softmax(Q·Kᵀ·scale + mask)·V over
+// batch x heads x seq x head_dim, with the online (flash) softmax over key blocks of a size the op
+// fixes; its schedule domain (mappings onto threads that never change the bits), a bench closure
+// for the tuner and the tuned entry.
+//
+// The op, for every batch b, head h and query row i < seq_q (Q, K, V in f32, f16 or bf16, one
+// dtype, each value widened to f32 exactly; O in f32 or the inputs' dtype; K and V rows of the kv
+// head h / (heads / kv_heads); KB = kAttentionKeyBlock; every operation in f32, rounded to
+// nearest even, no contraction but the fmaf written):
+//   limit = causal ? seq_k - seq_q + i + 1 : seq_k           keys j < limit take part, the rest
+//                                                             are masked: never touched at all
+//   m = -inf, l = +0, acc[d] = +0 for every d < D
+//   for each key block t = 0, 1, ... with t*KB < limit, its keys j in [t*KB, min(t*KB + KB,
+//   limit)):
+//     s_j   = dot_j * scale           dot_j = +0, then dot_j = fmaf(q[i,d], k[j,d], dot_j) for
+//                                     d = 0, 1, ..., D-1 (one fma per term, in order)
+//     m_new = m, then m_new = max(m_new, s_j) for j ascending   (kiln's max: NaN propagates)
+//     c     = m == -inf ? 0 : exp(m - m_new)
+//     p_j   = exp(s_j - m_new)
+//     l     = l * c, then l = l + p_j for j ascending
+//     acc[d] = acc[d] * c, then acc[d] = fmaf(p_j, v[j,d], acc[d]) for j ascending
+//     m     = m_new
+//   o[i,d] = acc[d] / l, rounded once to O's dtype
+// exp is kiln::exp (kiln/math.hpp), written once in the DSL from + - * fma and bit operations, so
+// it gives the same bits on every backend; kiln::host::exp gives them on the host. Blocks past a
+// row's limit are skipped (causal), never added as zeros, and a block's masked keys are left out of
+// m_new, l and acc. KB depends on nothing at all, so every schedule, device and backend computes
+// the same bits; oracle/attention.hpp is the reference.
+//
+// Causal attention is bottom-right aligned (query row i sees keys j <= i + seq_k - seq_q, as
+// torch's for seq_q == seq_k) and needs seq_q <= seq_k, so every row sees at least one key.
+// Q and O are dense batch x heads x seq_q x head_dim, K and V dense batch x kv_heads x seq_k x
+// head_dim (kv_heads dividing heads: grouped-query attention; equal to heads: plain attention).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/buffer.hpp"
+#include "kiln/compile.hpp"
+#include "kiln/device.hpp"
+#include "kiln/ir.hpp"
+#include "kiln/tune.hpp"
+
+namespace kiln::ops {
+
+// Keys per block of the online softmax: part of the op's definition (see above), never a knob.
+inline constexpr int kAttentionKeyBlock = 64;
+// The largest head_dim (a kernel is built per head_dim).
+inline constexpr int kAttentionMaxHeadDim = 256;
+
+struct AttentionShape {
+    int64_t batch = 1, heads = 1;
+    int64_t kv_heads = 0;  // 0: heads (one K and V head per query head)
+    int64_t seq_q = 0, seq_k = 0, head_dim = 0;
+};
+
+struct AttentionOptions {
+    bool causal = false;
+    // The scale of the scores; unset: 1.0f / sqrtf((float)head_dim) (attention_scale).
+    std::optional<float> scale;
+    DType out = DType::f32;  // f32 or the inputs' dtype
+};
+
+// The scale the op uses: options.scale, else 1.0f / sqrtf((float)head_dim), both steps correctly
+// rounded f32 operations (the same bits on every host).
+float attention_scale(const AttentionShape& shape, const AttentionOptions& options);
+
+// How the work maps onto threads (never changes the result):
+//   direct:  one thread per query row computes everything of its row in the op's order: its q in
+//            registers, K and V read from memory, the block's scores in a per-thread array.
+//            `rows` rows (threads) a block, rows of every (batch, head) one after another.
+//   staged:  a block takes `rows` query rows of one (batch, head). Per key block, the scores
+//            (rows x KB) are a tiled product: Q and K copied into shared tiles 16 dims at a time,
+//            each thread holding tq x tk scores in registers, each score one fma chain over d in
+//            order. Then one thread per row takes m_new and c in key order, every thread a share
+//            of the block's p_j, one thread per row its l in key order, and each thread accumulates
+//            tq rows x td dims of acc (td = ceil(D / (KB/tk))) from V copied into a shared tile
+//            16 keys at a time, each acc one fma per key in order. (rows/tq)*(KB/tk) threads.
+struct AttentionSchedule {
+    std::string name;
+    bool staged = true;
+    int rows = 64;       // query rows per block (direct: also its threads)
+    int tq = 4, tk = 4;  // staged: the score tile per thread (query rows x keys)
+    int threads() const { return staged ? (rows / tq) * (kAttentionKeyBlock / tk) : rows; }
+};
+
+// The domain, in declaration order (the first is the tuner's default):
+//   d64        direct, 64 rows a block
+//   s16_t1x4   staged, 16 rows, 256 threads of 1 x 4 scores
+//   s32_t2x4   staged, 32 rows, 256 threads of 2 x 4
+//   s64_t4x4   staged, 64 rows, 256 threads of 4 x 4
+//   s64_t4x8   staged, 64 rows, 128 threads of 4 x 8
+const std::vector<AttentionSchedule>& attention_variants();
+const AttentionSchedule& attention_variant(const std::string& name);  // kiln::Error if unknown
+
+// What a kernel is built for: the inputs' dtype, O's dtype and head_dim.
+struct AttentionTypes {
+    DType input = DType::f32;
+    DType output = DType::f32;
+    int head_dim = 64;
+};
+
+// The kernel, for a graph planner or the entry below. Parameters, in launch order:
+//   q, k, v (input dtype), o (output dtype)                          buffers
+//   batch, heads, kv_heads, seq_q, seq_k, causal (0 or 1)              i32
+//   scale                                                              f32
+// launched over attention_grid() blocks. Its launch contract checks the sizes, the buffers'
+// lengths, that kv_heads divides heads and that a causal launch has seq_q <= seq_k.
+ir::Kernel attention_kernel(const AttentionTypes& types, const AttentionSchedule& schedule);
+int64_t attention_grid(const AttentionShape& shape, const AttentionSchedule& schedule);
+// The kernel's launch arguments after the four buffers, in order.
+std::vector<Arg> attention_scalars(const AttentionShape& shape, const AttentionOptions& options);
+
+// Checks attention's arguments: dtypes, sizes, kv_heads dividing heads, the causal shape, each
+// buffer's element count, 32-bit indices, one device. kiln::Error naming the op, what was wrong
+// and what was expected.
+void attention_check(const Buffer& q, const Buffer& k, const Buffer& v, const AttentionShape& shape,
+                     const AttentionOptions& options);
+
+// One schedule as a tuner closure: allocates O (dense batch x heads x seq_q x head_dim of
+// options.out), compiles the kernel (memo-cached) and launches it through kiln::time_dispatches
+// (iters == 1: once).
+Timed<Buffer> attention_bench(Device& device, const Buffer& q, const Buffer& k, const Buffer& v,
+                              const AttentionShape& shape, const AttentionOptions& options,
+                              const AttentionSchedule& schedule, int iters);
+
+// The tuned op over the domain, keyed by shape, dtypes and causal. The buffers must outlive it.
+Tuned<Buffer> attention_tuned(Device& device, const Buffer& q, const Buffer& k, const Buffer& v,
+                              const AttentionShape& shape, const AttentionOptions& options = {});
+
+// O as a new dense buffer on `device`, with the tuner's winner. Arguments are checked.
+Buffer attention(Device& device, const Buffer& q, const Buffer& k, const Buffer& v,
+                 const AttentionShape& shape, const AttentionOptions& options = {},
+                 Tuner& tuner = Tuner::process_default());
+
+}  // namespace kiln::ops

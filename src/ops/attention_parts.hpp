@@ -1,0 +1,52 @@
+// The pieces of attention's kernel that its two forms share: attention.cpp builds the kernel,
+// its launch contract and the direct form; attention_staged.cpp the staged form.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "kiln/dsl.hpp"
+#include "ops/attention.hpp"
+
+namespace kiln::ops::attention_detail {
+
+inline constexpr int kKeyBlock = kAttentionKeyBlock;
+inline constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+// Staged form: dims of Q and K per shared tile, keys of V per shared tile.
+inline constexpr int kDimStep = 16;
+inline constexpr int kKeyStep = 16;
+// Elements each row of a shared tile is padded by (a multiple of 4: runs stay 16-byte aligned).
+inline constexpr int kTilePad = 4;
+
+// The kernel's parameters, in launch order (attention_kernel in attention.hpp).
+struct Params {
+    Memory q, k, v, o;
+    Expr batch, heads, kv_heads, seq_q, seq_k, causal, scale;
+};
+
+// Keys query row i sees (the op's limit), at most seq_k also for rows past seq_q (a staged
+// block's tail rows, computed but never stored).
+Expr key_limit(const Params& p, const Expr& i);
+// The K and V row of (batch, head) `bh`: batch bh / heads, kv head (bh % heads) / group.
+Expr kv_row(const Params& p, const Expr& bh);
+// The op's c: the factor by which l and acc shrink when the running max moves from m to m_new.
+Expr rescale(const Expr& m, const Expr& m_new);
+// An f32 value as O's dtype (one rounding).
+Expr to_output(const AttentionTypes& t, const Expr& v);
+
+// The staged form's geometry for a head_dim: threads along the keys of the score tile (and the
+// dims of the acc tile), dims of acc per thread, the dims the acc tiles span (>= D) and the
+// shared tiles' row lengths.
+struct Geometry {
+    int across, td, width;
+    int q_ld, k_ld, p_ld, v_ld;
+    int64_t shared_bytes;
+};
+
+Geometry geometry(const AttentionSchedule& s, int head_dim);
+
+// The staged form (AttentionSchedule): a block takes `rows` query rows of one (batch, head).
+void staged_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
+                 const AttentionSchedule& s);
+
+}  // namespace kiln::ops::attention_detail

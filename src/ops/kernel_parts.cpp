@@ -1,0 +1,28 @@
+// The pieces the ops build their kernels from (kernel_parts.hpp).
+#include "ops/kernel_parts.hpp"
+
+namespace kiln::ops {
+
+bool is_input_float(DType t) {
+    return t == DType::f32 || t == DType::f16 || t == DType::bf16;
+}
+
+Expr to_f32(const Expr& e) {
+    return e.type() == DType::f32 ? e : cast(DType::f32, e);
+}
+
+std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at, int count,
+                           const char* name) {
+    std::vector<Expr> out;
+    const int width = count % 4 == 0 ? 4 : (count % 2 == 0 ? 2 : 1);
+    for (int g = 0; g < count; g += width) {
+        if (width == 1) {
+            out.push_back(k.let(tile[at + g], name));
+            continue;
+        }
+        for (const Var& v : k.load_vector(tile, at + g, width, name)) out.push_back(v);
+    }
+    return out;
+}
+
+}  // namespace kiln::ops

@@ -1,0 +1,84 @@
+// attention's oracle: the op's loops as ops/attention.hpp writes them, one query row at a time.
+#include "oracle/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kiln/error.hpp"
+#include "kiln/host_math.hpp"
+#include "kiln/semantics.hpp"
+#include "oracle/scalar.hpp"
+
+namespace kiln::oracle {
+
+std::vector<uint8_t> attention(DType input, DType out, const std::vector<uint8_t>& q,
+                               const std::vector<uint8_t>& k, const std::vector<uint8_t>& v,
+                               const ops::AttentionShape& shape, bool causal, float scale,
+                               int64_t key_block) {
+    if (input != DType::f32 && input != DType::f16 && input != DType::bf16)
+        fail("oracle attention: inputs {}; expected f32, f16 or bf16", name(input));
+    if (out != DType::f32 && out != input)
+        fail("oracle attention: output {}; expected f32 or {}", name(out), name(input));
+    const int64_t B = shape.batch, H = shape.heads, Sq = shape.seq_q, Sk = shape.seq_k;
+    const int64_t Hkv = shape.kv_heads == 0 ? H : shape.kv_heads, D = shape.head_dim;
+    if (causal && Sq > Sk) fail("oracle attention: causal with seq_q {} > seq_k {}", Sq, Sk);
+    if (key_block < 1) fail("oracle attention: key block {}; expected >= 1", key_block);
+    const int64_t KB = key_block;
+    std::vector<uint8_t> o(static_cast<size_t>(B * H * Sq * D) * size_of(out));
+    dispatch(input, [&]<DType T>() {
+        if constexpr (T == DType::f32 || T == DType::f16 || T == DType::bf16) {
+            using S = Scalar<T>;
+            using V = typename S::V;
+            auto at = [](const std::vector<uint8_t>& bytes, int64_t i) {
+                return S::to_f32(load<V>(bytes, static_cast<size_t>(i)));
+            };
+            std::vector<float> acc(static_cast<size_t>(D)), s(static_cast<size_t>(KB));
+            for (int64_t b = 0; b < B; ++b)
+                for (int64_t h = 0; h < H; ++h)
+                    for (int64_t i = 0; i < Sq; ++i) {
+                        const int64_t q_at = ((b * H + h) * Sq + i) * D;
+                        const int64_t kv_at = (b * Hkv + h / (H / Hkv)) * Sk * D;
+                        const int64_t limit = causal ? Sk - Sq + i + 1 : Sk;
+                        float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
+                        std::fill(acc.begin(), acc.end(), 0.0f);
+                        for (int64_t t0 = 0; t0 < limit; t0 += KB) {
+                            const int64_t n = std::min(KB, limit - t0);
+                            float m_new = m;
+                            for (int64_t j = 0; j < n; ++j) {
+                                float dot = 0.0f;
+                                for (int64_t d = 0; d < D; ++d)
+                                    dot = std::fma(at(q, q_at + d), at(k, kv_at + (t0 + j) * D + d),
+                                                   dot);
+                                s[static_cast<size_t>(j)] = dot * scale;
+                                m_new = semantics::kiln_max_f32(m_new, s[static_cast<size_t>(j)]);
+                            }
+                            const float c = m == -std::numeric_limits<float>::infinity()
+                                                ? 0.0f
+                                                : host::exp(m - m_new);
+                            l = l * c;
+                            for (float& a : acc) a = a * c;
+                            for (int64_t j = 0; j < n; ++j) {
+                                const float p = host::exp(s[static_cast<size_t>(j)] - m_new);
+                                l = l + p;
+                                for (int64_t d = 0; d < D; ++d)
+                                    acc[static_cast<size_t>(d)] =
+                                        std::fma(p, at(v, kv_at + (t0 + j) * D + d),
+                                                 acc[static_cast<size_t>(d)]);
+                            }
+                            m = m_new;
+                        }
+                        for (int64_t d = 0; d < D; ++d) {
+                            const float r = acc[static_cast<size_t>(d)] / l;
+                            if (out == DType::f32)
+                                store<float>(o, static_cast<size_t>(q_at + d), r);
+                            else
+                                store<V>(o, static_cast<size_t>(q_at + d), S::from_f32(r));
+                        }
+                    }
+        }
+    });
+    return o;
+}
+
+}  // namespace kiln::oracle
