@@ -254,6 +254,39 @@ TEST_F(CliTest, CacheListCountsKernelsAndRememberedCompilerCrashes) {
     EXPECT_THAT(r.output, HasSubstr("kernels whose compiler crashed (remembered, not retried): 1"));
 }
 
+TEST_F(CliTest, TuneContractionsRecordsAWinnerAndRefusesBadShapes) {
+    CliRun r = kiln_cli({"tune", "attention", "--heads", "2", "--seq", "70", "--dim", "16",
+                         "--causal", "--device", "cpu", "--json"},
+                        std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("\"op\": \"attention\""));
+    EXPECT_THAT(r.output, HasSubstr("\"benched\": 5"));
+    EXPECT_THAT(r.output, HasSubstr("seq_q=70"));
+    r = kiln_cli({"tune", "attention", "--heads", "2", "--seq", "70", "--dim", "16", "--causal",
+                  "--device", "cpu", "--json"},
+                 std::chrono::seconds(300));
+    EXPECT_THAT(r.output, HasSubstr("\"hit\": true")) << r.output;
+    const std::pair<std::vector<std::string>, std::string> bad[] = {
+        {{"tune", "matmul", "--m", "100000", "--n", "100000", "--k", "100000"},
+         "kiln's kernels index with 32 bits"},
+        {{"tune", "matmul", "--m", "0", "--n", "8", "--k", "8"}, "each must be >= 1"},
+        {{"tune", "conv1d", "--channels", "8", "--length", "3", "--out-channels", "4", "--kernel",
+          "5"},
+         "expected a kernel that fits the padded input"},
+        {{"tune", "conv1d", "--channels", "8", "--length", "30", "--out-channels", "4", "--kernel",
+          "3", "--groups", "3"},
+         "the channels a multiple of the groups"},
+        {{"tune", "attention", "--heads", "2", "--seq", "8", "--dim", "999"},
+         "head_dim 999; expected at most 256"}};
+    for (const auto& [args, message] : bad) {
+        std::vector<std::string> with_device = args;
+        with_device.insert(with_device.end(), {"--device", "cpu"});
+        r = kiln_cli(with_device, std::chrono::seconds(60));
+        EXPECT_NE(r.exit_status, 0) << r.output;
+        EXPECT_THAT(r.output, HasSubstr(message)) << r.output;
+    }
+}
+
 TEST_F(CliTest, WithoutHomeNothingIsWrittenAndOneWarningSaysSo) {
     ScopedEnv no_home({{"HOME", std::nullopt},
                        {"XDG_CACHE_HOME", std::nullopt},

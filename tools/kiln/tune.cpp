@@ -1,6 +1,7 @@
-// `kiln tune rms_norm|matvec_q8`: tunes one shipped op for one shape on one device with random
-// inputs, showing progress, then a table of the variants' medians with the winner marked (or,
-// with --json, one object). A cached decision is reported as a hit, with nothing benched.
+// `kiln tune rms_norm|matvec_q8|matmul|conv1d|attention`: tunes one shipped op for one shape on
+// one device with random inputs, showing progress, then a table of the variants' medians with the
+// winner marked (or, with --json, one object). A cached decision is reported as a hit, with nothing
+// benched.
 #include <cstdint>
 #include <cstdio>
 #include <random>
@@ -10,7 +11,10 @@
 #include "cli_common.hpp"
 #include "json.hpp"
 #include "kiln/semantics.hpp"
+#include "ops/attention.hpp"
 #include "ops/checked_mul.hpp"
+#include "ops/conv1d.hpp"
+#include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
 #include "oracle/matvec_q8.hpp"
@@ -21,7 +25,12 @@ namespace kiln::cli {
 namespace {
 
 struct TuneOptions {
-    std::string rows = "1", n = "4096", k = "4096";  // read by count_option
+    // Shape options, read by count_option.
+    std::string rows = "1", n = "4096", k = "4096", m = "1", batch = "1";
+    std::string heads = "1", seq = "1", dim = "64";                              // attention
+    std::string channels = "1", length = "1", out_channels = "1", kernel = "1";  // conv1d
+    std::string stride = "1", padding = "0", dilation = "1", groups = "1";
+    bool causal = false;
     std::string dtype = "f32";
     std::string device;
     bool json = false;
@@ -152,6 +161,99 @@ int tune_matvec(const TuneOptions& opt) {
     return report(tuned, opt);
 }
 
+// The element count of an operand of the given sizes (each >= 1), refused where kiln's kernels
+// could not index it (32-bit indices).
+int64_t operand_elements(const char* command, const char* operand,
+                         std::initializer_list<int64_t> sizes) {
+    int64_t count = 1;
+    for (int64_t s : sizes) count = saturating_mul(count, s);
+    if (count > INT32_MAX)
+        fail("{}: {} would have {} elements; kiln's kernels index with 32 bits (at most {})",
+             command, operand, count, INT32_MAX);
+    return count;
+}
+
+// Random inputs of `dtype` for operands of these element counts, checked to fit first (the
+// host holds their f32 values and f16/bf16 bytes; the device holds them and an f32 output).
+std::vector<Buffer> random_inputs(const char* command, Device& d, DType dtype,
+                                  std::initializer_list<int64_t> counts, int64_t output) {
+    int64_t total = 0;
+    for (int64_t c : counts) total = saturating_add(total, c);
+    check_fits(command, d, saturating_mul(total, dtype == DType::f32 ? 4 : 6),
+               saturating_add(saturating_mul(total, static_cast<int64_t>(size_of(dtype))),
+                              saturating_mul(output, 4)));
+    std::vector<Buffer> inputs;
+    uint32_t seed = 5;
+    for (int64_t c : counts)
+        inputs.push_back(upload_as(d, dtype, random_values(static_cast<size_t>(c), seed++)));
+    return inputs;
+}
+
+int tune_matmul(const TuneOptions& opt) {
+    const char* command = "tune matmul";
+    const int64_t batch = count_option(command, "--batch", opt.batch);
+    const int64_t m = count_option(command, "--m", opt.m);
+    const int64_t n = count_option(command, "--n", opt.n);
+    const int64_t k = count_option(command, "--k", opt.k);
+    if (batch < 1 || m < 1 || n < 1 || k < 1)
+        fail("{}: --batch {} --m {} --n {} --k {}; each must be >= 1", command, batch, m, n, k);
+    const int64_t a = operand_elements(command, "a (batch x m x k)", {batch, m, k});
+    const int64_t b = operand_elements(command, "b (batch x k x n)", {batch, k, n});
+    const int64_t c = operand_elements(command, "c (batch x m x n)", {batch, m, n});
+    Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
+    const auto in = random_inputs(command, d, parse_dtype(opt.dtype), {a, b}, c);
+    auto tuned = ops::matmul_tuned(d, in[0], {}, in[1], {}, {batch, m, n, k}, DType::f32);
+    return report(tuned, opt);
+}
+
+int tune_conv1d(const TuneOptions& opt) {
+    const char* command = "tune conv1d";
+    ops::Conv1dShape s;
+    s.batch = count_option(command, "--batch", opt.batch);
+    s.in_channels = count_option(command, "--channels", opt.channels);
+    s.length = count_option(command, "--length", opt.length);
+    s.out_channels = count_option(command, "--out-channels", opt.out_channels);
+    s.kernel = count_option(command, "--kernel", opt.kernel);
+    s.params = {count_option(command, "--stride", opt.stride),
+                count_option(command, "--padding", opt.padding),
+                count_option(command, "--dilation", opt.dilation),
+                count_option(command, "--groups", opt.groups)};
+    if (s.batch < 1 || s.in_channels < 1 || s.length < 1 || s.out_channels < 1 || s.kernel < 1 ||
+        s.params.groups < 1 || s.in_channels % s.params.groups != 0)
+        fail(
+            "{}: --batch {} --channels {} --length {} --out-channels {} --kernel {} --groups {}; "
+            "expected each >= 1 and the channels a multiple of the groups",
+            command, s.batch, s.in_channels, s.length, s.out_channels, s.kernel, s.params.groups);
+    const int64_t x = operand_elements(command, "x (batch x channels x length)",
+                                       {s.batch, s.in_channels, s.length});
+    const int64_t w = operand_elements(command, "w (out-channels x channels/groups x kernel)",
+                                       {s.out_channels, s.in_channels / s.params.groups, s.kernel});
+    const int64_t y = operand_elements(command, "y (batch x out-channels x length)",
+                                       {s.batch, s.out_channels, s.length});
+    Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
+    const auto in = random_inputs(command, d, parse_dtype(opt.dtype), {x, w}, y);
+    auto tuned = ops::conv1d_tuned(d, in[0], {}, in[1], s, DType::f32);
+    return report(tuned, opt);
+}
+
+int tune_attention(const TuneOptions& opt) {
+    const char* command = "tune attention";
+    ops::AttentionShape s;
+    s.batch = count_option(command, "--batch", opt.batch);
+    s.heads = count_option(command, "--heads", opt.heads);
+    s.seq_q = s.seq_k = count_option(command, "--seq", opt.seq);
+    s.head_dim = count_option(command, "--dim", opt.dim);
+    if (s.batch < 1 || s.heads < 1 || s.seq_q < 1 || s.head_dim < 1)
+        fail("{}: --batch {} --heads {} --seq {} --dim {}; each must be >= 1", command, s.batch,
+             s.heads, s.seq_q, s.head_dim);
+    const int64_t q = operand_elements(command, "q, k and v (batch x heads x seq x dim)",
+                                       {s.batch, s.heads, s.seq_q, s.head_dim});
+    Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
+    const auto in = random_inputs(command, d, parse_dtype(opt.dtype), {q, q, q}, q);
+    auto tuned = ops::attention_tuned(d, in[0], in[1], in[2], s, {.causal = opt.causal});
+    return report(tuned, opt);
+}
+
 }  // namespace
 
 Command add_tune_command(CLI::App& parent) {
@@ -167,11 +269,40 @@ Command add_tune_command(CLI::App& parent) {
     auto* mv = tune->add_subcommand("matvec_q8", "y = W x with W and x in Q8_0 blocks (dp4a)");
     mv->add_option("--rows", opt->rows, "rows of W")->required();
     mv->add_option("--k", opt->k, "columns of W, a multiple of 64")->required();
-    for (auto* sub : {rms, mv}) {
+    auto* mm = tune->add_subcommand("matmul", "C = A B in f32 (exact class)");
+    mm->add_option("--m", opt->m, "rows of A and C")->required();
+    mm->add_option("--n", opt->n, "columns of B and C")->required();
+    mm->add_option("--k", opt->k, "columns of A, rows of B")->required();
+    auto* conv = tune->add_subcommand("conv1d", "y = conv1d(x, w) in PyTorch's layouts");
+    conv->add_option("--channels", opt->channels, "input channels")->required();
+    conv->add_option("--length", opt->length, "input length")->required();
+    conv->add_option("--out-channels", opt->out_channels, "output channels")->required();
+    conv->add_option("--kernel", opt->kernel, "taps")->required();
+    conv->add_option("--stride", opt->stride, "stride (1)");
+    conv->add_option("--padding", opt->padding, "padding on each side (0)");
+    conv->add_option("--dilation", opt->dilation, "dilation (1)");
+    conv->add_option("--groups", opt->groups, "groups (1)");
+    auto* attn = tune->add_subcommand("attention", "softmax(q k^T / sqrt(dim)) v, online softmax");
+    attn->add_option("--heads", opt->heads, "heads")->required();
+    attn->add_option("--seq", opt->seq, "sequence length")->required();
+    attn->add_option("--dim", opt->dim, "head dimension")->required();
+    attn->add_flag("--causal", opt->causal, "mask keys after each query");
+    for (auto* sub : {mm, conv, attn}) {
+        sub->add_option("--batch", opt->batch, "batch (1)");
+        sub->add_option("--dtype", opt->dtype, "inputs: f32, f16 or bf16 (computed in f32)")
+            ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+    }
+    for (auto* sub : {rms, mv, mm, conv, attn}) {
         sub->add_option("--device", opt->device, "device id, index or backend (default: the best)");
         sub->add_flag("--json", opt->json, "print one JSON object");
     }
-    return {tune, [opt, rms] { return rms->parsed() ? tune_rms_norm(*opt) : tune_matvec(*opt); }};
+    return {tune, [opt, rms, mv, mm, conv] {
+                if (rms->parsed()) return tune_rms_norm(*opt);
+                if (mv->parsed()) return tune_matvec(*opt);
+                if (mm->parsed()) return tune_matmul(*opt);
+                if (conv->parsed()) return tune_conv1d(*opt);
+                return tune_attention(*opt);
+            }};
 }
 
 }  // namespace kiln::cli
