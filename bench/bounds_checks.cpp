@@ -10,8 +10,8 @@
 
 #include "bench_common.hpp"
 #include "codegen/lower.hpp"
-#include "ops/conv1d.hpp"
 #include "ops/attention.hpp"
+#include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"

@@ -19,6 +19,7 @@
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"
+#include "support/float_values.hpp"
 
 using namespace kiln;
 using kiln::test::download;
@@ -62,19 +63,13 @@ std::vector<Case> ragged_cases(int64_t d) {
 HostBuffer random_values(DType t, size_t count, uint64_t seed) {
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    HostBuffer h{t, Bytes(count * size_of(t))};
+    std::vector<float> values(count);
     for (size_t i = 0; i < count; ++i) {
         float v = nd(rng);
         if (i % 41 == 7) v = (i % 2) ? -0.0f : 0.0f;
-        if (t == DType::f32) {
-            std::memcpy(h.bytes.data() + 4 * i, &v, 4);
-        } else {
-            const uint16_t bits =
-                t == DType::f16 ? semantics::f32_to_f16(v) : semantics::f32_to_bf16(v);
-            std::memcpy(h.bytes.data() + 2 * i, &bits, 2);
-        }
+        values[i] = v;
     }
-    return h;
+    return test::encode_floats(t, values);
 }
 
 size_t count_q(const ops::AttentionShape& s) {

@@ -1,8 +1,8 @@
 // Golden outputs: the exact bits of rms_norm (f32, f16, bf16), matvec_q8, matmul, conv1d and
-// attention for fixed inputs, pinned as hashes. The other tests compare kernels with the oracle, which follows
-// the op's own definition, so a change to that definition made in kernel and oracle alike passes
-// them; it fails here, and the pinned hash is then updated on purpose, with the reason in the
-// commit.
+// attention for fixed inputs, pinned as hashes. The other tests compare kernels with the oracle,
+// which follows the op's own definition, so a change to that definition made in kernel and oracle
+// alike passes them; it fails here, and the pinned hash is then updated on purpose, with the reason
+// in the commit.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -8,22 +8,18 @@
 #include <random>
 #include <vector>
 
+#include "everywhere.hpp"
 #include "kiln/buffer.hpp"
 #include "kiln/interpret.hpp"
 #include "kiln/semantics.hpp"
-#include "everywhere.hpp"
 
 namespace kiln::test {
 
-// Values of moderate and varied magnitude in `t` (normal * 2^e, e in [-6, 6]), with signed
-// zeros mixed in; `scale` multiplies them (a tiny scale makes products underflow).
-inline HostBuffer random_values(DType t, size_t count, uint64_t seed, float scale = 1.0f) {
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    HostBuffer h{t, std::vector<uint8_t>(count * size_of(t))};
-    for (size_t i = 0; i < count; ++i) {
-        float v = std::ldexp(nd(rng), static_cast<int>(rng() % 13) - 6) * scale;
-        if (i % 37 == 5) v = (i % 2) ? -0.0f : 0.0f;
+// f32 values in `t` (f16 and bf16 rounded to nearest even).
+inline HostBuffer encode_floats(DType t, const std::vector<float>& values) {
+    HostBuffer h{t, std::vector<uint8_t>(values.size() * size_of(t))};
+    for (size_t i = 0; i < values.size(); ++i) {
+        const float v = values[i];
         if (t == DType::f32) {
             std::memcpy(h.bytes.data() + 4 * i, &v, 4);
         } else {
@@ -33,6 +29,20 @@ inline HostBuffer random_values(DType t, size_t count, uint64_t seed, float scal
         }
     }
     return h;
+}
+
+// Values of moderate and varied magnitude in `t` (normal * 2^e, e in [-6, 6]), with signed
+// zeros mixed in; `scale` multiplies them (a tiny scale makes products underflow).
+inline HostBuffer random_values(DType t, size_t count, uint64_t seed, float scale = 1.0f) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> values(count);
+    for (size_t i = 0; i < count; ++i) {
+        float v = std::ldexp(nd(rng), static_cast<int>(rng() % 13) - 6) * scale;
+        if (i % 37 == 5) v = (i % 2) ? -0.0f : 0.0f;
+        values[i] = v;
+    }
+    return encode_floats(t, values);
 }
 
 }  // namespace kiln::test
