@@ -342,13 +342,13 @@ TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {
             ops::matmul(cpu, a, {-1, 0, 0, false}, b55, {}, s);
         },
         {"a view has offset -1"});
-    ops::MatmulSchedule bad = ops::matmul_variants()[3];
+    ops::MatmulSchedule bad = ops::matmul_variant("s64x64_k8_t4x4");
     bad.tm = 3;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"thread tile 3x4"});
-    bad = ops::matmul_variants()[3];
+    bad = ops::matmul_variant("s64x64_k8_t4x4");
     bad.bk = 12;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"bk 12"});
-    bad = ops::matmul_variants()[3];
+    bad = ops::matmul_variant("s64x64_k8_t4x4");
     bad.spread = true;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"spread columns with shared tiles"});
     expect_error([&] { ops::matmul_variant("s7x7"); }, {"no schedule named 's7x7'"});

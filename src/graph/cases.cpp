@@ -85,6 +85,7 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
             return std::vector<Tensor>{matmul(in[0], in[1])};
         };
         c.shape = fmt::format("{}x{}x{}", size, size, size);
+        c.terms = double(size) * double(size) * double(size);
     } else if (name == "mlp") {
         // A transformer's feed-forward block: --rows tokens of --n features, 4n hidden.
         const int64_t tokens = o.rows ? o.rows : 128, width = o.n ? o.n : 384;
@@ -96,6 +97,7 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
             return std::vector<Tensor>{linear(hidden, in[3], &in[4])};
         };
         c.shape = fmt::format("{}x{}", tokens, width);
+        c.terms = 2.0 * double(tokens) * double(width) * double(4 * width);
     } else {
         fail("no case '{}'; the cases are {}", name, fmt::join(case_names(), ", "));
     }

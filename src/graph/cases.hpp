@@ -31,6 +31,7 @@ struct Case {
     std::vector<Tensor> inputs;
     std::function<std::vector<Tensor>(const std::vector<Tensor>&)> build;
     double bytes = 0;  // the bytes a launch must move at least (inputs read once, outputs written)
+    double terms = 0;  // the multiply-adds of its contractions
 };
 
 const std::vector<std::string>& case_names();

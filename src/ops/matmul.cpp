@@ -339,6 +339,7 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         direct(1, 64),
         direct(8, 32),
         staged(32, 32, 16, 2, 2),
+        staged(16, 16, 16, 1, 1),
         staged(64, 64, 8, 4, 4),
         staged(64, 64, 8, 8, 8),
         staged(128, 64, 8, 8, 4),

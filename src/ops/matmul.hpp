@@ -70,6 +70,8 @@ struct MatmulSchedule {
 // The domain, in declaration order (the first is the tuner's default):
 //   d1x64 d8x32              direct, one output per thread (a strip of a row; 8 x 32)
 //   s32x32_k16_t2x2          staged, 256 threads of 2x2
+//   s16x16_k16_t1x1          staged, 256 threads of one output (the most threads for few
+//                            outputs and a long k: m x n outputs are all the parallelism there is)
 //   s64x64_k8_t4x4           staged, 256 threads of 4x4
 //   s64x64_k8_t8x8           staged, 64 threads of 8x8
 //   s128x64_k8_t8x4          staged, 256 threads of 8x4

@@ -86,6 +86,9 @@ void write_trace(const std::string& path, const plan::ResolveReport& miss,
         << "\"otherData\": {\"host thread\": 1, \"device\": 2}}\n";
 }
 
+// The most multiply-adds of contractions the host oracle runs to check a case (a few seconds).
+constexpr double kOracleTerms = double(int64_t{1} << 30);
+
 int run_profile(const ProfileOptions& opt) {
     Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
     graph::CaseOptions co{opt.n, opt.rows,
@@ -95,15 +98,19 @@ int run_profile(const ProfileOptions& opt) {
         std::fprintf(stderr, "profiling %s %s on %s ...\n", c.name.c_str(), c.shape.c_str(),
                      d.info().id.c_str());
 
-    // The miss: plan, race, compile, run. The oracle reads the inputs first.
+    // The miss: plan, race, compile, run. The oracle reads the inputs first, unless its
+    // contractions are too long to run on the host in a few seconds.
     std::vector<Tensor> first = c.build(c.inputs);
-    const auto want = graph::evaluate(nodes_of(first));
+    const bool check = c.terms <= kOracleTerms;
+    const auto want = check ? graph::evaluate(nodes_of(first)) : std::vector<graph::HostTensor>{};
     resolve(first);
     const plan::ResolveReport miss = plan::last_report();
     const auto exec = plan::last_executable();
     bool identical = true;
-    for (size_t i = 0; i < first.size(); ++i)
+    for (size_t i = 0; i < want.size(); ++i)
         identical = identical && first[i].to_host_bytes() == want[i].bytes();
+    const std::string unchecked =
+        fmt::format("not checked (the host oracle would run {:.3g} multiply-adds)", c.terms);
 
     // Hits: the same graph built again, resolved from the replay cache.
     std::vector<double> hit_us;
@@ -146,7 +153,7 @@ int run_profile(const ProfileOptions& opt) {
             "\"bit_identical\": {}}}\n",
             json_quote(c.name), json_quote(c.shape), json_quote(d.info().id),
             fmt::join(launches, ", "), total, c.bytes, miss.total_us, hit,
-            identical ? "true" : "false");
+            !check ? "null" : identical ? "true" : "false");
         return identical ? 0 : 1;
     }
     fmt::print("case {} {}  device {}\n", c.name, c.shape, d.info().id);
@@ -171,7 +178,7 @@ int run_profile(const ProfileOptions& opt) {
     fmt::print(
         "device {:.2f} us in {} launches; host per resolve: miss {:.0f} us, replay hit {:.2f} us\n",
         total, exec->launches.size(), miss.total_us, hit);
-    fmt::print("bit-identical to the oracle: {}\n", identical ? "yes" : "NO");
+    fmt::print("bit-identical to the oracle: {}\n", !check ? unchecked : identical ? "yes" : "NO");
     return identical ? 0 : 1;
 }
 
