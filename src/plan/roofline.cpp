@@ -160,7 +160,7 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
         // The product's terms, including those of outputs the last tiles compute past the edges,
         // run at the point's share of the rate: a SIMT thread with more outputs reads each
         // shared value for more of them, and direct points read every term from memory (a
-        // fifth of the smallest staged share: 9x slower measured on an H200); a CPU runs the point whose threads are the
+        // fifth of the smallest staged share); a CPU runs the point whose threads are the
         // lanes of its vectors well and the others as scalar loops. The epilogue's flops run as a
         // map's.
         const ContractShape c = contract_shape(g, l.contraction);
