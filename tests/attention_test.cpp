@@ -158,13 +158,11 @@ TEST(Attention, StagedPointsOfFourRowsPerThreadMatchTheOracleOnEveryDevice) {
     expect_f32_cases({point("s64_t4x4"), point("s64_t4x8")});
 }
 
-TEST(Attention, LockstepPointMatchesTheOracleOnEveryDevice) {
+// The lockstep point on the f32 cases, and on cases for its two paths: key blocks that every row
+// of a block (32 rows) sees whole run without a test, the others test each key against the row's
+// limit. (One test: its kernel compiles once.)
+TEST(Attention, LockstepPointOnItsWholeAndTestedKeyBlocksMatchesTheOracleOnEveryDevice) {
     expect_f32_cases({point("l32")});
-}
-
-// The lockstep point's two paths: key blocks that every row of a block (32 rows) sees whole run
-// without a test, the others test each key against the row's limit.
-TEST(Attention, LockstepPointsWholeAndTestedKeyBlocksMatchTheOracleOnEveryDevice) {
     const std::vector<Case> cases = {
         // Two whole key blocks for every row, nothing tested.
         {{1, 1, 0, 40, 128, kDim}, false},

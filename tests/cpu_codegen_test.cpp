@@ -252,7 +252,7 @@ TEST(CpuCodegen, Conv1dsSpreadPointRunsItsThreadsAsLanesInsideTheTapLoop) {
 }
 
 TEST(CpuCodegen, AttentionsLockstepPointRunsItsRowsAsLanesInsideTheKeyLoops) {
-    // A whole key block's two loops over keys (4 a trip): the rows' thread loop sits inside each,
+    // A whole key block's two loops over its 64 keys: the rows' thread loop sits inside each,
     // reading K's and then V's rows (one value for every row).
     const ir::Kernel k = ops::attention_kernel({}, ops::attention_variant("l32"));
     const std::string body = cpu_entry_body(k);
@@ -260,7 +260,7 @@ TEST(CpuCodegen, AttentionsLockstepPointRunsItsRowsAsLanesInsideTheKeyLoops) {
     size_t at = 0;
     for (const char* load : {"p_k[", "p_v["}) {
         SCOPED_TRACE(load);
-        const size_t key_loop = body.find("+= ((int32_t)4))", at);
+        const size_t key_loop = body.find("< ((int32_t)64);", at);
         ASSERT_NE(key_loop, std::string::npos) << body;
         const size_t read = body.find(load, key_loop);
         ASSERT_NE(read, std::string::npos) << body;

@@ -9,10 +9,6 @@
 
 namespace kiln::ops::attention_detail {
 
-// Keys a trip of a whole key block's loops: independent chains the compiler can overlap (the
-// tested blocks' selects vectorize one key a trip).
-constexpr int kKeysATrip = 4;
-
 void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
                    const AttentionSchedule& s) {
     const int D = t.head_dim, R = s.rows;
@@ -38,64 +34,39 @@ void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
     // The key block's scores, key-major: a key's rows adjacent, each thread reading only its own.
     Memory scores = k.shared(DType::f32, int64_t{kKeyBlock} * R, "scores");
     // One key block from t0 over `keys` keys (uniform). Whole: every row sees every key of the
-    // block, kKeysATrip keys a trip (independent fma chains side by side, each taken in the op's
-    // order). Otherwise, one key a trip, a row takes the keys below its own limit and skips a
-    // block with none of them.
+    // block. Otherwise a row takes the keys below its own limit and skips a block with none.
     auto key_block = [&](const Expr& t0, const Expr& keys, bool whole) {
-        const int group = whole ? kKeysATrip : 1;
         Var own = k.let(whole ? keys : min(max(limit - t0, 0), keys), "own_keys");
         Var m_new = k.let(m.expr(), "m_new");
-        auto rows_of = [&](const Expr& j, const char* name) {
-            std::vector<Var> at;
-            for (int u = 0; u < group; ++u) at.push_back(k.let(kv_at + (t0 + j + u) * D, name));
-            return at;
-        };
-        k.for_(
-            0, keys,
-            [&](Expr j) {
-                const std::vector<Var> key = rows_of(j, "key");
-                std::vector<Var> dot;
-                for (int u = 0; u < group; ++u) dot.push_back(k.let(DType::f32, 0.0f, "dot"));
-                for (int d = 0; d < D; ++d)
-                    for (int u = 0; u < group; ++u)
-                        dot[u] = fma(q[d], to_f32(p.k[key[u] + d]), dot[u]);
-                for (int u = 0; u < group; ++u) {
-                    Var sj = k.let(dot[u] * p.scale, "s_j");
-                    scores[(j + u) * R + th] = sj;
-                    m_new =
-                        whole ? max(m_new, sj) : select(j + u < own, max(m_new, sj), m_new.expr());
-                }
-            },
-            group);
+        k.for_(0, keys, [&](Expr j) {
+            Var key = k.let(kv_at + (t0 + j) * D, "key");
+            Var dot = k.let(DType::f32, 0.0f, "dot");
+            for (int d = 0; d < D; ++d) dot = fma(q[d], to_f32(p.k[key + d]), dot);
+            Var sj = k.let(dot * p.scale, "s_j");
+            scores[j * R + th] = sj;
+            m_new = whole ? max(m_new, sj) : select(j < own, max(m_new, sj), m_new.expr());
+        });
         Var c = k.let(rescale(m, m_new), "c");
         Var any = k.let(own > 0, "any");
         l = whole ? l * c : select(any, l * c, l.expr());
         for (Var& a : acc) a = whole ? a * c : select(any, a * c, a.expr());
-        k.for_(
-            0, keys,
-            [&](Expr j) {
-                std::vector<Var> pj;
-                for (int u = 0; u < group; ++u)
-                    pj.push_back(k.let(exp(scores[(j + u) * R + th] - m_new), "p_j"));
-                // V's rows after the p_j, so that on a CPU the two run as two vector loops; in a
-                // tested block V's row is read whole first (one value for the block), so the
-                // selects choose between plain values (GCC vectorizes neither otherwise).
-                const std::vector<Var> value = rows_of(j, "value");
-                if (whole) {
-                    for (int u = 0; u < group; ++u) l = l + pj[u];
-                    for (int d = 0; d < D; ++d)
-                        for (int u = 0; u < group; ++u)
-                            acc[d] = fma(pj[u], to_f32(p.v[value[u] + d]), acc[d]);
-                    return;
-                }
-                std::vector<Var> v;
-                for (int d = 0; d < D; ++d) v.push_back(k.let(to_f32(p.v[value[0] + d]), "v"));
-                Var has = k.let(j < own, "has");
-                l = select(has, l + pj[0], l.expr());
-                for (int d = 0; d < D; ++d)
-                    acc[d] = select(has, fma(pj[0], v[d], acc[d]), acc[d].expr());
-            },
-            group);
+        k.for_(0, keys, [&](Expr j) {
+            Var pj = k.let(exp(scores[j * R + th] - m_new), "p_j");
+            // V's row after p_j, so that on a CPU the two run as two vector loops; in a tested
+            // block V's row is read whole first (one value for the block), so the selects choose
+            // between plain values (GCC vectorizes neither otherwise).
+            Var value = k.let(kv_at + (t0 + j) * D, "value");
+            if (whole) {
+                l = l + pj;
+                for (int d = 0; d < D; ++d) acc[d] = fma(pj, to_f32(p.v[value + d]), acc[d]);
+                return;
+            }
+            std::vector<Var> v;
+            for (int d = 0; d < D; ++d) v.push_back(k.let(to_f32(p.v[value + d]), "v"));
+            Var has = k.let(j < own, "has");
+            l = select(has, l + pj, l.expr());
+            for (int d = 0; d < D; ++d) acc[d] = select(has, fma(pj, v[d], acc[d]), acc[d].expr());
+        });
         m = m_new;
     };
     k.for_(
