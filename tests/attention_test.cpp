@@ -158,9 +158,30 @@ TEST(Attention, StagedPointsOfFourRowsPerThreadMatchTheOracleOnEveryDevice) {
     expect_f32_cases({point("s64_t4x4"), point("s64_t4x8")});
 }
 
+// The lockstep point on the f32 cases, and on cases for its two paths: key blocks that every row
+// of a block (32 rows) sees whole run without a test, the others test each key against the row's
+// limit. (One test: its kernel compiles once.)
+TEST(Attention, LockstepPointOnItsWholeAndTestedKeyBlocksMatchesTheOracleOnEveryDevice) {
+    expect_f32_cases({point("l32")});
+    const std::vector<Case> cases = {
+        // Two whole key blocks for every row, nothing tested.
+        {{1, 1, 0, 40, 128, kDim}, false},
+        // One key more: the third block (one key) tested in every row.
+        {{1, 1, 0, 40, 129, kDim}, false},
+        // Causal, row i sees i + 41 keys: the block of rows 128 to 159 sees keys 0 to 127 whole
+        // and tests 128 to 199; the block of rows 0 to 31 tests its first block.
+        {{1, 2, 0, 160, 200, kDim}, true},
+    };
+    uint64_t seed = 600;
+    for (const Case& c : cases)
+        expect_points({point("l32")}, DType::f32, random_inputs(DType::f32, c.shape, seed += 10),
+                      c);
+}
+
 // Every point is in one of the tests above.
 TEST(Attention, TheTestsAboveCoverEveryPoint) {
-    const std::set<std::string> covered{"d64", "s16_t1x4", "s32_t2x4", "s64_t4x4", "s64_t4x8"};
+    const std::set<std::string> covered{"d64",      "s16_t1x4", "s32_t2x4",
+                                        "s64_t4x4", "s64_t4x8", "l32"};
     std::set<std::string> all;
     for (const auto& s : ops::attention_variants()) all.insert(s.name);
     EXPECT_EQ(all, covered);

@@ -216,6 +216,35 @@ TEST(Conv1d, StridedAndBroadcastViewsOfXMatchTheOracleOnEveryDevice) {
     }
 }
 
+// The spread point's two paths: blocks whose tile lies inside its group and y with every tap
+// inside x (stride 1) read x and w as they are; the others read clamped and test each tap. Each
+// shape names which of its blocks (bm x bn = 8 x 128) take the whole-tile path.
+TEST(Conv1d, SpreadPointsWholeTilesAndEdgesMatchTheOracleOnEveryDevice) {
+    const Shape shapes[] = {
+        // Both blocks whole, their taps reaching x's first and last elements (the tightest
+        // tiles that pass).
+        {1, 3, 258, 8, 3, {}},
+        // One position more (length 259, l_out 257): the same two whole blocks and a ragged
+        // third; one channel more (9) puts every block of the second channel tile at an edge.
+        {2, 3, 259, 9, 3, {}},
+        // Padding 2 and dilation 2: block 0 reads the padding (an edge), block 1 (positions 128
+        // to 255, taps 126 to 257) is whole, block 2 ragged.
+        {1, 2, 300, 8, 3, {1, 2, 2, 1}},
+        // Two groups of 8 input and 8 output channels: block 1 of each group whole, x's channels
+        // of group 1 from its base.
+        {1, 16, 300, 16, 3, {1, 1, 1, 2}},
+        // Stride 2: every block tests its taps, even where they lie inside x.
+        {1, 3, 600, 8, 3, {2, 1, 1, 1}},
+    };
+    uint64_t seed = 2000;
+    for (const Shape& s : shapes) {
+        const HostBuffer x = random_values(DType::f32, x_count(s), seed++);
+        const HostBuffer w = random_values(DType::f32, w_count(s), seed++);
+        expect_points({&ops::conv1d_variant("d8x128_t8x4_s")}, DType::f32, DType::f32, x, dense(s),
+                      w, s);
+    }
+}
+
 TEST(Conv1d, OracleAgreesWithADoubleSum) {
     const Shape s{2, 6, 50, 4, 5, {2, 3, 2, 2}};
     const HostBuffer x = random_values(DType::f32, x_count(s), 3);
@@ -399,6 +428,9 @@ TEST(Conv1d, BadInputsAreErrorsNamingWhatWasWrong) {
     bad.tn = 2;
     bad.bn = 128;
     expect_error([&] { ops::conv1d_kernel({}, bad); }, {"direct point with 2 positions"});
+    bad = ops::conv1d_variants()[3];
+    bad.spread = true;
+    expect_error([&] { ops::conv1d_kernel({}, bad); }, {"spread positions with shared tiles"});
     expect_error([&] { ops::conv1d_variant("s7x7"); }, {"no schedule named 's7x7'"});
     // The kernel's own launch contract, for callers that launch it directly (a planner).
     const auto compiled = compile(cpu, ops::conv1d_kernel({}, ops::conv1d_variants()[0]));

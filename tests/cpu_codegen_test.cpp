@@ -14,6 +14,8 @@
 #include "ir/visit.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "ops/attention.hpp"
+#include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "ops/test_kernels.hpp"
 #include "ops/user_kernels.hpp"
@@ -201,4 +203,68 @@ TEST(CpuCodegen, MatmulsSpreadPointRunsItsThreadsAsLanesInsideTheTermLoop) {
     EXPECT_THAT(body.substr(k_loop, b_load - k_loop), HasSubstr("#pragma omp simd")) << body;
     const size_t load_end = body.find(']', b_load);
     EXPECT_THAT(body.substr(b_load, load_end - b_load), Not(HasSubstr("uint"))) << body;
+}
+
+namespace {
+
+// The body of `k`'s entry in its CPU source.
+std::string cpu_entry_body(const ir::Kernel& k) {
+    const std::string src =
+        generate_source(Backend::cpu, std::span<const ir::Kernel>(&k, 1), CompileOptions{});
+    const size_t entry = src.find("extern \"C\" void " + codegen::entry_name(k) + "(");
+    return entry == std::string::npos ? std::string() : src.substr(entry);
+}
+
+// Whether the innermost loop around position `at` of `body` is the thread loop, marked
+// `omp simd` (then the threads there are the lanes of one vector, inside whatever uniform loops
+// come before).
+bool in_thread_loop(const std::string& body, size_t at) {
+    const size_t loop = body.rfind("for (", at);
+    if (loop == std::string::npos || body.compare(loop, 19, "for (int32_t kiln_t") != 0)
+        return false;
+    const size_t simd = body.rfind("#pragma omp simd", loop);
+    return simd != std::string::npos && body.find_first_not_of(" \n", simd + 16) == loop;
+}
+
+}  // namespace
+
+TEST(CpuCodegen, Conv1dsSpreadPointRunsItsThreadsAsLanesInsideTheTapLoop) {
+    // Whole tiles (the first branch) and edges with stride 1 (the second): the thread loop sits
+    // inside the loop over taps, reading x; in whole tiles x's index is plain i64 arithmetic
+    // (adjacent threads' positions adjacent addresses).
+    const ir::Kernel k = ops::conv1d_kernel({}, ops::conv1d_variant("d8x128_t8x4_s"));
+    const std::string body = cpu_entry_body(k);
+    ASSERT_FALSE(body.empty());
+    size_t at = 0;
+    for (int branch = 0; branch < 2; ++branch) {
+        SCOPED_TRACE(branch);
+        const size_t tap_loop = body.find("< p_kernel;", at);
+        ASSERT_NE(tap_loop, std::string::npos) << body;
+        const size_t x_load = body.find("p_x[", tap_loop);
+        ASSERT_NE(x_load, std::string::npos) << body;
+        EXPECT_TRUE(in_thread_loop(body, x_load)) << body.substr(tap_loop, x_load - tap_loop);
+        if (branch == 0) {
+            const size_t end = body.find(']', x_load);
+            EXPECT_THAT(body.substr(x_load, end - x_load), Not(HasSubstr("uint"))) << body;
+        }
+        at = x_load;
+    }
+}
+
+TEST(CpuCodegen, AttentionsLockstepPointRunsItsRowsAsLanesInsideTheKeyLoops) {
+    // A whole key block's two loops over its 64 keys: the rows' thread loop sits inside each,
+    // reading K's and then V's rows (one value for every row).
+    const ir::Kernel k = ops::attention_kernel({}, ops::attention_variant("l32"));
+    const std::string body = cpu_entry_body(k);
+    ASSERT_FALSE(body.empty());
+    size_t at = 0;
+    for (const char* load : {"p_k[", "p_v["}) {
+        SCOPED_TRACE(load);
+        const size_t key_loop = body.find("< ((int32_t)64);", at);
+        ASSERT_NE(key_loop, std::string::npos) << body;
+        const size_t read = body.find(load, key_loop);
+        ASSERT_NE(read, std::string::npos) << body;
+        EXPECT_TRUE(in_thread_loop(body, read)) << body.substr(key_loop, read - key_loop);
+        at = read;
+    }
 }

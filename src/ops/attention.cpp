@@ -57,6 +57,9 @@ void check_schedule(const AttentionSchedule& s) {
     if (!pow2(s.rows) || s.rows > 1024)
         fail("attention schedule {}: {} rows a block; expected a power of two up to 1024", s.name,
              s.rows);
+    if (s.lockstep && s.staged)
+        fail("attention schedule {}: lockstep with shared score tiles; expected a direct point",
+             s.name);
     if (!s.staged) {
         if (s.tq != 1 || s.tk != 1)
             fail("attention schedule {}: direct with a {}x{} score tile; expected 1x1", s.name,
@@ -176,8 +179,8 @@ void direct_form(KernelBuilder& k, const Params& p, const AttentionTypes& t) {
 
 // The memo key of a kernel: every comptime value it is built from.
 std::string kernel_key(const AttentionTypes& t, const AttentionSchedule& s) {
-    return fmt::format("attention/{}/{}/d{}/{}/r{}q{}k{}s{}", name(t.input), name(t.output),
-                       t.head_dim, s.name, s.rows, s.tq, s.tk, s.staged);
+    return fmt::format("attention/{}/{}/d{}/{}/r{}q{}k{}s{}l{}", name(t.input), name(t.output),
+                       t.head_dim, s.name, s.rows, s.tq, s.tk, s.staged, s.lockstep);
 }
 
 std::function<ir::Kernel()> builder(const AttentionTypes& t, const AttentionSchedule& s) {
@@ -257,8 +260,12 @@ const std::vector<AttentionSchedule>& attention_variants() {
     auto staged = [](int rows, int tq, int tk) {
         return AttentionSchedule{fmt::format("s{}_t{}x{}", rows, tq, tk), true, rows, tq, tk};
     };
+    auto lockstep = [](int rows) {
+        return AttentionSchedule{fmt::format("l{}", rows), false, rows, 1, 1, true};
+    };
     static const std::vector<AttentionSchedule> variants = {
-        direct(64), staged(16, 1, 4), staged(32, 2, 4), staged(64, 4, 4), staged(64, 4, 8),
+        direct(64),       staged(16, 1, 4), staged(32, 2, 4),
+        staged(64, 4, 4), staged(64, 4, 8), lockstep(32),
     };
     return variants;
 }
@@ -284,6 +291,8 @@ ir::Kernel attention_kernel(const AttentionTypes& t, const AttentionSchedule& s)
     require_contract(k, p, t.head_dim);
     if (s.staged)
         staged_form(k, p, t, s);
+    else if (s.lockstep)
+        lockstep_form(k, p, t, s);
     else
         direct_form(k, p, t);
     return k.finish();
@@ -291,7 +300,7 @@ ir::Kernel attention_kernel(const AttentionTypes& t, const AttentionSchedule& s)
 
 int64_t attention_grid(const AttentionShape& shape, const AttentionSchedule& s) {
     const AttentionShape r = resolved(shape);
-    if (s.staged) return r.batch * r.heads * ceil_div(r.seq_q, s.rows);
+    if (s.staged || s.lockstep) return r.batch * r.heads * ceil_div(r.seq_q, s.rows);
     return ceil_div(r.batch * r.heads * r.seq_q, s.rows);
 }
 

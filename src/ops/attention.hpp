@@ -79,11 +79,16 @@ float attention_scale(const AttentionShape& shape, const AttentionOptions& optio
 //            of the block's p_j, one thread per row its l in key order, and each thread accumulates
 //            tq rows x td dims of acc (td = ceil(D / (KB/tk))) from V copied into a shared tile
 //            16 keys at a time, each acc one fma per key in order. (rows/tq)*(KB/tk) threads.
+//   lockstep: direct, but a block's `rows` rows (threads) are of one (batch, head) and walk the
+//            keys together: each key's K and V values are read once for the block and, on a CPU,
+//            the rows are the lanes of one vector. Key blocks that every row of the block sees
+//            whole run without a test; the others test each key against the row's limit.
 struct AttentionSchedule {
     std::string name;
     bool staged = true;
-    int rows = 64;       // query rows per block (direct: also its threads)
-    int tq = 4, tk = 4;  // staged: the score tile per thread (query rows x keys)
+    int rows = 64;          // query rows per block (direct: also its threads)
+    int tq = 4, tk = 4;     // staged: the score tile per thread (query rows x keys)
+    bool lockstep = false;  // direct only: the block's rows walk the keys together
     int threads() const { return staged ? (rows / tq) * (kAttentionKeyBlock / tk) : rows; }
 };
 
@@ -93,6 +98,7 @@ struct AttentionSchedule {
 //   s32_t2x4   staged, 32 rows, 256 threads of 2 x 4
 //   s64_t4x4   staged, 64 rows, 256 threads of 4 x 4
 //   s64_t4x8   staged, 64 rows, 128 threads of 4 x 8
+//   l32        lockstep, 32 rows of one (batch, head) a block (the CPU's point)
 const std::vector<AttentionSchedule>& attention_variants();
 const AttentionSchedule& attention_variant(const std::string& name);  // kiln::Error if unknown
 

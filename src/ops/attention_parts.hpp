@@ -1,5 +1,6 @@
-// The pieces of attention's kernel that its two forms share: attention.cpp builds the kernel,
-// its launch contract and the direct form; attention_staged.cpp the staged form.
+// The pieces of attention's kernel that its forms share: attention.cpp builds the kernel, its
+// launch contract and the direct form; attention_staged.cpp the staged form and
+// attention_lockstep.cpp the lockstep form.
 #pragma once
 
 #include <cstdint>
@@ -48,5 +49,10 @@ Geometry geometry(const AttentionSchedule& s, int head_dim);
 // The staged form (AttentionSchedule): a block takes `rows` query rows of one (batch, head).
 void staged_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
                  const AttentionSchedule& s);
+
+// The lockstep form (AttentionSchedule): one thread per query row, a block's `rows` rows of one
+// (batch, head) walking the keys together.
+void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
+                   const AttentionSchedule& s);
 
 }  // namespace kiln::ops::attention_detail

@@ -21,9 +21,12 @@ using namespace contraction;
 
 void check_schedule(const Conv1dSchedule& s) {
     check_tiles("conv1d", s.name, s.bm, s.bn, s.tm, s.tn);
-    if (!s.staged && s.tn != 1)
+    if (!s.staged && !s.spread && s.tn != 1)
         fail("conv1d schedule {}: a direct point with {} positions a thread; expected 1", s.name,
              s.tn);
+    if (s.spread && s.staged)
+        fail("conv1d schedule {}: spread positions with shared tiles; expected a direct point",
+             s.name);
     if (s.staged) check_step("conv1d", s.name, s.bk);
 }
 
@@ -97,6 +100,11 @@ struct Place {
     Expr cg, terms, l_out;        // channels per group, terms per output (cg*kernel), y's length
     Expr oc0, oc_last, t0;        // the block tile's first channel and position; its group's last
     Expr x_base, y_base, ty, tx;  // the indices of x's (n, g*cg, 0) and y's (n, 0, 0)
+    // The block tile's column of the thread's c-th position: side by side, or bn/tn apart if
+    // spread.
+    Expr column(const Conv1dSchedule& s, int c) const {
+        return s.spread ? tx + c * (s.bn / s.tn) : tx * s.tn + c;
+    }
 };
 
 Place place(KernelBuilder& k, const Params& p, const Conv1dSchedule& s) {
@@ -115,6 +123,7 @@ Place place(KernelBuilder& k, const Params& p, const Conv1dSchedule& s) {
     Var n = k.let(batch_group / p.groups, "n");
     const int across = s.bn / s.tn;  // threads along the length of the block tile
     Var t = k.let(k.thread_index(), "t");
+    const bool one_row = s.threads() <= across;  // then ty is 0 and tx is t, known as such
     return {cg,
             k.let(cg * p.kernel, "terms"),
             l_out,
@@ -123,8 +132,8 @@ Place place(KernelBuilder& k, const Params& p, const Conv1dSchedule& s) {
             k.let(tile_t * s.bn, "t0"),
             k.let(p.x_offset + n * p.x_batch + group * cg * p.x_channel, "x_base"),
             k.let(p.y_offset + n * p.y_batch, "y_base"),
-            k.let(t / across, "ty"),
-            k.let(t % across, "tx")};
+            one_row ? Expr(0) : Expr(k.let(t / across, "ty")),
+            one_row ? Expr(t) : Expr(k.let(t % across, "tx"))};
 }
 
 // The position in x of the first tap (r = 0) of the block tile's column `column`: t*stride -
@@ -158,6 +167,72 @@ void direct_terms(KernelBuilder& k, const Params& p, const Place& at, const Conv
             acc.add_term(wv, {k.let(to_f32(p.x[x_at + r * p.dilation]), "x")});
         });
     });
+}
+
+// The spread form: the thread's tm channels and tn positions (bn/tn apart) take the terms in
+// order, ic and r in loops every thread shares. A whole tile (its channels inside the group, its
+// positions inside y, every tap of them inside x, stride 1) reads w and x as they are, in i64 so
+// that adjacent threads' positions are visibly adjacent addresses; any other reads its channels
+// and positions clamped and skips the taps outside x (with stride 1 spelled out, so adjacent
+// threads' positions are visibly adjacent there too).
+void spread_terms(KernelBuilder& k, const Params& p, const Place& at, const Conv1dSchedule& s,
+                  Accumulators& acc) {
+    auto wide = [](const Expr& e) { return cast(DType::i64, e); };
+    const Expr last_tap =
+        wide(at.t0) + (s.bn - 1) - wide(p.padding) + (wide(p.kernel) - 1) * wide(p.dilation);
+    Var whole = k.let(at.oc0 + (s.bm - 1) <= at.oc_last && at.t0 + s.bn <= at.l_out &&
+                          p.stride == 1 && at.t0 >= p.padding && last_tap < wide(p.length),
+                      "whole");
+    auto terms = [&](bool clamp, bool unit_stride) {
+        std::vector<Var> rows, starts;
+        for (int r = 0; r < s.tm; ++r) {
+            const Expr row = at.ty * s.tm + r;
+            rows.push_back(
+                k.let(clamp ? wide(w_row(at, row)) : wide(at.oc0 + row) * wide(at.terms), "w_row"));
+        }
+        // Each position's first tap: its index in x's channel 0 (whole), or its position.
+        for (int c = 0; c < s.tn; ++c) {
+            const Expr column = at.column(s, c);
+            if (!clamp)
+                starts.push_back(
+                    k.let(wide(at.x_base) + wide(at.t0) + wide(column) - wide(p.padding), "start"));
+            else if (unit_stride)
+                starts.push_back(k.let(min(at.t0 + column, at.l_out - 1) - p.padding, "start"));
+            else
+                starts.push_back(k.let(first_tap(p, at, column), "start"));
+        }
+        k.for_(0, at.cg, [&](Expr ic) {
+            Var w_at = k.let(wide(ic) * wide(p.kernel), "w_at");
+            Var x_at = k.let(
+                clamp ? wide(at.x_base + ic * p.x_channel) : wide(ic) * wide(p.x_channel), "x_at");
+            k.for_(0, p.kernel, [&](Expr r) {
+                std::vector<Expr> wv, xv, has;
+                for (const Var& row : rows)
+                    wv.push_back(k.let(to_f32(p.w[row + w_at + wide(r)]), "w"));
+                if (!clamp) {
+                    Var offset = k.let(x_at + wide(r) * wide(p.dilation), "offset");
+                    for (const Var& start : starts)
+                        xv.push_back(k.let(to_f32(p.x[start + offset]), "x"));
+                    acc.add_term(wv, xv);
+                    return;
+                }
+                Var offset = k.let(r * p.dilation, "offset");
+                for (const Var& start : starts) {
+                    Var pos = k.let(start + offset, "pos");
+                    has.push_back(pos >= 0 && pos < p.length);
+                    const Expr inside = min(max(pos.expr(), Expr(0)), p.length - 1);
+                    xv.push_back(k.let(to_f32(p.x[x_at + wide(inside)]), "x"));
+                }
+                acc.add_term_where(wv, xv, has);
+            });
+        });
+    };
+    k.if_(
+        whole, [&] { terms(false, true); },
+        [&] {
+            k.if_(
+                p.stride == 1, [&] { terms(true, true); }, [&] { terms(true, false); });
+        });
 }
 
 // The staged form: the terms q = ic*kernel + r in steps of bk; each step's w (bm x bk, stored
@@ -273,8 +348,8 @@ void staged_terms(KernelBuilder& k, const Params& p, const Place& at, const Conv
 
 // The memo key of a kernel: every comptime value it is built from.
 std::string kernel_key(const Conv1dTypes& t, const Conv1dSchedule& s) {
-    return fmt::format("conv1d/{}/{}/{}/m{}n{}k{}t{}x{}s{}", name(t.input), name(t.output), s.name,
-                       s.bm, s.bn, s.bk, s.tm, s.tn, s.staged);
+    return fmt::format("conv1d/{}/{}/{}/m{}n{}k{}t{}x{}s{}c{}", name(t.input), name(t.output),
+                       s.name, s.bm, s.bn, s.bk, s.tm, s.tn, s.staged, s.spread);
 }
 
 std::function<ir::Kernel()> builder(const Conv1dTypes& t, const Conv1dSchedule& s) {
@@ -409,10 +484,15 @@ const std::vector<Conv1dSchedule>& conv1d_variants() {
         return Conv1dSchedule{
             fmt::format("s{}x{}_k{}_t{}x{}", bm, bn, bk, tm, tn), bm, bn, bk, tm, tn, true};
     };
+    auto spread = [](int bm, int bn, int tm, int tn) {
+        return Conv1dSchedule{
+            fmt::format("d{}x{}_t{}x{}_s", bm, bn, tm, tn), bm, bn, 1, tm, tn, false, true};
+    };
     static const std::vector<Conv1dSchedule> variants = {
         direct(1, 128),           direct(8, 64),
         staged(32, 32, 16, 2, 2), staged(64, 64, 8, 4, 4),
         staged(64, 128, 8, 4, 8), staged(128, 128, 8, 8, 8),
+        spread(8, 128, 8, 4),
     };
     return variants;
 }
@@ -434,12 +514,14 @@ ir::Kernel conv1d_kernel(const Conv1dTypes& t, const Conv1dSchedule& s) {
     Accumulators acc(k, s.tm, s.tn);
     if (s.staged)
         staged_terms(k, p, at, s, acc);
+    else if (s.spread)
+        spread_terms(k, p, at, s, acc);
     else
         direct_terms(k, p, at, s, acc);
     for (int r = 0; r < s.tm; ++r)
         for (int c = 0; c < s.tn; ++c) {
             Var oc = k.let(at.oc0 + at.ty * s.tm + r, "oc");
-            Var col = k.let(at.t0 + at.tx * s.tn + c, "col");
+            Var col = k.let(at.t0 + at.column(s, c), "col");
             const Expr v = acc.at(r, c);
             k.if_(oc <= at.oc_last && col < at.l_out, [&] {
                 p.y[at.y_base + oc * p.y_channel + col] =

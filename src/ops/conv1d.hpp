@@ -72,12 +72,19 @@ struct Conv1dView {
 //   direct:  no shared tiles: each thread holds tm output channels at one position (tn = 1) and
 //            reads x and w straight from memory, looping r over its position's taps inside x
 //            (for tiny shapes: one cheap launch).
+//   spread:  direct, each thread holding tm channels at tn positions bn/tn apart, so adjacent
+//            threads take adjacent positions (on a CPU, the lanes of one vector). The terms run
+//            in order in loops every thread of the block shares; a block whose tile lies inside
+//            its group's channels and y, with every tap inside x and stride 1, reads x and w as
+//            they are (i64 indices: adjacent threads' positions are adjacent addresses); the
+//            others read clamped and test each tap, skipping those in the padding.
 struct Conv1dSchedule {
     std::string name;
     int bm = 64, bn = 64;  // block tile (output channels x positions), multiples of tm and tn
     int bk = 8;            // staged only: terms per step (a power of two, 1 to 64)
     int tm = 4, tn = 4;    // thread tile (outputs held in registers), 1 to 8 each
     bool staged = true;
+    bool spread = false;  // direct only: a thread's positions bn/tn apart
     int threads() const { return (bm / tm) * (bn / tn); }
 };
 
@@ -87,6 +94,7 @@ struct Conv1dSchedule {
 //   s64x64_k8_t4x4               staged, 256 threads of 4x4
 //   s64x128_k8_t4x8              staged, 256 threads of 4x8
 //   s128x128_k8_t8x8             staged, 256 threads of 8x8
+//   d8x128_t8x4_s                spread, 32 threads of 8 channels x 4 positions (the CPU's point)
 const std::vector<Conv1dSchedule>& conv1d_variants();
 const Conv1dSchedule& conv1d_variant(const std::string& name);  // kiln::Error if unknown
 
