@@ -156,8 +156,8 @@ void reductions(std::vector<Case>& out) {
                              }));
     out.push_back(
         unary_case("reductions", "arg_and_variance", DType::f32, matrix, [](const Tensor& x) {
-            return std::vector<Tensor>{argmax(x, 1), argmin(x, 0), variance(x, {1}),
-                                       variance(x, {}, 0)};
+            return std::vector<Tensor>{argmax(x, 1), argmin(x, 0), variance(x, {1}, 0),
+                                       variance(x.pad({{0, 0}, {0, 1}}, 0.5), {1})};
         }));
     out.push_back(unary_case(
         "reductions", "nan_rows", DType::f32, matrix,
@@ -165,11 +165,14 @@ void reductions(std::vector<Case>& out) {
             return std::vector<Tensor>{sum(x, {1}), max(x, {1}), argmax(x, 1)};
         },
         true));
-    for (DType t : {DType::i8, DType::u8, DType::i32, DType::boolean})
+    for (DType t : {DType::i8, DType::u8, DType::i32})
         out.push_back(unary_case(
-            "reductions", fmt::format("sum_{}", name(t)), t, matrix, [](const Tensor& x) {
-                return std::vector<Tensor>{sum(x, {1}), sum(x, {0}), prod(x, {1})};
+            "reductions", fmt::format("integers_{}", name(t)), t, matrix, [](const Tensor& x) {
+                return std::vector<Tensor>{sum(x, {1}), sum(x, {0}), prod(x, {1}), max(x, {1})};
             }));
+    out.push_back(unary_case("reductions", "sum_bool", DType::boolean, matrix, [](const Tensor& x) {
+        return std::vector<Tensor>{sum(x, {1}), sum(x)};
+    }));
 }
 
 void normalization(std::vector<Case>& out) {
