@@ -318,6 +318,17 @@ TEST_F(CliTest, ConformancePrintsItsSummaryWritesJsonAndFailsOnAMiscompile) {
     EXPECT_THAT(r.output, HasSubstr("unknown area 'nosuch'; the areas are smoke"));
 }
 
+TEST_F(CliTest, ProfileOfTheMlpCaseRunsTwoContractionsBitIdentical) {
+    const CliRun r =
+        kiln_cli({"profile", "mlp", "--rows", "9", "--n", "24", "--device", "cpu", "--json"},
+                 std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("\"bit_identical\": true")) << r.output;
+    // linear + gelu, then linear + bias: a contraction launch each (their epilogues fused or
+    // not, as the cost model finds cheaper on this machine).
+    EXPECT_EQ(count_of(r.output, "graph_contract"), 2u) << r.output;
+}
+
 TEST_F(CliTest, WithoutHomeNothingIsWrittenAndOneWarningSaysSo) {
     ScopedEnv no_home({{"HOME", std::nullopt},
                        {"XDG_CACHE_HOME", std::nullopt},

@@ -208,6 +208,14 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
 Tensor layer_norm(const Tensor& x, int64_t normalized = 1, const Tensor* weight = nullptr,
                   const Tensor* bias = nullptr, double eps = 1e-5);
 
+// Contractions (exact class: each output is acc = fma(a, b, acc) over k in order from +0, in f32
+// from the widened inputs, rounded once to the inputs' dtype; docs/graph.md).
+// torch.matmul's shapes: a [..., m, k] · b [..., k, n] -> [..., m, n] with the batch axes
+// broadcast; a vector operand [k] counts as [1, k] (a) or [k, 1] (b) and its axis is dropped.
+Tensor matmul(const Tensor& a, const Tensor& b);
+// x · weightᵀ (+ bias): weight [out_features, in_features], bias [out_features] (torch's linear).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
+
 // Laid end to end along `axis` (every other extent equal).
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis = 0);
 

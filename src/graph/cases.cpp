@@ -28,7 +28,8 @@ double bytes_of(const std::vector<Tensor>& ts) {
 
 const std::vector<std::string>& case_names() {
     static const std::vector<std::string> names{"add_square", "mul_rank4", "softmax",
-                                                "layer_norm", "rms_norm",  "gelu_mlp_epilogue"};
+                                                "layer_norm", "rms_norm",  "gelu_mlp_epilogue",
+                                                "matmul",     "mlp"};
     return names;
 }
 
@@ -77,6 +78,24 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
                 return std::vector<Tensor>{gelu(in[0] * in[1] + in[2])};
             };
         c.shape = fmt::format("{}x{}", rows, n);
+    } else if (name == "matmul") {
+        const int64_t size = o.n ? o.n : (is_gpu(d) ? 1024 : 512);
+        c.inputs = {input(d, {size, size}, 8), input(d, {size, size}, 9)};
+        c.build = [](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{matmul(in[0], in[1])};
+        };
+        c.shape = fmt::format("{}x{}x{}", size, size, size);
+    } else if (name == "mlp") {
+        // A transformer's feed-forward block: --rows tokens of --n features, 4n hidden.
+        const int64_t tokens = o.rows ? o.rows : 128, width = o.n ? o.n : 384;
+        c.inputs = {input(d, {tokens, width}, 10), input(d, {4 * width, width}, 11),
+                    input(d, {4 * width}, 12), input(d, {width, 4 * width}, 13),
+                    input(d, {width}, 14)};
+        c.build = [](const std::vector<Tensor>& in) {
+            Tensor hidden = gelu(linear(in[0], in[1], &in[2]));
+            return std::vector<Tensor>{linear(hidden, in[3], &in[4])};
+        };
+        c.shape = fmt::format("{}x{}", tokens, width);
     } else {
         fail("no case '{}'; the cases are {}", name, fmt::join(case_names(), ", "));
     }

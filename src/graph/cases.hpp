@@ -6,6 +6,9 @@
 //   layer_norm          layer_norm (weight and bias) over the last axis of --rows x --n
 //   rms_norm            rms_norm (weight, eps 1e-6) over the last axis of --rows x --n
 //   gelu_mlp_epilogue   gelu(x * w + b) over --rows x --n, w and b along the rows
+//   matmul              a · b, square --n (f32)
+//   mlp                 linear(gelu(linear(x, w1, b1)), w2, b2): --rows tokens of --n features,
+//                       4n hidden (a transformer's feed-forward block)
 #pragma once
 
 #include <cstdint>

@@ -60,8 +60,10 @@ std::string describe(const Node& n) {
                 return fmt::format("concat axis {}", p.axis);
             } else if constexpr (std::is_same_v<P, op::Gather>) {
                 return fmt::format("{} axis {}", p.select ? "index_select" : "gather", p.axis);
-            } else {
+            } else if constexpr (std::is_same_v<P, op::ScatterAdd>) {
                 return fmt::format("scatter_add axis {}", p.axis);
+            } else {
+                return "matmul";
             }
         },
         n.payload);

@@ -15,6 +15,10 @@
 //   - Gather: picks elements of its source along an axis by an integer index tensor.
 //   - ScatterAdd: a copy of its base with source elements added at indexed positions, in
 //     increasing order of the source position for each destination element.
+//   - Matmul: C[..., i, j] = sum over p of A[..., i, p] * B[..., p, j] for inputs A [..., m, k]
+//     and B [..., k, n] of one float dtype and one batch shape (the builder expands them): in
+//     f32 from the widened inputs, acc = fma(a, b, acc) from +0 for p = 0, 1, ..., k-1 in order,
+//     rounded once to the node's dtype (ops/matmul.hpp's exact class).
 //   - Leaf: data on a device (from the host, or a node already realized).
 //   - Constant / Generate: values computed from the element's coordinates alone (full, arange,
 //     seeded rand/randn: the same bits on every device).
@@ -128,10 +132,11 @@ struct Gather {
 struct ScatterAdd {
     int axis;  // out = base; out[.., index[.., i, ..], ..] += src[.., i, ..]
 };
+struct Matmul {};
 }  // namespace op
 
 using Payload = std::variant<op::Leaf, op::Constant, op::Generate, op::Map, op::Fold, op::View,
-                             op::Concat, op::Gather, op::ScatterAdd>;
+                             op::Concat, op::Gather, op::ScatterAdd, op::Matmul>;
 
 struct Node {
     Payload payload;

@@ -508,8 +508,28 @@ class Evaluator {
             gather(n, *g, out);
         } else if (const auto* s = n.as<op::ScatterAdd>()) {
             scatter_add(n, *s, out);
+        } else if (n.as<op::Matmul>()) {
+            matmul(n, out);
         }
         return out;
+    }
+
+    // Each output: acc = fma(a, b, acc) over p in order from +0 in f32, rounded once.
+    void matmul(const Node& n, HostTensor& out) {
+        const HostTensor& a = value(n.inputs[0]);
+        const HostTensor& b = value(n.inputs[1]);
+        const size_t r = n.shape.size();
+        const int64_t m = n.shape[r - 2], cols = n.shape[r - 1], k = a.shape[r - 1];
+        const int64_t batches = m * cols == 0 ? 0 : n.numel() / (m * cols);
+        for (int64_t bt = 0; bt < batches; ++bt)
+            for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < cols; ++j) {
+                    float acc = 0.0f;
+                    for (int64_t p = 0; p < k; ++p)
+                        acc = std::fma(a.f[size_t((bt * m + i) * k + p)],
+                                       b.f[size_t((bt * k + p) * cols + j)], acc);
+                    out.f[size_t((bt * m + i) * cols + j)] = round_to(n.dtype, acc);
+                }
     }
 
     void fold(const Node& n, const op::Fold& f, HostTensor& out) {

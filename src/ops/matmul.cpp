@@ -39,11 +39,10 @@ const char* layout_name(const MatmulTypes& t) {
     return names[(t.a_transposed ? 2 : 0) + (t.b_transposed ? 1 : 0)];
 }
 
-// The kernel's parameters, in launch order.
-struct Params {
-    Memory a, b, c;
-    Expr batch, m, n, k;
-    Expr a_offset, a_batch, lda, b_offset, b_batch, ldb, c_offset, c_batch, ldc;
+// The kernel's parameters, in launch order: the operands' views, then C's.
+struct Params : MatmulViews {
+    Memory c;
+    Expr c_offset, c_batch, ldc;
 };
 
 Params declare_params(KernelBuilder& k, const MatmulTypes& t) {
@@ -55,8 +54,11 @@ Params declare_params(KernelBuilder& k, const MatmulTypes& t) {
     Expr a_offset = i32("a_offset"), a_batch = i32("a_batch"), lda = i32("lda");
     Expr b_offset = i32("b_offset"), b_batch = i32("b_batch"), ldb = i32("ldb");
     Expr c_offset = i32("c_offset"), c_batch = i32("c_batch"), ldc = i32("ldc");
-    return {a,       b,   c,        batch,   m,   n,        kk,      a_offset,
-            a_batch, lda, b_offset, b_batch, ldb, c_offset, c_batch, ldc};
+    return {{a, b, batch, m, n, kk, a_offset, a_batch, lda, b_offset, b_batch, ldb},
+            c,
+            c_offset,
+            c_batch,
+            ldc};
 }
 
 // Index of element (r, c) of a view whose batch starts at `base`.
@@ -91,16 +93,17 @@ void require_contract(KernelBuilder& k, const Params& p, const MatmulTypes& t) {
               "c's rows and batches do not overlap (ldc >= n, c_batch >= (m-1)*ldc + n)");
 }
 
-// Where a thread works: its batch's bases, the block tile's corner and its own tile's corner.
+// Where a thread works: its batch, the operands' bases, the block tile's corner and its own
+// tile's corner.
 struct Place {
-    Expr a_base, b_base, c_base, i0, j0, ty, tx;
+    Expr batch, a_base, b_base, i0, j0, ty, tx;
     // The thread's c-th column of C (before clamping): side by side, or bn/tn apart if spread.
     Expr column(const MatmulSchedule& s, int c) const {
         return s.spread ? j0 + tx + c * (s.bn / s.tn) : j0 + tx * s.tn + c;
     }
 };
 
-Place place(KernelBuilder& k, const Params& p, const MatmulSchedule& s) {
+Place place(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
     Var tiles_m = k.let((p.m + (s.bm - 1)) / s.bm, "tiles_m");
     Var tiles_n = k.let((p.n + (s.bn - 1)) / s.bn, "tiles_n");
     Var block = k.let(k.block_index(), "block");
@@ -111,9 +114,9 @@ Place place(KernelBuilder& k, const Params& p, const MatmulSchedule& s) {
     const int across = s.bn / s.tn;  // threads along a row of the block tile
     Var t = k.let(k.thread_index(), "t");
     const bool one_row = s.threads() <= across;  // then ty is 0 and tx is t, known as such
-    return {k.let(p.a_offset + batch * p.a_batch, "a_base"),
+    return {batch,
+            k.let(p.a_offset + batch * p.a_batch, "a_base"),
             k.let(p.b_offset + batch * p.b_batch, "b_base"),
-            k.let(p.c_offset + batch * p.c_batch, "c_base"),
             k.let(tile_m * s.bm, "i0"),
             k.let(tile_n * s.bn, "j0"),
             one_row ? Expr(0) : Expr(k.let(t / across, "ty")),
@@ -124,7 +127,7 @@ Place place(KernelBuilder& k, const Params& p, const MatmulSchedule& s) {
 // whose tile lies inside C, rows and columns are read as they are (adjacent threads' columns
 // then visibly adjacent); in a block at C's edge, rows and columns past m and n are read clamped
 // (their outputs are not stored).
-void direct_terms(KernelBuilder& k, const Params& p, const Place& at, const MatmulTypes& t,
+void direct_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const MatmulTypes& t,
                   const MatmulSchedule& s, Accumulators& acc) {
     // Indices in i64: products of two i32 values and their sums never wrap there, so a CPU's
     // compiler sees adjacent threads' columns as adjacent addresses.
@@ -165,7 +168,7 @@ void direct_terms(KernelBuilder& k, const Params& p, const Place& at, const Matm
 // each operand's contiguous dimension, then every thread adds the step's terms in order. Whole
 // steps unroll their bk terms; a short last step runs a loop over the terms that exist. With
 // prefetch, a step's values are loaded into registers while the previous step is summed.
-void staged_terms(KernelBuilder& k, const Params& p, const Place& at, const MatmulTypes& t,
+void staged_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const MatmulTypes& t,
                   const MatmulSchedule& s, Accumulators& acc) {
     const int T = s.threads(), bm = s.bm, bn = s.bn, bk = s.bk;
     // Rows of the tiles kTilePad elements longer than the block tile: consecutive threads storing
@@ -361,6 +364,18 @@ ir::Kernel matmul_kernel(const MatmulTypes& t, const MatmulSchedule& s) {
         s.threads());
     const Params p = declare_params(k, t);
     require_contract(k, p, t);
+    matmul_body(k, p, t, s,
+                [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& v) {
+                    p.c[p.c_offset + batch * p.c_batch + row * p.ldc + col] =
+                        t.output == DType::f32 ? v : cast(t.output, v);
+                });
+    return k.finish();
+}
+
+void matmul_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
+                 const MatmulSchedule& s, const MatmulStore& store) {
+    check_types(t);
+    check_schedule(s);
     const Place at = place(k, p, s);
     Accumulators acc(k, s.tm, s.tn);
     if (s.staged)
@@ -372,11 +387,8 @@ ir::Kernel matmul_kernel(const MatmulTypes& t, const MatmulSchedule& s) {
             Var row = k.let(at.i0 + at.ty * s.tm + r, "row");
             Var col = k.let(at.column(s, c), "col");
             const Expr v = acc.at(r, c);
-            k.if_(row < p.m && col < p.n, [&] {
-                p.c[at.c_base + row * p.ldc + col] = t.output == DType::f32 ? v : cast(t.output, v);
-            });
+            k.if_(row < p.m && col < p.n, [&] { store(at.batch, row, col, v); });
         }
-    return k.finish();
 }
 
 int64_t matmul_grid(const MatmulShape& shape, const MatmulSchedule& s) {

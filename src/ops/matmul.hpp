@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -94,6 +95,20 @@ struct MatmulTypes {
 // the ends are read clamped (in bounds, never used) and never stored; the last k-step may be
 // short. Its launch contract checks every operand's last element against its buffer.
 ir::Kernel matmul_kernel(const MatmulTypes& types, const MatmulSchedule& schedule);
+
+// The kernel's work for a caller that declares its own parameters (a graph planner's launch):
+// the operands as views of buffers a and b (as in MatmulOperand, ld resolved) and the sizes, as
+// parameters or constants; `store(batch, row, col, acc)` runs once for each output in range with
+// its f32 value (the caller rounds it). Launched over matmul_grid() blocks of schedule.threads().
+struct MatmulViews {
+    Memory a, b;
+    Expr batch, m, n, k;
+    Expr a_offset, a_batch, lda, b_offset, b_batch, ldb;
+};
+using MatmulStore =
+    std::function<void(const Expr& batch, const Expr& row, const Expr& col, const Expr& acc)>;
+void matmul_body(KernelBuilder& k, const MatmulViews& views, const MatmulTypes& types,
+                 const MatmulSchedule& schedule, const MatmulStore& store);
 int64_t matmul_grid(const MatmulShape& shape, const MatmulSchedule& schedule);
 // The kernel's launch arguments after the three buffers, in order (operands with ld resolved).
 std::vector<Arg> matmul_scalars(const MatmulShape& shape, const MatmulOperand& a,

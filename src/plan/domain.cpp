@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "graph/fold_order.hpp"
+#include "ops/matmul.hpp"
 
 namespace kiln::plan {
 
@@ -17,6 +18,8 @@ const char* name(LaunchKind k) {
             return "segments";
         case LaunchKind::scatter:
             return "scatter";
+        case LaunchKind::contract:
+            return "contract";
     }
     return "?";
 }
@@ -32,6 +35,8 @@ std::string to_string(LaunchKind kind, const Schedule& s) {
                                s.cache ? "_c" : "");
         case LaunchKind::scatter:
             return fmt::format("b{}", s.block);
+        case LaunchKind::contract:
+            return ops::matmul_variants().at(size_t(s.variant)).name;
     }
     return "?";
 }
@@ -78,6 +83,12 @@ std::vector<Schedule> domain_of(const Launch& l, const GraphView& g) {
         case LaunchKind::scatter:
             for (int b : {64, 128, 256}) d.push_back({.block = b});
             break;
+        case LaunchKind::contract: {
+            const auto& points = ops::matmul_variants();
+            for (size_t v = 0; v < points.size(); ++v)
+                d.push_back({.block = points[v].threads(), .variant = int(v)});
+            break;
+        }
     }
     return d;
 }

@@ -63,7 +63,7 @@ void add_payload(Hasher& h, const graph::Node& n) {
                 h.add(p.select);
             } else if constexpr (std::is_same_v<P, op::ScatterAdd>) {
                 h.add(p.axis);
-            }
+            }  // Leaf and Matmul: the op itself (the payload's index) is all there is
         },
         n.payload);
 }

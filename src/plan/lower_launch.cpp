@@ -13,6 +13,8 @@
 #include "ir/lower_folds.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/error.hpp"
+#include "ops/matmul.hpp"
+#include "plan/contract.hpp"
 #include "plan/index.hpp"
 #include "plan/map_ops.hpp"
 #include "plan/realize.hpp"
@@ -94,6 +96,9 @@ class Writer {
             case LaunchKind::segments:
                 write_segments();
                 break;
+            case LaunchKind::contract:
+                write_contract();
+                break;
         }
         LoweredLaunch out{k_.finish(), grid_of(l_, g_, s_), std::move(bound_)};
         return out;
@@ -150,6 +155,48 @@ class Writer {
                 f[2] = cast(DType::i64, value);
             });
         });
+    }
+
+    // ---- contractions ------------------------------------------------------------------------
+
+    // ops::matmul's work at the point's variant, reading the operands in place; each output
+    // element's store computes the launch's outputs there from the Matmul's rounded value.
+    void write_contract() {
+        const int c = l_.contraction;
+        const Node& node = g_.node(c);
+        const ContractShape sh = contract_shape(g_, c);
+        const ContractOperand a = contract_operand(g_, materialized_, c, 0);
+        const ContractOperand b = contract_operand(g_, materialized_, c, 1);
+        auto i32 = [](int64_t v) { return constant(DType::i32, static_cast<int32_t>(v)); };
+        const ops::MatmulViews views{buffer_for(a.source, Access::read),
+                                     buffer_for(b.source, Access::read),
+                                     i32(sh.batch),
+                                     i32(sh.m),
+                                     i32(sh.n),
+                                     i32(sh.k),
+                                     i32(0),
+                                     i32(a.shared ? 0 : sh.m * sh.k),
+                                     i32(a.transposed ? sh.m : sh.k),
+                                     i32(0),
+                                     i32(b.shared ? 0 : sh.k * sh.n),
+                                     i32(b.transposed ? sh.k : sh.n)};
+        const ops::MatmulTypes types{g_.node(a.source).dtype, DType::f32, a.transposed,
+                                     b.transposed};
+        const ops::MatmulSchedule& point = ops::matmul_variants().at(size_t(s_.variant));
+        ops::matmul_body(
+            k_, views, types, point,
+            [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& acc) {
+                const Expr linear =
+                    (as_index(batch) * it(sh.m) + as_index(row)) * it(sh.n) + as_index(col);
+                Index at(node.shape, index_type_, linear);
+                row_values_.erase(c);
+                row_values_.emplace(
+                    c, RowValue{node.dtype == DType::f32 ? acc : cast(node.dtype, acc), at});
+                for (int o : l_.outputs) {
+                    Index here(node.shape, index_type_, linear);
+                    buffers_.at(o)[at.linear()] = value_at(o, here);
+                }
+            });
     }
 
     // ---- values -----------------------------------------------------------------------------
@@ -648,6 +695,8 @@ bool is_empty(const Launch& l, const GraphView& g) {
             return l.rows == 0;
         case LaunchKind::scatter:
             return graph::element_count(g.node(g.inputs[size_t(l.scatter)][1]).shape) == 0;
+        case LaunchKind::contract:
+            return g.node(l.contraction).numel() == 0;
     }
     return false;
 }
@@ -670,6 +719,12 @@ int64_t grid_of(const Launch& l, const GraphView& g, const Schedule& s) {
             return std::max<int64_t>(
                 1,
                 ceil_div(graph::element_count(shape) / std::max<int64_t>(shape[axis], 1), s.block));
+        }
+        case LaunchKind::contract: {
+            const ContractShape sh = contract_shape(g, l.contraction);
+            return std::max<int64_t>(
+                1, ops::matmul_grid({sh.batch, sh.m, sh.n, sh.k},
+                                    ops::matmul_variants().at(size_t(s.variant))));
         }
     }
     return 1;

@@ -11,6 +11,7 @@
 
 #include "graph/fold_order.hpp"
 #include "kiln/error.hpp"
+#include "plan/contract.hpp"
 #include "plan/domain.hpp"
 #include "plan/lower_launch.hpp"
 
@@ -29,6 +30,15 @@ bool is_fold(const GraphView& g, int i) {
     return !g.is_leaf(i) && g.node(i).as<op::Fold>() != nullptr;
 }
 
+bool is_contraction(const GraphView& g, int i) {
+    return !g.is_leaf(i) && g.node(i).as<op::Matmul>() != nullptr;
+}
+
+// A node computed by a group's launch: a fold or a contraction.
+bool is_grouped(const GraphView& g, int i) {
+    return is_fold(g, i) || is_contraction(g, i);
+}
+
 // Nodes reachable from `start` (included) through inlined nodes, stopping at (and including)
 // nodes `stop` says are boundaries.
 std::set<int> reach(const GraphView& g, int start, const std::function<bool(int)>& stop) {
@@ -44,12 +54,12 @@ std::set<int> reach(const GraphView& g, int start, const std::function<bool(int)
     return seen;
 }
 
-// The folds node n's value needs, through nodes that are not materialized.
+// The folds and contractions node n's value needs, through nodes that are not materialized.
 std::set<int> folds_needed(const GraphView& g, int n, const std::vector<char>& materialized) {
     std::set<int> out;
-    for (int r : reach(g, n, [&](int i) { return materialized[size_t(i)] || is_fold(g, i); }))
-        if (r != n && is_fold(g, r) && !materialized[size_t(r)]) out.insert(r);
-    if (is_fold(g, n)) out.insert(n);
+    for (int r : reach(g, n, [&](int i) { return materialized[size_t(i)] || is_grouped(g, i); }))
+        if (r != n && is_grouped(g, r) && !materialized[size_t(r)]) out.insert(r);
+    if (is_grouped(g, n)) out.insert(n);
     return out;
 }
 
@@ -59,16 +69,21 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
     std::vector<FoldGroup> groups;
     std::map<int, size_t> group_of;
     // What each fold reads, through inlined nodes (folds and non-inlined nodes are boundaries).
+    // (A contraction reads both of its operands.)
     auto sources = [&](int f) {
-        const int in = g.inputs[static_cast<size_t>(f)][0];
-        return reach(g, in, [&](int i) { return !inlineable(g.node(i)); });
+        std::set<int> all;
+        for (int in : g.inputs[static_cast<size_t>(f)]) {
+            all.merge(reach(g, in, [&](int i) { return !inlineable(g.node(i)); }));
+            if (!is_contraction(g, f)) break;
+        }
+        return all;
     };
     // The groups a group's folds read results of (directly, through inlined nodes).
     auto group_deps = [&](size_t gi) {
         std::set<size_t> deps;
         for (int f : groups[gi].folds)
             for (int s : sources(f))
-                if (is_fold(g, s) && group_of.count(s)) deps.insert(group_of.at(s));
+                if (is_grouped(g, s) && group_of.count(s)) deps.insert(group_of.at(s));
         deps.erase(gi);
         return deps;
     };
@@ -80,6 +95,11 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
     };
     for (size_t i = 0; i < g.size(); ++i) {
         const int f = static_cast<int>(i);
+        if (is_contraction(g, f)) {
+            groups.push_back({{f}, g.node(f).shape, {}, true});
+            group_of[f] = groups.size() - 1;
+            continue;
+        }
         if (!is_fold(g, f)) continue;
         const graph::Node& node = g.node(f);
         const auto& axes = node.as<op::Fold>()->axes;
@@ -87,7 +107,8 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
         const std::set<int> mine = sources(f);
         std::optional<size_t> chosen;
         for (size_t gi = 0; gi < groups.size() && !chosen; ++gi) {
-            if (groups[gi].full != full || groups[gi].axes != axes) continue;
+            if (groups[gi].contraction || groups[gi].full != full || groups[gi].axes != axes)
+                continue;
             bool related = false;
             for (int other : groups[gi].folds) {
                 if (mine.count(other)) related = true;
@@ -98,7 +119,7 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
             // Joining must not make a cycle: f may not read a group that reads this one.
             bool cycle = false;
             for (int s : mine)
-                if (is_fold(g, s) && group_of.count(s) && group_of.at(s) != gi &&
+                if (is_grouped(g, s) && group_of.count(s) && group_of.at(s) != gi &&
                     depends(group_of.at(s), gi))
                     cycle = true;
             if (!cycle) chosen = gi;
@@ -131,6 +152,7 @@ struct Builder {
     // Whether a node's value fits a group's row space or full space (so its launch can write it).
     bool fits(const FoldGroup& gr, int n) const {
         const graph::Node& node = g.node(n);
+        if (gr.contraction) return node.shape == gr.full;
         return node.shape == gr.full || node.numel() == rows_of(gr);
     }
 
@@ -154,9 +176,14 @@ struct Builder {
             const int n = static_cast<int>(i);
             const graph::Node& node = g.node(n);
             if (g.is_leaf(n) || node.as<op::Gather>() || node.as<op::ScatterAdd>()) materialize(n);
-            if (is_fold(g, n) && forms[group_of.at(n)] == GroupForm::split) materialize(n);
+            if (is_grouped(g, n) && forms[group_of.at(n)] == GroupForm::split) materialize(n);
         }
         for (int o : g.outputs) materialize(o);
+        // A contraction reads its operands from buffers, through the views it can read in place.
+        for (const FoldGroup& gr : groups)
+            if (gr.contraction)
+                for (int which : {0, 1})
+                    materialize(contract_operand(g, materialized, gr.folds[0], which).source);
 
         // Settle who computes each materialized node: a map launch needs every fold it reads
         // materialized; a group's launch needs those of other groups materialized and can write
@@ -171,11 +198,11 @@ struct Builder {
                 if (!materialized[i] || g.is_leaf(n)) continue;
                 const graph::Node& node = g.node(n);
                 int w = -1;
-                if (is_fold(g, n))
+                if (is_grouped(g, n))
                     w = static_cast<int>(group_of.at(n));
                 else if (!node.as<op::Gather>() && !node.as<op::ScatterAdd>())
                     w = owner(n);
-                if (w >= 0 && !is_fold(g, n) && !fits(groups[size_t(w)], n)) w = -1;
+                if (w >= 0 && !is_grouped(g, n) && !fits(groups[size_t(w)], n)) w = -1;
                 writer[i] = w;
                 for (int f : folds_needed(g, n, materialized)) {
                     if (f == n) continue;
@@ -196,6 +223,17 @@ struct Builder {
             for (size_t i = 0; i < g.size(); ++i)
                 if (writer[i] == int(gi)) outs.push_back(int(i));
             if (outs.empty()) continue;
+            if (gr.contraction) {
+                if (forms[gi] == GroupForm::segments)
+                    throw GroupNotFusable(int(gi), "a contraction has no segments form");
+                Launch l;
+                l.group = static_cast<int>(gi);
+                l.kind = LaunchKind::contract;
+                l.contraction = gr.folds[0];
+                l.outputs = forms[gi] == GroupForm::split ? std::vector<int>{gr.folds[0]} : outs;
+                launches.push_back(std::move(l));
+                continue;
+            }
             switch (forms[gi]) {
                 case GroupForm::split:
                     for (int f : gr.folds) launches.push_back(row_launch(gi, {f}, {f}));

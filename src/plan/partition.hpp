@@ -21,10 +21,14 @@
 
 namespace kiln::plan {
 
+// A group of folds, or a contraction group: one Matmul node (folds = {it}, full = its shape,
+// no axes), fused with the maps after it that read it element for element (its epilogue) or
+// split (the Matmul alone).
 struct FoldGroup {
     std::vector<int> folds;  // in topological order
     graph::Shape full;
     std::vector<int> axes;
+    bool contraction = false;
 };
 
 enum class GroupForm : uint8_t { fused, split, segments };

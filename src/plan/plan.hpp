@@ -14,6 +14,11 @@
 //            of 4096 elements of a row writes the segment's value; a `row` launch then folds each
 //            row's segment values, giving the same bits as one launch.
 //   scatter  a ScatterAdd's additions, in place into its output (already holding the base).
+//   contract a Matmul node (ops::matmul's kernel at one of its schedule points) reading its
+//            operands in place through their views (contract.hpp), with the maps after it
+//            that read it element for element computed in its store (an epilogue: bias,
+//            activation, residual); the Matmul itself is written only where something else
+//            needs it.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +32,7 @@
 
 namespace kiln::plan {
 
-enum class LaunchKind : uint8_t { map, row, segments, scatter };
+enum class LaunchKind : uint8_t { map, row, segments, scatter, contract };
 const char* name(LaunchKind k);
 
 // One point of a launch's schedule domain. Which fields matter depends on the kind:
@@ -36,6 +41,7 @@ const char* name(LaunchKind k);
 //            fold's rounds of loads in flight per step)
 //   segments: block, threads (per segment), unroll
 //   scatter: block
+//   contract: variant (an index into ops::matmul_variants()); block is its threads
 struct Schedule {
     int block = 256;
     int per_thread = 1;
@@ -43,6 +49,7 @@ struct Schedule {
     int threads = 1;
     int unroll = 1;
     bool cache = false;  // row: each thread keeps its elements of the row (threads = the lanes)
+    int variant = 0;
     bool operator==(const Schedule&) const = default;
 };
 std::string to_string(LaunchKind kind, const Schedule& s);  // "b256_t4_v1"
@@ -57,7 +64,8 @@ struct Launch {
     std::vector<int> axes;
     int64_t rows = 0, extent = 0;  // rows, and elements per row
     int scatter = -1;              // scatter launches: the ScatterAdd node
-    int group = -1;                // row and segments launches: the fold group (partition.hpp)
+    int contraction = -1;          // contract launches: the Matmul node
+    int group = -1;                // row, segments and contract launches: the group (partition.hpp)
     // Segments launches: the scratch buffer each fold writes its segment values to. Row launches
     // after them: the scratch each fold folds instead of its input (segment_count(extent) a row).
     std::map<int, int> partials;

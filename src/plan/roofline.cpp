@@ -8,6 +8,8 @@
 #include <set>
 
 #include "graph/fold_order.hpp"
+#include "ops/matmul.hpp"
+#include "plan/contract.hpp"
 #include "plan/lower_launch.hpp"
 
 namespace kiln::plan {
@@ -77,11 +79,19 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
             continue;
         }
         if (node.as<op::Fold>()) t.flops += static_cast<double>(l.rows * l.extent);
+        if (node.as<op::Matmul>()) {
+            const ContractShape c = contract_shape(g, n);
+            t.flops += 2.0 * double(c.batch) * double(c.m) * double(c.n) * double(c.k);
+        }
         for (int in : g.inputs[size_t(n)]) work.push_back(in);
     }
     for (int o : l.outputs)
         t.written += static_cast<double>(g.node(o).numel()) * size_of(g.node(o).dtype);
     return t;
+}
+
+int64_t ceil_to(int64_t v, int64_t step) {
+    return (v + step - 1) / step * step;
 }
 
 bool reduces_innermost(const Launch& l) {
@@ -145,7 +155,25 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
                      kCpuThreadStepUs / units;
     }
     const double memory_us = e.bytes / (f.bandwidth * std::max(bw_eff, 1e-6));
-    const double compute_us = e.flops / (f.flops * std::max(rate_eff, 1e-6));
+    double compute_us = e.flops / (f.flops * std::max(rate_eff, 1e-6));
+    if (l.kind == LaunchKind::contract) {
+        // The product's terms, including those of outputs the last tiles compute past the edges,
+        // run at the point's share of the rate: a SIMT thread with more outputs reads each
+        // shared value for more of them; a CPU runs the point whose threads are the lanes of its
+        // vectors well and the others as scalar loops. The epilogue's flops run as a map's.
+        const ContractShape c = contract_shape(g, l.contraction);
+        const ops::MatmulSchedule& p = ops::matmul_variants().at(size_t(s.variant));
+        const double terms = 2.0 * double(c.batch) * double(c.m) * double(c.n) * double(c.k);
+        const double padded = 2.0 * double(c.batch) * double(ceil_to(c.m, p.bm)) *
+                              double(ceil_to(c.n, p.bn)) * double(c.k);
+        const double tile = p.tm * p.tn;
+        const double share =
+            f.gpu ? (p.staged ? std::clamp(tile / 64.0, 0.1, 1.0) : 0.1) : (p.spread ? 1.0 : 0.15);
+        const double epilogue = std::max(0.0, e.flops - terms);
+        e.flops = padded + epilogue;
+        compute_us = padded / (f.flops * std::max(rate_eff * share, 1e-6)) +
+                     epilogue / (f.flops * std::max(rate_eff, 1e-6));
+    }
     e.us = f.launch_us + std::max(memory_us, compute_us) + extra;
     return e;
 }

@@ -12,6 +12,10 @@
 //   - thread groups sharing a row pay a barrier per level of the fold's tree above the warp;
 //   - on CPUs a block's threads run as loops on one core: blocks spread over the cores, and
 //     a thread group sharing a row runs its threads one after another between the tree's steps.
+//   - a contraction counts 2·m·n·k flops plus those of the outputs its last tiles compute past
+//     the edges; SIMT points run at a share of the rate that grows with the thread's tile, and
+//     a CPU runs the point whose threads are the lanes of its vectors at the full rate, the
+//     others at a sixth of it.
 // It ranks points; the tuner races the best few and measures.
 #pragma once
 

@@ -180,8 +180,9 @@ int run_profile(const ProfileOptions& opt) {
 Command add_profile_command(CLI::App& parent) {
     auto opt = std::make_shared<ProfileOptions>();
     auto* p = parent.add_subcommand("profile", "Profile a built-in graph workload on one device");
-    p->add_option("case", opt->name,
-                  "add_square, mul_rank4, softmax, layer_norm, rms_norm, gelu_mlp_epilogue")
+    p->add_option(
+         "case", opt->name,
+         "add_square, mul_rank4, softmax, layer_norm, rms_norm, gelu_mlp_epilogue, matmul, mlp")
         ->required()
         ->check(CLI::IsMember(graph::case_names()));
     p->add_option("--device", opt->device, "device id, index or backend (default: the best)");

@@ -1,0 +1,164 @@
+// Contractions in the graph: matmul and linear against the graph oracle on every device, every
+// schedule point and both forms (fused with its epilogue, split), operands read in place through
+// transposes and broadcast batches, epilogues fused into the contraction's launch, and bad shapes
+// and dtypes as kiln::Errors.
+#include <gtest/gtest.h>
+
+#include "plan/graph_view.hpp"
+#include "plan/partition.hpp"
+#include "plan/realize.hpp"
+#include "support/errors.hpp"
+#include "support/graph_check.hpp"
+
+namespace kiln {
+namespace {
+
+using test::expect_graph_everywhere;
+using test::finite_tensor;
+
+// The kinds of the last resolve's launches, in order.
+std::vector<plan::LaunchKind> launch_kinds() {
+    std::vector<plan::LaunchKind> kinds;
+    for (const auto& l : plan::last_executable()->launches) kinds.push_back(l.kind);
+    return kinds;
+}
+
+TEST(GraphContract, RaggedMatmulMatchesTheOracleAtEveryPointFusedAndSplit) {
+    // m, n, k prime: no tile of any point divides them; the epilogue is fused or not.
+    expect_graph_everywhere(
+        [](Device& d) {
+            Tensor a = finite_tensor(d, DType::f32, {37, 19}, 1).resolve();
+            Tensor b = finite_tensor(d, DType::f32, {19, 29}, 2).resolve();
+            Tensor bias = finite_tensor(d, DType::f32, {29}, 3).resolve();
+            return std::vector<Tensor>{relu(matmul(a, b) + bias)};
+        },
+        /*sweep=*/true);
+}
+
+TEST(GraphContract, TransposedAndBroadcastOperandsAreReadInPlace) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        // a: 3 batches of 13 x 9 given as their transposes; b: one 9 x 11 matrix for every batch.
+        Tensor at = finite_tensor(*d, DType::f32, {3, 9, 13}, 4).resolve();
+        Tensor b = finite_tensor(*d, DType::f32, {9, 11}, 5).resolve();
+        Tensor c = matmul(at.transpose(-1, -2), b);
+        ASSERT_EQ(c.shape(), (Shape{3, 13, 11}));
+        const auto want = graph::evaluate({c.node()});
+        c.resolve();
+        EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::contract});
+        EXPECT_EQ(c.to_host_bytes(), want[0].bytes());
+        // b transposed and shared, a batched: still one launch.
+        Tensor bt = finite_tensor(*d, DType::f32, {1, 11, 9}, 6).resolve();
+        Tensor a = finite_tensor(*d, DType::f32, {2, 3, 13, 9}, 7).resolve();
+        Tensor e = matmul(a, bt.transpose(1, 2));
+        ASSERT_EQ(e.shape(), (Shape{2, 3, 13, 11}));
+        const auto want_e = graph::evaluate({e.node()});
+        e.resolve();
+        EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::contract});
+        EXPECT_EQ(e.to_host_bytes(), want_e[0].bytes());
+    }
+}
+
+TEST(GraphContract, AnEpilogueOfBiasActivationAndResidualRunsInTheContractionsLaunch) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Tensor x = finite_tensor(*d, DType::f32, {33, 24}, 8).resolve();
+        Tensor w = finite_tensor(*d, DType::f32, {40, 24}, 9, 0.5f).resolve();
+        Tensor bias = finite_tensor(*d, DType::f32, {40}, 10).resolve();
+        Tensor residual = finite_tensor(*d, DType::f32, {33, 40}, 11).resolve();
+        Tensor y = gelu(linear(x, w, &bias)) * 0.5 + residual;
+        // Fused, the whole graph is the contraction's launch (whether the cost model picks that
+        // form depends on the device's measured rates; both forms give the oracle's bits).
+        const plan::GraphView g = plan::view_graph({y.node()});
+        const auto groups = plan::fold_groups(g);
+        ASSERT_EQ(groups.size(), 1u);
+        EXPECT_TRUE(groups[0].contraction);
+        const plan::Plan fused = plan::partition(g, groups, {plan::GroupForm::fused});
+        ASSERT_EQ(fused.launches.size(), 1u);
+        EXPECT_EQ(fused.launches[0].kind, plan::LaunchKind::contract);
+        EXPECT_EQ(fused.launches[0].outputs, std::vector{g.outputs[0]});
+        const auto want = graph::evaluate({y.node()});
+        y.resolve();
+        EXPECT_EQ(y.to_host_bytes(), want[0].bytes());
+    }
+}
+
+TEST(GraphContract, AnEpilogueReadingTheProductElsewhereRunsAfterIt) {
+    // c + cᵀ reads c at the transposed element: c is written first, the sum is a map after it.
+    expect_graph_everywhere([](Device& d) {
+        Tensor a = finite_tensor(d, DType::f32, {21, 7}, 12).resolve();
+        Tensor b = finite_tensor(d, DType::f32, {7, 21}, 13).resolve();
+        Tensor c = matmul(a, b);
+        return std::vector<Tensor>{c + c.transpose(0, 1)};
+    });
+    EXPECT_EQ(launch_kinds(), (std::vector{plan::LaunchKind::contract, plan::LaunchKind::map}));
+}
+
+TEST(GraphContract, AttentionWrittenFromPrimitivesMatchesTheOracle) {
+    // softmax(q kᵀ / sqrt(d)) v: a contraction, a fused row launch, a contraction.
+    expect_graph_everywhere([](Device& d) {
+        Tensor q = finite_tensor(d, DType::f32, {2, 17, 8}, 14).resolve();
+        Tensor k = finite_tensor(d, DType::f32, {2, 23, 8}, 15).resolve();
+        Tensor v = finite_tensor(d, DType::f32, {2, 23, 8}, 16).resolve();
+        Tensor p = softmax(matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(8.0)), -1);
+        return std::vector<Tensor>{matmul(p, v)};
+    });
+}
+
+TEST(GraphContract, VectorsHalfDtypesAndEmptySumsFollowTorchsShapes) {
+    expect_graph_everywhere([](Device& d) {
+        Tensor u = finite_tensor(d, DType::f32, {19}, 17).resolve();
+        Tensor w = finite_tensor(d, DType::f32, {19}, 18).resolve();
+        Tensor m = finite_tensor(d, DType::f32, {5, 19}, 19).resolve();
+        Tensor h = finite_tensor(d, DType::bf16, {4, 6, 19}, 20).resolve();
+        Tensor hv = finite_tensor(d, DType::bf16, {19, 3}, 21).resolve();
+        Tensor f = finite_tensor(d, DType::f16, {1, 19}, 22).resolve();
+        Tensor fv = finite_tensor(d, DType::f16, {19, 1}, 23).resolve();
+        Tensor empty_a = Tensor::zeros({3, 0}, DType::f32, d);
+        Tensor empty_b = Tensor::zeros({0, 4}, DType::f32, d);
+        std::vector<Tensor> out{matmul(u, w),  matmul(u, m.transpose(0, 1)),
+                                matmul(m, w),  matmul(h, hv),
+                                matmul(f, fv), matmul(empty_a, empty_b)};
+        EXPECT_EQ(out[0].shape(), Shape{});
+        EXPECT_EQ(out[1].shape(), Shape{5});
+        EXPECT_EQ(out[2].shape(), Shape{5});
+        EXPECT_EQ(out[3].dtype(), DType::bf16);
+        EXPECT_EQ(out[5].shape(), (Shape{3, 4}));
+        return out;
+    });
+}
+
+TEST(GraphContract, BadOperandsAreErrorsNamingTheShapes) {
+    using test::expect_error_naming;
+    Device& d = cpu_device();
+    auto zeros = [&](const Shape& s, DType t = DType::f32) { return Tensor::zeros(s, t, d); };
+    Tensor a = zeros({4, 5});
+    expect_error_naming("matmul",
+                        [&] {
+                            matmul(a, zeros({6, 3}));
+                        },
+                        {"inner dimensions differ", "[4, 5]", "[6, 3]"});
+    expect_error_naming("matmul",
+                        [&] {
+                            matmul(a, zeros({5, 3}, DType::f16));
+                        },
+                        {"expected one dtype"});
+    expect_error_naming("matmul",
+                        [&] {
+                            matmul(zeros({4, 5}, DType::i32), zeros({5, 2}, DType::i32));
+                        },
+                        {"i32", "expected f32, f16 or bf16"});
+    expect_error_naming("matmul", [&] { matmul(zeros({}), a); }, {"scalar"});
+    expect_error_naming("matmul",
+                        [&] {
+                            matmul(zeros({2, 4, 5}), zeros({3, 5, 2}));
+                        },
+                        {"batch axes", "[2]", "[3]"});
+    Tensor w = zeros({7, 5});
+    Tensor bad_bias = zeros({5});
+    expect_error_naming("linear", [&] { linear(a, w, &bad_bias); }, {"bias is f32 [5]", "[7]"});
+    expect_error_naming("linear", [&] { linear(a, zeros({7, 4})); }, {"in_features = 4"});
+}
+
+}  // namespace
+}  // namespace kiln
