@@ -260,6 +260,26 @@ void dtypes(std::vector<Case>& out) {
                               }));
 }
 
+// Graph contractions (matmul, linear) with the maps the planner fuses into their operands and
+// epilogues; the op's own schedule points are the matmul area's op case.
+void contractions(std::vector<Case>& out) {
+    out.push_back(graph_case("matmul", "graph_linear_epilogue", [](CaseContext& ctx) {
+        const Shape s = draw(ctx, {kRows, Dim::range(1, 67), kSmall});
+        Tensor x = input_tensor(ctx, DType::f32, {s[0], s[1]});
+        Tensor w = input_tensor(ctx, DType::f32, {s[2] * 5, s[1]});
+        Tensor b = input_tensor(ctx, DType::f32, {s[2] * 5});
+        Tensor r = input_tensor(ctx, DType::f32, {s[0], s[2] * 5});
+        return GraphInstance{{gelu(linear(x, w, &b)) + r, linear(x * 2.0, w)}, shape_text(s)};
+    }));
+    out.push_back(graph_case("matmul", "graph_batched_transposed", [](CaseContext& ctx) {
+        const Shape s = draw(ctx, {kSmall, kRows, Dim::range(1, 67), kRows});
+        Tensor a = input_tensor(ctx, DType::f32, {s[0], s[2], s[1]});
+        Tensor b = input_tensor(ctx, DType::f32, {s[2], s[3]});
+        return GraphInstance{{matmul(a.transpose(1, 2), b), matmul(a.transpose(1, 2), b) * 0.5},
+                             shape_text(s)};
+    }));
+}
+
 }  // namespace
 
 std::vector<Case> graph_cases() {
@@ -273,6 +293,7 @@ std::vector<Case> graph_cases() {
     softmaxes(out);
     indexing(out);
     dtypes(out);
+    contractions(out);
     return out;
 }
 
