@@ -289,6 +289,37 @@ TEST_F(CliTest, TuneContractionsRecordsAWinnerAndRefusesBadShapes) {
     }
 }
 
+TEST_F(CliTest, ConformancePrintsItsSummaryWritesJsonAndFailsOnAMiscompile) {
+    const std::string json = (dir_ / "conformance.json").string();
+    const std::vector<std::string> args = {"conformance", "--device",   "cpu",    "--area", "smoke",
+                                           "--filter",    "add_square", "--runs", "1"};
+    std::vector<std::string> with_json = args;
+    with_json.insert(with_json.end(), {"--json", json});
+    CliRun r = kiln_cli(with_json, std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("1 results: 1 passed, 0 skipped, 0 failed; 0 miscompiles"));
+    const std::string text = read_text(json);
+    for (const char* key :
+         {"\"results\": 1", "\"passed\": 1", "\"skipped\": 0", "\"failed\": 0",
+          "\"miscompiles\": 0", "\"cases\": [", "\"name\": \"add_square\"", "\"shape\": \"3001\""})
+        EXPECT_THAT(text, HasSubstr(key)) << text;
+
+    // Tiled map launches broken on purpose: the sweep names the miscompiles; exit status 1.
+    ScopedEnv broken(std::map<std::string, std::optional<std::string>>{
+        {"KILN_CONFORMANCE_BREAK", "map_tiling"}});
+    std::vector<std::string> swept = args;
+    swept.push_back("--sweep");
+    r = kiln_cli(swept, std::chrono::seconds(300));
+    EXPECT_EQ(r.exit_status, 1) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("MISCOMPILE output 0 element"));
+    EXPECT_THAT(r.output, HasSubstr("smoke/add_square run 0 shape 3001"));
+    EXPECT_THAT(r.output, Not(HasSubstr(" 0 miscompiles")));
+
+    r = kiln_cli({"conformance", "--area", "nosuch"}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("unknown area 'nosuch'; the areas are smoke"));
+}
+
 TEST_F(CliTest, ProfileOfTheMlpCaseRunsTwoContractionsBitIdentical) {
     const CliRun r =
         kiln_cli({"profile", "mlp", "--rows", "9", "--n", "24", "--device", "cpu", "--json"},

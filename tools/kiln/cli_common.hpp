@@ -22,10 +22,11 @@ struct Command {
 // octal.) count_option.cpp
 int64_t count_option(const char* command, const char* option, const std::string& text);
 
-Command add_info_command(CLI::App& parent);     // info.cpp
-Command add_demo_command(CLI::App& parent);     // demo.cpp
-Command add_tune_command(CLI::App& parent);     // tune.cpp
-Command add_cache_command(CLI::App& parent);    // cache.cpp
-Command add_profile_command(CLI::App& parent);  // profile.cpp
+Command add_info_command(CLI::App& parent);         // info.cpp
+Command add_demo_command(CLI::App& parent);         // demo.cpp
+Command add_tune_command(CLI::App& parent);         // tune.cpp
+Command add_cache_command(CLI::App& parent);        // cache.cpp
+Command add_profile_command(CLI::App& parent);      // profile.cpp
+Command add_conformance_command(CLI::App& parent);  // conformance.cpp
 
 }  // namespace kiln::cli

@@ -1,0 +1,15 @@
+// Test-only switches that break the planner on purpose, so the conformance sweep can show it
+// catches what they break. KILN_CONFORMANCE_BREAK holds a comma-separated list of names:
+//   map_tiling   a map launch with several elements per thread writes only the first of them
+// Unset (always, outside tests of the sweep itself): nothing is broken.
+#pragma once
+
+#include <string_view>
+
+namespace kiln::conformance {
+
+// Whether `what` is named in KILN_CONFORMANCE_BREAK now (read at each call, so a test can set
+// and clear it).
+bool break_switch(std::string_view what);
+
+}  // namespace kiln::conformance
