@@ -27,5 +27,6 @@ Command add_demo_command(CLI::App& parent);     // demo.cpp
 Command add_tune_command(CLI::App& parent);     // tune.cpp
 Command add_cache_command(CLI::App& parent);    // cache.cpp
 Command add_profile_command(CLI::App& parent);  // profile.cpp
+Command add_bench_command(CLI::App& parent);    // bench.cpp
 
 }  // namespace kiln::cli
