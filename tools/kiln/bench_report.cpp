@@ -39,6 +39,13 @@ std::string us_text(double us) {
     return us >= 1000 ? fmt::format("{:.2f} ms", us / 1e3) : fmt::format("{:.2f} &micro;s", us);
 }
 
+// An axis tick: 1 us, 10 us, ..., 1 ms, ..., 1 s.
+std::string tick_text(double us) {
+    if (us >= 1e6) return fmt::format("{:g} s", us / 1e6);
+    if (us >= 1e3) return fmt::format("{:g} ms", us / 1e3);
+    return fmt::format("{:g} &micro;s", us);
+}
+
 constexpr const char* kPalette[] = {"#d9480f", "#1c7ed6", "#37b24d", "#ae3ec9",
                                     "#f59f00", "#0ca678", "#868e96"};
 
@@ -104,7 +111,7 @@ std::string chart(const DeviceRun& d, size_t index) {
         axis += fmt::format(
             "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2:.1f}\" class=\"grid\"/>\n"
             "<text x=\"{0:.1f}\" y=\"{3:.1f}\" text-anchor=\"middle\" class=\"tick\">{4}</text>\n",
-            x, top - 6, bottom, bottom + 14, us_text(t));
+            x, top - 6, bottom, bottom + 14, tick_text(t));
     }
     std::string legend;
     double lx = label_w;
@@ -142,7 +149,7 @@ std::string table(const DeviceRun& d) {
             escape(r.name), escape(r.shape), us_text(r.kiln_us), rate_text(r),
             100 * rate_fraction(r, d), r.compute_bound ? "f32" : "copy",
             peers.empty() ? "-" : peers, ratio > 1 ? " behind" : "",
-            ratio > 0 ? fmt::format("{:.2f}x", ratio) : "-", r.setup_ms, us_text(r.host_us),
+            ratio > 0 ? fmt::format("{:.3g}x", ratio) : "-", r.setup_ms, us_text(r.host_us),
             escape(r.schedule),
             !r.bit_identical   ? "not checked"
             : *r.bit_identical ? "yes"

@@ -60,7 +60,7 @@ void print_bench_table(const DeviceRun& d) {
             {r.name, r.shape, us_text(r.kiln_us), rate_text(r),
              fmt::format("{:.0f}% {}", 100 * rate_fraction(r, d), r.compute_bound ? "f32" : "copy"),
              best ? fmt::format("{} {}", best->name, us_text(best->us)) : "-",
-             best ? fmt::format("{:.2f}x", kiln_over_best_peer(r)) : "-",
+             best ? fmt::format("{:.3g}x", kiln_over_best_peer(r)) : "-",
              fmt::format("{:.0f} ms", r.setup_ms), us_text(r.host_us), identical_text(r)});
     }
     table.print();
