@@ -9,8 +9,6 @@
 // compared bitwise.
 //
 //   bench_cpu_kernels [--repeats R] [--only NAME] [--source NAME] [--json FILE] [--halide LIB]
-#include <dlfcn.h>
-
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -23,6 +21,7 @@
 #include "kiln/compile.hpp"
 #include "ops/rms_norm.hpp"
 #include "ops/user_kernels.hpp"
+#include "peers/halide.hpp"
 #include "peers/openblas.hpp"
 #include "peers/openmp_loops.hpp"
 #include "runtime/cpu/cpu_device.hpp"
@@ -93,26 +92,6 @@ std::string figure(const Series& s) {
     std::sort(v.begin(), v.end());
     const double med = median(v), q1 = v[v.size() / 4], q3 = v[(3 * v.size()) / 4];
     return fmt::format("{:.3f} ms (spread {:.0f}%)", med, med > 0 ? 100 * (q3 - q1) / med : 0);
-}
-
-// The Halide peer's entries (bench/peers_halide.py), from the library --halide names.
-struct HalidePeers {
-    int (*rms_norm)(const float* x, const float* w, float eps, float* out, int rows,
-                    int n) = nullptr;
-    int (*softmax)(const float* x, float* out, int rows, int n) = nullptr;
-};
-
-HalidePeers halide_peers(const std::string& lib) {
-    HalidePeers h;
-    if (lib.empty()) return h;
-    void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) fail("--halide {}: {}", lib, dlerror());
-    h.rms_norm = reinterpret_cast<decltype(h.rms_norm)>(dlsym(handle, "kiln_halide_rms_norm"));
-    h.softmax = reinterpret_cast<decltype(h.softmax)>(dlsym(handle, "kiln_halide_softmax"));
-    if (!h.rms_norm || !h.softmax)
-        fail("--halide {}: no kiln_halide_rms_norm / kiln_halide_softmax (bench/peers_halide.py)",
-             lib);
-    return h;
 }
 
 std::vector<Workload> workloads() {

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
         kiln::cli::add_info_command(app),    kiln::cli::add_demo_command(app),
         kiln::cli::add_tune_command(app),    kiln::cli::add_cache_command(app),
         kiln::cli::add_profile_command(app), kiln::cli::add_conformance_command(app),
+        kiln::cli::add_bench_command(app),
     };
     try {
         app.parse(argc, argv);

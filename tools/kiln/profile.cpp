@@ -10,13 +10,11 @@
 
 #include <fmt/format.h>
 
+#include "case_timing.hpp"
 #include "cli_common.hpp"
 #include "graph/cases.hpp"
-#include "graph/oracle.hpp"
 #include "json.hpp"
-#include "plan/graph_view.hpp"
 #include "plan/profile.hpp"
-#include "plan/realize.hpp"
 #include "table.hpp"
 
 namespace kiln::cli {
@@ -30,12 +28,6 @@ struct ProfileOptions {
 };
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<graph::NodeRef> nodes_of(const std::vector<Tensor>& ts) {
-    std::vector<graph::NodeRef> out;
-    for (const auto& t : ts) out.push_back(t.node());
-    return out;
-}
 
 graph::Shape parse_shape(const std::string& text) {
     graph::Shape s;
@@ -86,9 +78,6 @@ void write_trace(const std::string& path, const plan::ResolveReport& miss,
         << "\"otherData\": {\"host thread\": 1, \"device\": 2}}\n";
 }
 
-// The most multiply-adds of contractions the host oracle runs to check a case (a few seconds).
-constexpr double kOracleTerms = double(int64_t{1} << 30);
-
 int run_profile(const ProfileOptions& opt) {
     Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
     graph::CaseOptions co{opt.n, opt.rows,
@@ -98,37 +87,15 @@ int run_profile(const ProfileOptions& opt) {
         std::fprintf(stderr, "profiling %s %s on %s ...\n", c.name.c_str(), c.shape.c_str(),
                      d.info().id.c_str());
 
-    // The miss: plan, race, compile, run. The oracle reads the inputs first, unless its
-    // contractions are too long to run on the host in a few seconds.
-    std::vector<Tensor> first = c.build(c.inputs);
-    const bool check = c.terms <= kOracleTerms;
-    const auto want = check ? graph::evaluate(nodes_of(first)) : std::vector<graph::HostTensor>{};
-    resolve(first);
-    const plan::ResolveReport miss = plan::last_report();
-    const auto exec = plan::last_executable();
-    bool identical = true;
-    for (size_t i = 0; i < want.size(); ++i)
-        identical = identical && first[i].to_host_bytes() == want[i].bytes();
+    const CaseTiming t = time_case(d, c, opt.hits);
+    const plan::ResolveReport& miss = t.miss;
+    const auto& exec = t.exec;
+    const bool identical = t.identical;
+    const double hit = t.hit_us;
+    const std::vector<double>& us = t.launch_us;
+    const double total = t.device_us();
     const std::string unchecked =
         fmt::format("not checked (the host oracle would run {:.3g} multiply-adds)", c.terms);
-
-    // Hits: the same graph built again, resolved from the replay cache.
-    std::vector<double> hit_us;
-    for (int i = 0; i < opt.hits; ++i) {
-        std::vector<Tensor> again = c.build(c.inputs);
-        d.synchronize();
-        resolve(again);
-        hit_us.push_back(plan::last_report().total_us);
-        d.synchronize();
-    }
-    std::sort(hit_us.begin(), hit_us.end());
-    const double hit = hit_us.empty() ? 0 : hit_us[hit_us.size() / 2];
-
-    // Device time of each launch.
-    std::vector<Tensor> timed = c.build(c.inputs);
-    const auto us = plan::time_launches(*exec, plan::view_graph(nodes_of(timed)));
-    double total = 0;
-    for (double u : us) total += u;
     if (!opt.trace.empty()) write_trace(opt.trace, miss, *exec, us);
 
     if (opt.json) {
@@ -153,7 +120,9 @@ int run_profile(const ProfileOptions& opt) {
             "\"bit_identical\": {}}}\n",
             json_quote(c.name), json_quote(c.shape), json_quote(d.info().id),
             fmt::join(launches, ", "), total, c.bytes, miss.total_us, hit,
-            !check ? "null" : identical ? "true" : "false");
+            !t.checked  ? "null"
+            : identical ? "true"
+                        : "false");
         return identical ? 0 : 1;
     }
     fmt::print("case {} {}  device {}\n", c.name, c.shape, d.info().id);
@@ -178,7 +147,9 @@ int run_profile(const ProfileOptions& opt) {
     fmt::print(
         "device {:.2f} us in {} launches; host per resolve: miss {:.0f} us, replay hit {:.2f} us\n",
         total, exec->launches.size(), miss.total_us, hit);
-    fmt::print("bit-identical to the oracle: {}\n", !check ? unchecked : identical ? "yes" : "NO");
+    fmt::print("bit-identical to the oracle: {}\n", !t.checked  ? unchecked
+                                                    : identical ? "yes"
+                                                                : "NO");
     return identical ? 0 : 1;
 }
 
