@@ -70,13 +70,15 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
     std::map<int, size_t> group_of;
     // What each fold reads, through inlined nodes (folds and non-inlined nodes are boundaries).
     // (A contraction reads both of its operands.)
-    auto sources = [&](int f) {
-        std::set<int> all;
-        for (int in : g.inputs[static_cast<size_t>(f)]) {
-            all.merge(reach(g, in, [&](int i) { return !inlineable(g.node(i)); }));
-            if (!is_contraction(g, f)) break;
-        }
-        return all;
+    std::map<int, std::set<int>> sources_of;
+    auto sources = [&](int f) -> const std::set<int>& {
+        auto [it, fresh] = sources_of.try_emplace(f);
+        if (fresh)
+            for (int in : g.inputs[static_cast<size_t>(f)]) {
+                it->second.merge(reach(g, in, [&](int i) { return !inlineable(g.node(i)); }));
+                if (!is_contraction(g, f)) break;
+            }
+        return it->second;
     };
     // The groups a group's folds read results of (directly, through inlined nodes).
     auto group_deps = [&](size_t gi) {
@@ -87,10 +89,19 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
         deps.erase(gi);
         return deps;
     };
-    std::function<bool(size_t, size_t)> depends = [&](size_t a, size_t b) {
-        if (a == b) return true;
-        for (size_t d : group_deps(a))
-            if (depends(d, b)) return true;
+    // Whether group a reads group b's results, directly or through other groups: a search that
+    // visits each group once (graphs with residual paths have exponentially many paths).
+    auto depends = [&](size_t a, size_t b) {
+        std::vector<char> seen(groups.size(), 0);
+        std::vector<size_t> work{a};
+        while (!work.empty()) {
+            const size_t x = work.back();
+            work.pop_back();
+            if (x == b) return true;
+            if (seen[x]) continue;
+            seen[x] = 1;
+            for (size_t d : group_deps(x)) work.push_back(d);
+        }
         return false;
     };
     for (size_t i = 0; i < g.size(); ++i) {
