@@ -1,0 +1,102 @@
+// Timing Model::embed (bench.hpp).
+#include "bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/error.hpp"
+#include "plan/profile.hpp"
+
+namespace minilm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double us_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// `batch` sequences of `seq` ids: [CLS], spread ids of ordinary word pieces, [SEP].
+std::vector<std::vector<int32_t>> synthetic_batch(int64_t vocab, int batch, int seq) {
+    constexpr int32_t kCls = 101, kSep = 102, kFirstWord = 1996;
+    std::vector<std::vector<int32_t>> out(static_cast<size_t>(batch));
+    for (int i = 0; i < batch; ++i) {
+        auto& ids = out[static_cast<size_t>(i)];
+        ids.push_back(kCls);
+        for (int j = 1; j + 1 < seq; ++j)
+            ids.push_back(kFirstWord +
+                          static_cast<int32_t>((int64_t(i) * 7919 + int64_t(j) * 104729) %
+                                               (vocab - kFirstWord)));
+        ids.push_back(kSep);
+    }
+    return out;
+}
+
+}  // namespace
+
+BenchResult bench_embed(const Model& model, int batch, int seq, int reps) {
+    if (batch < 1 || seq < 2 || seq > model.config().max_positions || reps < 1)
+        kiln::fail(
+            "minilm bench: batch {}, sequence {}, reps {}; expected batch >= 1, sequence 2 "
+            "to {}, reps >= 1",
+            batch, seq, model.config().max_positions, reps);
+    const auto ids = synthetic_batch(model.config().vocab, batch, seq);
+    BenchResult r{.batch = batch, .seq = seq, .reps = reps};
+    std::vector<double> forward, build, plan, resolve;
+    for (int rep = 0; rep <= reps; ++rep) {
+        model.device().synchronize();
+        const auto t0 = Clock::now();
+        kiln::Tensor e = model.embed(ids);
+        const auto t1 = Clock::now();
+        e.resolve();
+        const kiln::plan::ResolveReport report = kiln::plan::last_report();
+        const std::vector<float> host = e.to_host<float>();
+        const auto t2 = Clock::now();
+        if (rep == 0) {
+            r.first_forward_ms = us_between(t0, t2) / 1e3;
+            continue;
+        }
+        if (!report.hit) kiln::fail("minilm bench: forward {} missed the replay cache", rep);
+        r.launches = report.launches;
+        forward.push_back(us_between(t0, t2) / 1e3);
+        build.push_back(us_between(t0, t1));
+        plan.push_back(report.plan_us);
+        resolve.push_back(report.total_us);
+    }
+    r.forward_ms = median(forward);
+    r.sentences_per_s = batch / (r.forward_ms / 1e3);
+    r.build_us = median(build);
+    r.plan_us = median(plan);
+    r.resolve_us = median(resolve);
+    return r;
+}
+
+std::string bench_json(const Model& model, const std::string& dir,
+                       const std::vector<BenchResult>& results) {
+    nlohmann::json out;
+    out["device"] = model.device().info().id;
+    out["model"] = dir;
+    out["results"] = nlohmann::json::array();
+    for (const auto& r : results)
+        out["results"].push_back({
+            {"batch", r.batch},
+            {"seq", r.seq},
+            {"reps", r.reps},
+            {"sentences_per_s", r.sentences_per_s},
+            {"forward_ms_median", r.forward_ms},
+            {"first_forward_ms", r.first_forward_ms},
+            {"launches_per_forward", r.launches},
+            {"host_us_per_forward_hit",
+             {{"build_graph", r.build_us}, {"resolve_plan", r.plan_us}, {"resolve", r.resolve_us}}},
+        });
+    return out.dump(2);
+}
+
+}  // namespace minilm

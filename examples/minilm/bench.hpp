@@ -1,0 +1,29 @@
+// Throughput and overheads of Model::embed on one device: sentences per second at a batch size
+// and sequence length (synthetic ids, no padding), kernels launched per forward, and host
+// microseconds per forward on a replay hit (graph building, and resolve's report: its plan
+// lookup and whole time, which includes the kernels' run where launches are synchronous, as on
+// the CPU backend).
+#pragma once
+
+#include <string>
+
+#include "model.hpp"
+
+namespace minilm {
+
+struct BenchResult {
+    int batch = 0, seq = 0, reps = 0;
+    double first_forward_ms = 0;                       // the miss: plan, race, compile, run
+    double forward_ms = 0;                             // median over reps, embeddings on the host
+    double sentences_per_s = 0;                        // batch / forward_ms
+    int launches = 0;                                  // kernels per forward
+    double build_us = 0, plan_us = 0, resolve_us = 0;  // host, medians over replay hits
+};
+
+BenchResult bench_embed(const Model& model, int batch, int seq, int reps);
+
+// The results as one JSON object (device, model directory, results).
+std::string bench_json(const Model& model, const std::string& dir,
+                       const std::vector<BenchResult>& results);
+
+}  // namespace minilm
