@@ -1,7 +1,8 @@
 // minilm: embeds sentences with all-MiniLM-L6-v2 written in kiln's graph API and prints their
 // cosine similarity matrix; --bench measures sentences per second at batch 1 and 32 (sequence
 // 128), kernels per forward and host microseconds per forward on a replay hit (docs/minilm.md).
-//   minilm [--device NAME] [--model DIR] [--bench [--reps N] [--json FILE]] "sentence" ...
+//   minilm [--device NAME] [--model DIR] [--bench [--reps N] [--batches 1,32] [--json FILE]]
+//          "sentence" ...
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -22,6 +23,7 @@ struct Options {
     std::string device, model, json;
     bool bench = false;
     int reps = 10;
+    std::vector<int> batches = {1, 32};
     std::vector<std::string> sentences;
 };
 
@@ -61,7 +63,7 @@ int run_bench(const minilm::Model& model, const std::string& dir, const Options&
     fmt::print("{:>6} {:>5} {:>12} {:>12} {:>14} {:>9} {:>10} {:>10} {:>11}\n", "batch", "seq",
                "sentences/s", "forward ms", "first fwd ms", "launches", "build us", "plan us",
                "resolve us");
-    for (int batch : {1, 32}) {
+    for (int batch : opt.batches) {
         const auto r = minilm::bench_embed(model, batch, 128, opt.reps);
         fmt::print(
             "{:>6} {:>5} {:>12.2f} {:>12.2f} {:>14.0f} {:>9} {:>10.0f} {:>10.1f} {:>11.0f}\n",
@@ -98,6 +100,10 @@ int main(int argc, char** argv) {
                  "forward");
     app.add_option("--reps", opt.reps, "forwards timed per batch size (median)")
         ->check(CLI::Range(1, 100000));
+    app.add_option("--batches", opt.batches, "with --bench: the batch sizes (default 1,32)")
+        ->delimiter(',')
+        ->expected(1)
+        ->check(CLI::Range(1, 4096));
     app.add_option("--json", opt.json, "with --bench: write the results as JSON to this file");
     try {
         app.parse(argc, argv);
