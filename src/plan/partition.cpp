@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -87,10 +88,18 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
         deps.erase(gi);
         return deps;
     };
-    std::function<bool(size_t, size_t)> depends = [&](size_t a, size_t b) {
-        if (a == b) return true;
-        for (size_t d : group_deps(a))
-            if (depends(d, b)) return true;
+    // Whether group a reads group b's results, directly or through other groups (each group
+    // visited once: the paths between groups grow exponentially with a graph's depth).
+    auto depends = [&](size_t a, size_t b) {
+        std::vector<size_t> stack{a};
+        std::set<size_t> seen{a};
+        while (!stack.empty()) {
+            const size_t x = stack.back();
+            stack.pop_back();
+            if (x == b) return true;
+            for (size_t d : group_deps(x))
+                if (seen.insert(d).second) stack.push_back(d);
+        }
         return false;
     };
     for (size_t i = 0; i < g.size(); ++i) {
