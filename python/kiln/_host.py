@@ -52,6 +52,6 @@ def tensor(data, dtype=None, device=None):
     if array.dtype.kind not in "biuf":
         raise TypeError(f"tensor: host data of numpy dtype {array.dtype} has no kiln dtype; "
                         "expected numbers or bools")
-    array = _np.ascontiguousarray(array, dtype=_NUMPY_TYPE[kiln_type])
+    array = _np.require(array, _NUMPY_TYPE[kiln_type], "C")  # keeps 0-d arrays 0-d
     return _kiln._tensor_from_numpy(array, kiln_type, device)
 

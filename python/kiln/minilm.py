@@ -78,7 +78,7 @@ class MiniLM:
         lowest = float(np.finfo(np.float32).min)
         key_mask = ((1.0 - mask) * lowest).reshape(batch, 1, 1, length)
         for layer in range(self.config["num_hidden_layers"]):
-            hidden = self._layer(f"encoder.layer.{layer}.", hidden, key_mask)
+            hidden = self._layer(f"encoder.layer.{layer}.", hidden, key_mask).resolve()
         token_mask = mask.reshape(batch, length, 1)
         pooled = (hidden * token_mask).sum(1) / token_mask.sum(1)
         norm = _kiln.sqrt(_kiln.square(pooled).sum(1, keepdim=True))
