@@ -2,7 +2,8 @@
 // include ragged sizes and 1; its comparison is bitwise with NaNs matched by place; and its
 // member sweep catches a broken planner: with KILN_CONFORMANCE_BREAK=map_tiling (tiled map
 // launches write only their first element) the sweep reports miscompiles naming the member, the
-// schedule point and the element; without it, none.
+// schedule point and the element, and so it does for a fold's order and a matmul tile's edge;
+// without a switch, none.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -134,6 +135,48 @@ TEST(ConformanceSweep, FindsTheBrokenMapTilingAndNothingWithoutIt) {
         if (r.schedule == "default" || r.schedule.find("_t1_") != std::string::npos) {
             EXPECT_FALSE(r.miscompile) << describe(r);
         }
+    }
+}
+
+// The other switches, on the CPU alone (the map test above covers every backend): each makes the
+// sweep report miscompiles where it breaks. The clean run goes first: a plan resolved while a
+// switch is on stays in the process's replay cache.
+std::vector<Result> run_broken(const char* what, const std::string& area, const std::string& filter,
+                               bool sweep) {
+    Options o;
+    o.devices = {&cpu_device()};
+    o.areas = {area};
+    o.filter = filter;
+    o.runs = 1;  // run 0: the largest ragged shapes
+    o.sweep = sweep;
+    const BreakSwitch broken(what);
+    return run_suite(o);
+}
+
+TEST(ConformanceSweep, FindsTheFoldOrderBrokenInRowsKeptInRegisters) {
+    const auto clean = summarize(run_broken("", "reductions", "rows_f32", true));
+    EXPECT_EQ(clean.miscompiles, 0);
+    EXPECT_EQ(clean.failed, 0);
+    const auto bad = run_broken("fold_order", "reductions", "rows_f32", true);
+    int64_t miscompiles = 0;
+    for (const auto& r : bad) {
+        if (!r.miscompile) continue;
+        ++miscompiles;
+        // Only the points that keep the row (a "_c" schedule) fold lanes of several elements.
+        EXPECT_NE(r.schedule.find("_c"), std::string::npos) << describe(r);
+    }
+    EXPECT_GT(miscompiles, 0);
+}
+
+TEST(ConformanceSweep, FindsTheMatmulTileEdgeBroken) {
+    // Run 0's linear has 35 output columns: every tile shape leaves a partial tile at the edge.
+    // The resolved plans alone (the sweep of every matmul point takes a minute of compiles); the
+    // same case passes unbroken in the conformance_cpu test.
+    const auto bad = run_broken("matmul_tile_edge", "matmul", "graph_linear", false);
+    ASSERT_FALSE(bad.empty());
+    for (const auto& r : bad) {
+        EXPECT_TRUE(r.miscompile) << describe(r);
+        EXPECT_EQ((r.index + 1) % 35, 0) << describe(r);  // the last column's element
     }
 }
 

@@ -1,6 +1,8 @@
 // matmul in the DSL: one kernel source, monomorphized per dtypes, operand layouts and schedule.
 #include "ops/matmul.hpp"
 
+#include "conformance/break_switch.hpp"
+
 #include "ops/ceil_div.hpp"
 #include "ops/contraction.hpp"
 #include "ops/kernel_memo.hpp"
@@ -236,11 +238,13 @@ void staged_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
     });
 }
 
-// The memo key of a kernel: every comptime value it is built from.
+// The memo key of a kernel: every comptime value it is built from (the test-only break switch
+// too, so a kernel built broken is never reused once the switch is off).
 std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
-    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}", name(t.input), name(t.output),
-                       layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn, s.staged, s.prefetch,
-                       s.spread);
+    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}{}", name(t.input),
+                       name(t.output), layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn,
+                       s.staged, s.prefetch, s.spread,
+                       conformance::break_switch("matmul_tile_edge") ? "/broken_edge" : "");
 }
 
 std::function<ir::Kernel()> builder(const MatmulTypes& t, const MatmulSchedule& s) {
@@ -388,7 +392,10 @@ void matmul_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
             Var row = k.let(at.i0 + at.ty * s.tm + r, "row");
             Var col = k.let(at.column(s, c), "col");
             const Expr v = acc.at(r, c);
-            k.if_(row < p.m && col < p.n, [&] { store(at.batch, row, col, v); });
+            Expr inside = row < p.m && col < p.n;
+            if (conformance::break_switch("matmul_tile_edge"))  // tests of the sweep only
+                inside = inside && !(at.j0 + s.bn > p.n && col == p.n - 1);
+            k.if_(inside, [&] { store(at.batch, row, col, v); });
         }
 }
 

@@ -501,7 +501,9 @@ class Writer {
                     const int in = g_.inputs[size_t(step)][0];
                     const auto op = fold_of(f->kind).spec.op;
                     Var acc = k_.let(Expr(ir::fold_identity(op, node.dtype)), "lane");
-                    for (int64_t k = 0; k < K; ++k) {
+                    const bool reversed = conformance::break_switch("fold_order");  // tests only
+                    for (int64_t step_k = 0; step_k < K; ++step_k) {
+                        const int64_t k = reversed ? K - 1 - step_k : step_k;
                         Expr v = value_at(in, element[size_t(k)]);
                         Var kept = k_.let(v, fmt::format("n{}c", in));
                         remember(in, element[size_t(k)], kept);
