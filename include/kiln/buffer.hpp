@@ -33,6 +33,9 @@ struct dtype_of<BFloat16> {
 class Buffer {
   public:
     Buffer(Device& device, DType dtype, size_t count);
+    // `count` elements of `dtype` in existing memory of `device` (Device::wrap); the memory must
+    // hold at least that many bytes.
+    Buffer(Device& device, DType dtype, size_t count, std::shared_ptr<DeviceMemory> memory);
 
     Device& device() const { return *device_; }
     DType dtype() const { return dtype_; }

@@ -29,6 +29,7 @@ struct DeviceInfo {
     uint64_t memory_bytes = 0;
     int compute_units = 0;  // SMs, CUs or cores
     int warp_size = 1;      // threads that can exchange values without a barrier (shuffles)
+    int ordinal = 0;        // the driver's index of the device (the CUDA ordinal); 0 on the CPU
     std::string id;         // the cache id: backend, model, arch, driver/compiler; [A-Za-z0-9._-]
 };
 
@@ -77,6 +78,21 @@ class Device {
     // Fills the whole memory with repeats of `pattern` (1, 2, 4 or 8 bytes).
     virtual void fill(DeviceMemory& dst, const void* pattern, size_t pattern_bytes) = 0;
     virtual void copy(DeviceMemory& dst, const DeviceMemory& src, size_t bytes) = 0;
+
+    // Memory another library owns, seen as this device's memory without a copy (DLPack import):
+    // `address` is host memory on the CPU, a CUdeviceptr on CUDA, `bytes` long. `owner` is held
+    // until the memory's last reference goes and the device's work queued on it is done, so the
+    // producer stays alive while kiln reads it. kiln::Error where the backend cannot (OpenCL:
+    // its memory is not addressable) or the address does not suit it (CUDA: memory of another
+    // device, or not aligned as kiln's kernels need).
+    virtual std::shared_ptr<DeviceMemory> wrap(uintptr_t address, size_t bytes,
+                                               std::shared_ptr<void> owner);
+    // The address of this device's memory as another library takes it (DLPack export): a host
+    // pointer on the CPU, a CUdeviceptr on CUDA. kiln::Error where memory has none (OpenCL).
+    virtual uintptr_t address(const DeviceMemory& memory);
+    // The native queue the device's work runs on (a CUstream on CUDA), for exchanging data with
+    // other libraries in stream order; 0 where there is none (CPU, OpenCL).
+    virtual uintptr_t native_stream() { return 0; }
 
     // Compilation. `toolchain_id` names everything besides the source that changes the binary:
     // compiler identity and version, flags, target arch. `compile` turns generated source into

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "kiln/semantics.hpp"
 
@@ -13,6 +14,14 @@ Buffer::Buffer(Device& device, DType dtype, size_t count)
     if (count > (size_t{1} << 40) / size_of(dtype))
         fail("buffer of {} {} elements is larger than kiln supports", count, name(dtype));
     memory_ = device.allocate(bytes());
+}
+
+Buffer::Buffer(Device& device, DType dtype, size_t count, std::shared_ptr<DeviceMemory> memory)
+    : device_(&device), dtype_(dtype), count_(count), memory_(std::move(memory)) {
+    if (!memory_) fail("buffer of {} {} elements: no memory given", count, name(dtype));
+    if (count > memory_->bytes() / size_of(dtype))
+        fail("buffer of {} {} elements over memory of {} bytes; expected memory at least as large",
+             count, name(dtype), memory_->bytes());
 }
 
 void Buffer::upload_raw(const void* data, DType dtype, size_t count) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "kiln/error.hpp"
 #include "runtime/cpu/cpu_module.hpp"
@@ -47,8 +48,16 @@ CpuMemory::CpuMemory(size_t bytes) : bytes_(bytes) {
     if (!data_) fail("CPU backend: out of host memory allocating {} bytes", bytes);
 }
 
+CpuMemory::CpuMemory(void* data, size_t bytes, std::shared_ptr<void> owner)
+    : data_(data), bytes_(bytes), owner_(std::move(owner)) {
+    if (data == nullptr && bytes != 0)
+        fail("CPU backend: memory of {} bytes at a null address; expected a valid host pointer",
+             bytes);
+    if (!owner_) fail("CPU backend: memory at {} wrapped without an owner to keep it alive", data);
+}
+
 CpuMemory::~CpuMemory() {
-    std::free(data_);
+    if (!owner_) std::free(data_);
 }
 
 CpuDevice::CpuDevice(const CpuDeviceOptions& options)
@@ -72,6 +81,16 @@ CpuDevice::CpuDevice(const CpuDeviceOptions& options)
 
 std::shared_ptr<DeviceMemory> CpuDevice::allocate(size_t bytes) {
     return std::make_shared<CpuMemory>(bytes);
+}
+
+std::shared_ptr<DeviceMemory> CpuDevice::wrap(uintptr_t address, size_t bytes,
+                                              std::shared_ptr<void> owner) {
+    // Launches run to completion before they return, so nothing queued outlives the owner.
+    return std::make_shared<CpuMemory>(reinterpret_cast<void*>(address), bytes, std::move(owner));
+}
+
+uintptr_t CpuDevice::address(const DeviceMemory& memory) {
+    return reinterpret_cast<uintptr_t>(cpu_memory(memory, "exported memory").data());
 }
 
 void CpuDevice::write(DeviceMemory& dst, size_t offset, const void* src, size_t bytes) {

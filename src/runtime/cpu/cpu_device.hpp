@@ -12,10 +12,12 @@
 
 namespace kiln::runtime::cpu {
 
-// 64-byte aligned host memory.
+// 64-byte aligned host memory kiln allocates, or host memory another library owns (held
+// through `owner`, never freed here).
 class CpuMemory final : public DeviceMemory {
   public:
     explicit CpuMemory(size_t bytes);
+    CpuMemory(void* data, size_t bytes, std::shared_ptr<void> owner);
     ~CpuMemory() override;
     CpuMemory(const CpuMemory&) = delete;
     CpuMemory& operator=(const CpuMemory&) = delete;
@@ -25,6 +27,7 @@ class CpuMemory final : public DeviceMemory {
   private:
     void* data_ = nullptr;
     size_t bytes_ = 0;
+    std::shared_ptr<void> owner_;  // set for memory another library owns
 };
 
 struct CpuDeviceOptions {
@@ -50,6 +53,9 @@ class CpuDevice final : public Device {
     void read(const DeviceMemory& src, size_t offset, void* dst, size_t bytes) override;
     void fill(DeviceMemory& dst, const void* pattern, size_t pattern_bytes) override;
     void copy(DeviceMemory& dst, const DeviceMemory& src, size_t bytes) override;
+    std::shared_ptr<DeviceMemory> wrap(uintptr_t address, size_t bytes,
+                                       std::shared_ptr<void> owner) override;
+    uintptr_t address(const DeviceMemory& memory) override;
 
     std::string toolchain_id() const override;
     std::string_view source_suffix() const override { return ".cpp"; }

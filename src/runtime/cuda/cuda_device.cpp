@@ -228,7 +228,25 @@ class CudaMemory final : public DeviceMemory {
         // A zero-byte allocation still gets one real byte, so it has a valid address.
         pointer_ = context_->allocate(bytes == 0 ? 1 : bytes);
     }
-    ~CudaMemory() override { context_->release(pointer_); }
+    // Memory another library owns (CudaDevice::wrap): never freed here; `owner` is let go once
+    // the work queued on the stream so far, which may read the memory, is done.
+    CudaMemory(std::shared_ptr<Context> context, CUdeviceptr pointer, size_t bytes,
+               std::shared_ptr<void> owner)
+        : context_(std::move(context)),
+          bytes_(bytes),
+          pointer_(pointer),
+          owner_(std::move(owner)) {}
+    ~CudaMemory() override {
+        if (!owner_) {
+            context_->release(pointer_);
+            return;
+        }
+        // A recording's memory must outlive it (Device::record); outside one, wait for the
+        // stream before the owner may free the memory. Never throws.
+        if (!context_->recording_here() &&
+            driver().cuCtxSetCurrent(context_->context) == CUDA_SUCCESS)
+            driver().cuStreamSynchronize(context_->stream);
+    }
     CudaMemory(const CudaMemory&) = delete;
     CudaMemory& operator=(const CudaMemory&) = delete;
 
@@ -240,6 +258,7 @@ class CudaMemory final : public DeviceMemory {
     std::shared_ptr<Context> context_;
     size_t bytes_ = 0;
     CUdeviceptr pointer_ = 0;
+    std::shared_ptr<void> owner_;  // set for memory another library owns
 };
 
 class CudaModule final : public Module {
@@ -394,6 +413,7 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
     info_.compute_units =
         attribute(device_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessor count");
     info_.warp_size = attribute(device_, CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size");
+    info_.ordinal = ordinal_;
     info_.id = fmt::format("cuda-{}-{}-drv{}-nvrtc{}", sanitize(info_.name), info_.arch,
                            version_text(driver_version), nvrtc);
 }
@@ -430,6 +450,43 @@ const CudaMemory& as_cuda(const DeviceMemory& memory, const Context& context,
 
 std::shared_ptr<DeviceMemory> CudaDevice::allocate(size_t bytes) {
     return std::make_shared<CudaMemory>(current(), bytes);
+}
+
+std::shared_ptr<DeviceMemory> CudaDevice::wrap(uintptr_t address, size_t bytes,
+                                               std::shared_ptr<void> owner) {
+    const std::shared_ptr<Context> c = current();
+    if (!owner)
+        fail("{}: memory at {:#x} wrapped without an owner to keep it alive", c->name, address);
+    const auto alignment = static_cast<uintptr_t>(codegen::cuda_dialect().buffer_alignment);
+    if (address % alignment != 0)
+        fail(
+            "{}: memory at {:#x} is not aligned to {} bytes; kiln's CUDA kernels need it (copy "
+            "it into a fresh tensor first)",
+            c->name, address, alignment);
+    if (bytes != 0) {
+        int ordinal = -1;
+        const CUresult r = driver().cuPointerGetAttribute(
+            &ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, static_cast<CUdeviceptr>(address));
+        if (r != CUDA_SUCCESS)
+            fail(
+                "{}: {:#x} is not CUDA device memory the driver knows ({}); expected memory "
+                "allocated on this device",
+                c->name, address, describe(r));
+        if (ordinal != ordinal_)
+            fail("{}: the memory at {:#x} is on cuda:{}; expected memory of cuda:{}", c->name,
+                 address, ordinal, ordinal_);
+    }
+    return std::make_shared<CudaMemory>(c, static_cast<CUdeviceptr>(address), bytes,
+                                        std::move(owner));
+}
+
+uintptr_t CudaDevice::address(const DeviceMemory& memory) {
+    const std::shared_ptr<Context> c = current();
+    return static_cast<uintptr_t>(as_cuda(memory, *c, "export").pointer());
+}
+
+uintptr_t CudaDevice::native_stream() {
+    return reinterpret_cast<uintptr_t>(current()->stream);
 }
 
 void CudaDevice::write(DeviceMemory& dst, size_t offset, const void* src, size_t bytes) {

@@ -29,6 +29,10 @@ class CudaDevice final : public Device {
     void read(const DeviceMemory& src, size_t offset, void* dst, size_t bytes) override;
     void fill(DeviceMemory& dst, const void* pattern, size_t pattern_bytes) override;
     void copy(DeviceMemory& dst, const DeviceMemory& src, size_t bytes) override;
+    std::shared_ptr<DeviceMemory> wrap(uintptr_t address, size_t bytes,
+                                       std::shared_ptr<void> owner) override;
+    uintptr_t address(const DeviceMemory& memory) override;
+    uintptr_t native_stream() override;
 
     std::string toolchain_id() const override;
     std::string_view source_suffix() const override { return ".cu"; }

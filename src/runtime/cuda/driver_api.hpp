@@ -36,6 +36,7 @@ namespace kiln::cuda {
     X(cuGraphDestroy)                 \
     X(cuMemAlloc)                     \
     X(cuMemFree)                      \
+    X(cuPointerGetAttribute)          \
     X(cuMemPoolCreate)                \
     X(cuMemPoolDestroy)               \
     X(cuMemPoolSetAttribute)          \

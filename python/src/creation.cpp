@@ -1,0 +1,80 @@
+// Tensors made on a device: zeros, ones, full, arange, rand, randn. (kiln.tensor, which copies
+// host data, is in host_arrays.cpp.)
+#include <cmath>
+
+#include "bindings.hpp"
+
+namespace kiln::python {
+namespace {
+
+DType dtype_or(nb::handle h, DType fallback, const char* what) {
+    return h.is_none() ? fallback : to_dtype(h, what);
+}
+
+using RandomFn = Tensor (*)(const Shape&, uint64_t, DType, Device&);
+
+// rand and randn: (shape, seed=0, dtype=None, device=None).
+template <RandomFn make>
+void def_random(nb::module_& m, const char* name, const char* doc) {
+    m.def(
+        name,
+        [name](nb::handle shape, uint64_t seed, nb::handle dt, nb::handle dev) {
+            return make(to_ints(shape, name), seed, dtype_or(dt, DType::f32, name), to_device(dev));
+        },
+        nb::arg("shape"), nb::arg("seed") = 0, nb::arg("dtype") = nb::none(),
+        nb::arg("device") = nb::none(), doc);
+}
+
+}  // namespace
+
+void bind_creation(nb::module_& m) {
+    using nb::arg;
+    const auto dtype = arg("dtype") = nb::none();
+    const auto device = arg("device") = nb::none();
+    m.def(
+        "zeros",
+        [](nb::handle shape, nb::handle dt, nb::handle dev) {
+            return Tensor::zeros(to_ints(shape, "zeros: shape"), dtype_or(dt, DType::f32, "zeros"),
+                                 to_device(dev));
+        },
+        arg("shape"), dtype, device, "A tensor of zeros (f32 unless dtype is given).");
+    m.def(
+        "ones",
+        [](nb::handle shape, nb::handle dt, nb::handle dev) {
+            return Tensor::ones(to_ints(shape, "ones: shape"), dtype_or(dt, DType::f32, "ones"),
+                                to_device(dev));
+        },
+        arg("shape"), dtype, device, "A tensor of ones (f32 unless dtype is given).");
+    m.def(
+        "full",
+        [](nb::handle shape, double value, nb::handle dt, nb::handle dev) {
+            return Tensor::full(to_ints(shape, "full: shape"), value,
+                                dtype_or(dt, DType::f32, "full"), to_device(dev));
+        },
+        arg("shape"), arg("value"), dtype, device,
+        "A tensor of one value, converted to dtype by kiln's casts (f32 unless dtype is given).");
+    m.def(
+        "arange",
+        [](double start, nb::handle stop, double step, nb::handle dt, nb::handle dev) {
+            Device& d = to_device(dev);
+            if (stop.is_none()) {
+                // arange(n): 0 .. n-1, i32 unless a dtype is given.
+                if (std::floor(start) == start && dt.is_none())
+                    return Tensor::arange(static_cast<int64_t>(start), DType::i32, d);
+                return Tensor::arange(0, start, 1, dtype_or(dt, DType::f32, "arange"), d);
+            }
+            return Tensor::arange(start, nb::cast<double>(stop), step,
+                                  dtype_or(dt, DType::f32, "arange"), d);
+        },
+        arg("start"), arg("stop") = nb::none(), arg("step") = 1.0, dtype, device,
+        "start, start + step, ... below stop (torch.arange). arange(n) gives i32 0 .. n-1; "
+        "with a stop, f32 unless dtype is given.");
+    def_random<&Tensor::rand>(m, "rand",
+                              "Uniform in [0, 1) from a counter-based hash of (seed, index): the "
+                              "same values on every device.");
+    def_random<&Tensor::randn>(m, "randn",
+                               "Standard normal from a counter-based hash of (seed, index): the "
+                               "same values on every device.");
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,45 @@
+// Contractions (matmul, linear), concat, and indexing ops (index_select, gather, embedding,
+// scatter_add).
+#include <nanobind/stl/vector.h>
+
+#include "bindings.hpp"
+
+namespace kiln::python {
+
+void bind_indexing(nb::module_& m, TensorClass& cls) {
+    using nb::arg;
+    m.def("matmul", &matmul, arg("a"), arg("b"),
+          "torch.matmul's shapes: [..., m, k] @ [..., k, n] -> [..., m, n], batch axes broadcast; "
+          "each output is fma(a, b, acc) over k in order from +0 (bit-identical on every device).");
+    cls.def("matmul", &matmul, arg("b"));
+    m.def(
+        "linear",
+        [](const Tensor& x, const Tensor& weight, const Tensor* bias) {
+            return linear(x, weight, bias);
+        },
+        arg("x"), arg("weight"), arg("bias").none() = nb::none(),
+        "x @ weight.T (+ bias): weight [out_features, in_features] (torch's linear).");
+    m.def("concat", &concat, arg("tensors"), arg("axis") = 0,
+          "Tensors laid end to end along axis (every other extent equal).");
+    m.def("cat", &concat, arg("tensors"), arg("axis") = 0, "concat.");
+    m.def("index_select", &index_select, arg("x"), arg("axis"), arg("index"),
+          "x's entries at the 1-D i32/u32 index along axis.");
+    m.def("gather", &gather, arg("x"), arg("axis"), arg("index"), "torch.gather.");
+    m.def("embedding", &embedding, arg("table"), arg("ids"),
+          "Rows of table [V, D] at ids (i32/u32): ids.shape + (D,).");
+    m.def("scatter_add", &scatter_add, arg("base"), arg("axis"), arg("index"), arg("src"),
+          "A copy of base with src added at index's positions along axis (torch's scatter_add), "
+          "in increasing source order.");
+    cls.def(
+        "index_select",
+        [](const Tensor& x, int64_t axis, const Tensor& index) {
+            return index_select(x, axis, index);
+        },
+        arg("axis"), arg("index"));
+    cls.def(
+        "gather",
+        [](const Tensor& x, int64_t axis, const Tensor& index) { return gather(x, axis, index); },
+        arg("axis"), arg("index"));
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,93 @@
+// Elementwise functions: kiln.exp(x) and x.exp() alike, gelu with its form, pow, minimum,
+// maximum, where, and casts (kiln.cast, x.astype, x.to).
+#include <string>
+
+#include <nanobind/stl/string.h>
+
+#include "bindings.hpp"
+
+namespace kiln::python {
+namespace {
+
+struct Unary {
+    const char* name;
+    Tensor (*fn)(const Tensor&);
+    const char* doc;
+};
+
+constexpr Unary kUnary[] = {
+    {"neg", &kiln::neg, "-x"},
+    {"abs", &kiln::abs, "|x|"},
+    {"exp", &kiln::exp, "e^x (kiln's own exp: the same bits on every device)"},
+    {"log", &kiln::log, "natural logarithm"},
+    {"sqrt", &kiln::sqrt, "correctly rounded square root"},
+    {"rsqrt", &kiln::rsqrt, "1 / sqrt(x)"},
+    {"sin", &kiln::sin, "sine"},
+    {"cos", &kiln::cos, "cosine"},
+    {"tanh", &kiln::tanh, "hyperbolic tangent"},
+    {"erf", &kiln::erf, "error function"},
+    {"sigmoid", &kiln::sigmoid, "1 / (1 + e^-x)"},
+    {"relu", &kiln::relu, "max(x, 0)"},
+    {"silu", &kiln::silu, "x * sigmoid(x)"},
+    {"square", &kiln::square, "x * x"},
+    {"recip", &kiln::recip, "1 / x"},
+    {"floor", &kiln::floor, "round down"},
+    {"ceil", &kiln::ceil, "round up"},
+    {"round", &kiln::round, "round half to even"},
+    {"isnan", &kiln::isnan, "whether x is NaN (a bool tensor)"},
+    {"logical_not", &kiln::operator!, "not x, for bool tensors"},
+};
+
+GeluForm gelu_form(const std::string& approximate) {
+    if (approximate == "none" || approximate == "erf") return GeluForm::erf;
+    if (approximate == "tanh") return GeluForm::tanh;
+    throw nb::value_error(
+        ("gelu: approximate='" + approximate + "'; expected 'none' (the erf form) or 'tanh'")
+            .c_str());
+}
+
+}  // namespace
+
+void bind_math(nb::module_& m, TensorClass& cls) {
+    using nb::arg;
+    for (const Unary& u : kUnary) {
+        m.def(u.name, u.fn, arg("x"), u.doc);
+        cls.def(u.name, u.fn, u.doc);
+    }
+    const auto gelu_fn = [](const Tensor& x, const std::string& approximate) {
+        return gelu(x, gelu_form(approximate));
+    };
+    const char* gelu_doc = "GELU: x * Phi(x) (approximate='none', the erf form) or the tanh form.";
+    m.def("gelu", gelu_fn, arg("x"), arg("approximate") = "none", gelu_doc);
+    cls.def("gelu", gelu_fn, arg("approximate") = "none", gelu_doc);
+
+    m.def(
+        "pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, arg("a"), arg("b"));
+    m.def(
+        "pow", [](const Tensor& a, double b) { return pow(a, b); }, arg("a"), arg("b"),
+        "a ** b, elementwise with broadcasting.");
+    m.def("minimum", &minimum, arg("a"), arg("b"), "The smaller of a and b (broadcast).");
+    m.def("maximum", &maximum, arg("a"), arg("b"), "The larger of a and b (broadcast).");
+    m.def(
+        "where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return where(c, a, b); },
+        arg("cond"), arg("a"), arg("b"));
+    m.def(
+        "where", [](const Tensor& c, const Tensor& a, double b) { return where(c, a, b); },
+        arg("cond"), arg("a"), arg("b"));
+    m.def(
+        "where", [](const Tensor& c, double a, const Tensor& b) { return where(!c, b, a); },
+        arg("cond"), arg("a"), arg("b"),
+        "a where cond (a bool tensor) holds, else b; broadcast; one of a, b may be a number.");
+
+    const auto cast_fn = [](const Tensor& x, nb::handle dtype) {
+        return cast(x, to_dtype(dtype, "cast"));
+    };
+    const char* cast_doc =
+        "x converted to dtype by kiln's casts (floats to integers round toward zero and saturate; "
+        "NaN gives 0; docs/numerics.md).";
+    m.def("cast", cast_fn, arg("x"), arg("dtype"), cast_doc);
+    cls.def("astype", cast_fn, arg("dtype"), cast_doc);
+    cls.def("to", cast_fn, arg("dtype"), cast_doc);
+}
+
+}  // namespace kiln::python

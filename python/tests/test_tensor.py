@@ -1,0 +1,295 @@
+"""kiln.Tensor from Python: numpy round trips of every dtype, creation, operators, functions,
+reductions, views and indexing against numpy, on each device (and bit-identical across devices),
+and the errors bad input gets."""
+
+import math
+
+import numpy as np
+import pytest
+
+import kiln
+
+NUMPY_OF = {
+    kiln.f32: np.float32, kiln.f16: np.float16, kiln.i8: np.int8, kiln.u8: np.uint8,
+    kiln.i32: np.int32, kiln.u32: np.uint32, kiln.i64: np.int64, kiln.bool_: np.bool_,
+}
+
+
+def sample(numpy_type, shape=(3, 5), seed=0):
+    rng = np.random.default_rng(seed)
+    if numpy_type == np.bool_:
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    if np.issubdtype(numpy_type, np.integer):
+        info = np.iinfo(numpy_type)
+        return rng.integers(max(info.min, -1000), min(info.max, 1000), shape, dtype=numpy_type)
+    return rng.standard_normal(shape).astype(numpy_type)
+
+
+@pytest.mark.parametrize("dtype", list(NUMPY_OF), ids=str)
+def test_numpy_round_trip_every_dtype(dtype, device):
+    host = sample(NUMPY_OF[dtype])
+    t = kiln.tensor(host, device=device)
+    assert t.dtype == dtype and t.shape == host.shape and t.device == device
+    out = t.numpy()
+    assert out.dtype == host.dtype
+    np.testing.assert_array_equal(out, host)
+
+
+def test_bf16_goes_in_rounded_to_nearest_even_and_comes_out_as_float32(device):
+    # 1 + 2^-8 is halfway between bf16 neighbours 1 and 1 + 2^-7: ties go to the even one (1);
+    # 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: ties go to 1 + 2^-6.
+    values = np.array([1 + 2**-8, 1 + 3 * 2**-8, -2.5, 3e38], np.float32)
+    t = kiln.tensor(values, dtype="bf16", device=device)
+    assert t.dtype == kiln.bf16
+    out = t.numpy()
+    assert out.dtype == np.float32
+    bits = values.view(np.uint32)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32)
+    np.testing.assert_array_equal(out, rounded.view(np.float32))
+    assert out[0] == 1.0 and out[1] == 1 + 2**-6
+
+
+def test_python_data_takes_kiln_default_dtypes():
+    assert kiln.tensor([1.5, 2.0]).dtype == kiln.f32
+    assert kiln.tensor([1, 2]).dtype == kiln.i32
+    assert kiln.tensor([True]).dtype == kiln.bool_
+    assert kiln.tensor(np.arange(3, dtype=np.float64)).dtype == kiln.f32
+    assert kiln.tensor(np.arange(3, dtype=np.int64)).dtype == kiln.i64
+    assert kiln.tensor(2.5).shape == ()
+    assert kiln.tensor(2.5).item() == 2.5
+    for name in ("f16", "float16", np.float16, kiln.f16):
+        assert kiln.tensor([1.0], dtype=name).dtype == kiln.f16
+
+
+def test_creation(device):
+    np.testing.assert_array_equal(kiln.zeros((2, 3), device=device).numpy(), np.zeros((2, 3)))
+    np.testing.assert_array_equal(kiln.ones(4, kiln.i32, device).numpy(), np.ones(4, np.int32))
+    np.testing.assert_array_equal(kiln.full((2,), 7, "u8", device).numpy(), [7, 7])
+    np.testing.assert_array_equal(kiln.arange(5, device=device).numpy(), np.arange(5))
+    assert kiln.arange(5).dtype == kiln.i32
+    np.testing.assert_array_equal(kiln.arange(1, 2, 0.25, device=device).numpy(),
+                                  np.arange(1, 2, 0.25, dtype=np.float32))
+    u = kiln.rand((1000,), seed=3, device=device).numpy()
+    assert u.min() >= 0 and u.max() < 1 and 0.4 < u.mean() < 0.6
+    n = kiln.randn((1000,), seed=3, device=device).numpy()
+    assert abs(n.mean()) < 0.15 and 0.8 < n.std() < 1.2
+    # The same values on every device.
+    np.testing.assert_array_equal(u, kiln.rand((1000,), seed=3).numpy())
+    assert not np.array_equal(u, kiln.rand((1000,), seed=4).numpy())
+
+
+def test_operators_match_numpy(device):
+    a_host, b_host = sample(np.float32, (4, 6), 1), sample(np.float32, (6,), 2)
+    a, b = kiln.tensor(a_host, device=device), kiln.tensor(b_host, device=device)
+    cases = {
+        "a + b": (a + b, a_host + b_host), "a - b": (a - b, a_host - b_host),
+        "a * b": (a * b, a_host * b_host), "a / b": (a / b, a_host / b_host),
+        "a + 2": (a + 2, a_host + np.float32(2)), "2 - a": (2 - a, np.float32(2) - a_host),
+        "3 * a": (3 * a, np.float32(3) * a_host), "1 / a": (1 / a, np.float32(1) / a_host),
+        "-a": (-a, -a_host), "abs(a)": (abs(a), np.abs(a_host)),
+        "a ** 2": (a ** 2, a_host * a_host),
+    }
+    for text, (got, want) in cases.items():
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=text)
+    compare = {
+        "a < b": (a < b, a_host < b_host), "a <= 0": (a <= 0, a_host <= 0),
+        "a > b": (a > b, a_host > b_host), "a >= 0.5": (a >= 0.5, a_host >= 0.5),
+        "a == a": (a == a, a_host == a_host), "a != b": (a != b, a_host != b_host),
+        "1 < a": (1 < a, 1 < a_host),
+    }
+    for text, (got, want) in compare.items():
+        assert got.dtype == kiln.bool_, text
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=text)
+    p, q = a > 0, b > 0
+    np.testing.assert_array_equal((p & q).numpy(), (a_host > 0) & (b_host > 0))
+    np.testing.assert_array_equal((p | q).numpy(), (a_host > 0) | (b_host > 0))
+    np.testing.assert_array_equal((~p).numpy(), ~(a_host > 0))
+    i = kiln.tensor(np.array([5, -7, 9], np.int32), device=device)
+    np.testing.assert_array_equal((i * 3 - 1).numpy(), [14, -22, 26])
+
+
+def test_functions_match_numpy(device):
+    x_host = sample(np.float32, (5, 7), 3)
+    x = kiln.tensor(x_host, device=device)
+    pos = kiln.tensor(np.abs(x_host) + 0.5, device=device)
+    close = {
+        "exp": (kiln.exp(x), np.exp(x_host)), "tanh": (x.tanh(), np.tanh(x_host)),
+        "sin": (kiln.sin(x), np.sin(x_host)), "cos": (kiln.cos(x), np.cos(x_host)),
+        "log": (kiln.log(pos), np.log(np.abs(x_host) + 0.5)),
+        "sigmoid": (kiln.sigmoid(x), 1 / (1 + np.exp(-x_host))),
+        "erf": (kiln.erf(x), np.vectorize(math.erf)(x_host)),
+        "gelu": (kiln.gelu(x), x_host * 0.5 * (1 + np.vectorize(math.erf)(x_host / math.sqrt(2)))),
+        "silu": (kiln.silu(x), x_host / (1 + np.exp(-x_host))),
+        "rsqrt": (kiln.rsqrt(pos), 1 / np.sqrt(np.abs(x_host) + 0.5)),
+    }
+    for name, (got, want) in close.items():
+        np.testing.assert_allclose(got.numpy(), want, rtol=2e-6, atol=2e-6, err_msg=name)
+    exact = {
+        "sqrt": (kiln.sqrt(pos), np.sqrt(np.abs(x_host) + np.float32(0.5))),
+        "relu": (kiln.relu(x), np.maximum(x_host, 0)), "square": (x.square(), x_host * x_host),
+        "floor": (kiln.floor(x), np.floor(x_host)), "ceil": (kiln.ceil(x), np.ceil(x_host)),
+        "round": (kiln.round(x * 2), np.round(x_host * 2)),
+        "minimum": (kiln.minimum(x, pos), np.minimum(x_host, np.abs(x_host) + np.float32(0.5))),
+        "where": (kiln.where(x > 0, x, 0.0), np.where(x_host > 0, x_host, 0)),
+        "where scalar first": (kiln.where(x > 0, 1.0, x), np.where(x_host > 0, 1, x_host)),
+        "astype i32": (x.astype("i32"), x_host.astype(np.int32)),
+        "cast f16": (kiln.cast(x, kiln.f16), x_host.astype(np.float16)),
+    }
+    for name, (got, want) in exact.items():
+        np.testing.assert_array_equal(got.numpy(), want.astype(got.numpy().dtype), err_msg=name)
+    assert kiln.isnan(kiln.tensor([np.nan, 1.0], device=device)).numpy().tolist() == [True, False]
+    with pytest.raises(ValueError, match="expected 'none'"):
+        kiln.gelu(x, approximate="fast")
+
+
+def test_reductions_match_numpy(device):
+    x_host = sample(np.float32, (3, 4, 5), 4)
+    x = kiln.tensor(x_host, device=device)
+    for axis in (None, 0, 2, -1, (0, 2)):
+        for keepdim in (False, True):
+            for name in ("sum", "mean", "max", "min", "prod"):
+                got = getattr(x, name)(axis, keepdim).numpy()
+                want = getattr(np, name)(x_host, axis=axis, keepdims=keepdim)
+                assert got.shape == want.shape, (name, axis, keepdim)
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
+                                           err_msg=f"{name} {axis} {keepdim}")
+    np.testing.assert_array_equal(kiln.argmax(x, 1).numpy(), np.argmax(x_host, 1))
+    np.testing.assert_array_equal(x.argmin(-1, keepdim=True).numpy(),
+                                  np.argmin(x_host, -1)[..., None])
+    np.testing.assert_allclose(kiln.variance(x, 2).numpy(), np.var(x_host, 2, ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(x.variance(correction=0).numpy(), np.var(x_host), rtol=1e-5)
+    e = np.exp(x_host - x_host.max(-1, keepdims=True))
+    np.testing.assert_allclose(kiln.softmax(x).numpy(), e / e.sum(-1, keepdims=True), rtol=1e-6,
+                               atol=1e-7)
+    np.testing.assert_allclose(x.log_softmax(1).numpy(),
+                               x_host - x_host.max(1, keepdims=True) - np.log(
+                                   np.exp(x_host - x_host.max(1, keepdims=True)).sum(1, keepdims=True)),
+                               rtol=1e-5, atol=1e-6)
+    w_host, b_host = sample(np.float32, (5,), 5), sample(np.float32, (5,), 6)
+    w, b = kiln.tensor(w_host, device=device), kiln.tensor(b_host, device=device)
+    mean = x_host.mean(-1, keepdims=True)
+    var = x_host.var(-1, keepdims=True)
+    np.testing.assert_allclose(kiln.layer_norm(x, 1, w, b, 1e-5).numpy(),
+                               (x_host - mean) / np.sqrt(var + 1e-5) * w_host + b_host,
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        kiln.rms_norm(x, w).numpy(),
+        x_host / np.sqrt((x_host * x_host).mean(-1, keepdims=True) + 1e-6) * w_host,
+        rtol=1e-5, atol=1e-6)
+    counts = kiln.tensor(np.array([[1, 2], [3, 4]], np.int8), device=device).sum()
+    assert counts.dtype == kiln.i32 and counts.item() == 10
+
+
+def test_views_match_numpy(device):
+    x_host = sample(np.int32, (2, 3, 4), 7)
+    x = kiln.tensor(x_host, device=device)
+    cases = {
+        "reshape": (x.reshape(6, 4), x_host.reshape(6, 4)),
+        "reshape tuple -1": (x.reshape((4, -1)), x_host.reshape(4, -1)),
+        "permute": (x.permute(2, 0, 1), x_host.transpose(2, 0, 1)),
+        "transpose": (x.transpose(0, 2), x_host.swapaxes(0, 2)), "T": (x.T, x_host.swapaxes(-1, -2)),
+        "expand": (x[:, :1].expand(2, 5, 4), np.broadcast_to(x_host[:, :1], (2, 5, 4))),
+        "slice": (x.slice(2, 1, 4, 2), x_host[:, :, 1:4:2]),
+        "pad": (x.pad([(0, 0), (1, 0), (0, 2)], -1),
+                np.pad(x_host, [(0, 0), (1, 0), (0, 2)], constant_values=-1)),
+        "squeeze": (x[:, :1].squeeze(1), x_host[:, 0]),
+        "unsqueeze": (x.unsqueeze(0), x_host[None]), "flatten": (x.flatten(), x_host.ravel()),
+        "x[1]": (x[1], x_host[1]), "x[-1, 1:]": (x[-1, 1:], x_host[-1, 1:]),
+        "x[..., ::2]": (x[..., ::2], x_host[..., ::2]), "x[:, None, 2]": (x[:, None, 2], x_host[:, None, 2]),
+        "x[0, -3:-1, 1]": (x[0, -3:-1, 1], x_host[0, -3:-1, 1]),
+    }
+    for text, (got, want) in cases.items():
+        assert got.shape == want.shape, text
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=text)
+    assert len(x) == 2 and x.numel == 24 and x.ndim == 3
+
+
+def test_contractions_and_indexing_match_numpy(device):
+    a_host, b_host = sample(np.float32, (2, 5, 7), 8), sample(np.float32, (7, 3), 9)
+    a, b = kiln.tensor(a_host, device=device), kiln.tensor(b_host, device=device)
+    np.testing.assert_allclose((a @ b).numpy(), a_host @ b_host, rtol=1e-5, atol=1e-5)
+    bias_host = sample(np.float32, (3,), 10)
+    np.testing.assert_allclose(
+        kiln.linear(a, b.T, kiln.tensor(bias_host, device=device)).numpy(),
+        a_host @ b_host + bias_host, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(kiln.concat([a, a * 2], 1).numpy(),
+                                  np.concatenate([a_host, a_host * 2], 1))
+    table_host = sample(np.float32, (10, 4), 11)
+    table = kiln.tensor(table_host, device=device)
+    ids = np.array([[3, 0], [9, 3]], np.int32)
+    np.testing.assert_array_equal(kiln.embedding(table, kiln.tensor(ids, device=device)).numpy(),
+                                  table_host[ids])
+    idx = kiln.tensor(np.array([2, 2, 7], np.int32), device=device)
+    np.testing.assert_array_equal(kiln.index_select(table, 0, idx).numpy(), table_host[[2, 2, 7]])
+    g = np.array([[0, 3], [1, 1]], np.int32)
+    np.testing.assert_array_equal(
+        kiln.gather(table[:2], 1, kiln.tensor(g, device=device)).numpy(),
+        np.take_along_axis(table_host[:2], g, 1))
+    base = np.zeros((4,), np.float32)
+    src = np.array([1, 2, 3], np.float32)
+    index = np.array([1, 3, 1], np.int32)
+    want = base.copy()
+    np.add.at(want, index, src)
+    got = kiln.scatter_add(kiln.tensor(base, device=device), 0, kiln.tensor(index, device=device),
+                           kiln.tensor(src, device=device))
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_every_device_gives_the_cpus_bits(device):
+    x_host = sample(np.float32, (33, 65), 12)
+    results = []
+    for d in (kiln.cpu_device(), device):
+        x = kiln.tensor(x_host, device=d)
+        results.append(kiln.softmax(kiln.gelu(x @ x.T) * 0.5 + kiln.exp(x).sum(1, keepdim=True)).numpy())
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+def test_resolve_and_repr():
+    x = kiln.arange(4) * 2
+    assert not x.realized
+    assert x.resolve() is x and x.realized
+    y, z = x + 1, x + 2
+    kiln.resolve(y, z)
+    assert y.realized and z.realized
+    assert "shape=(4,)" in repr(x) and "i32" in repr(x)
+    assert kiln.cpu_device() in kiln.devices() and kiln.cpu_device().backend == "cpu"
+    assert kiln.best_device() in kiln.devices()
+
+
+def test_kiln_errors_carry_kilns_message():
+    a, b = kiln.zeros((2, 3)), kiln.zeros((4,))
+    with pytest.raises(kiln.Error, match=r"add: shapes \[2, 3\] and \[4\] do not broadcast"):
+        a + b
+    with pytest.raises(kiln.Error, match="reshape"):
+        a.reshape(5)
+    with pytest.raises(kiln.Error):
+        a @ b
+    with pytest.raises(kiln.Error, match="unknown|no device|expected"):
+        kiln.find_device("no-such-device")
+    assert issubclass(kiln.Error, Exception)
+
+
+def test_bad_python_input_is_a_type_or_value_error():
+    x = kiln.zeros((2, 3))
+    with pytest.raises(TypeError):
+        x + "text"
+    with pytest.raises(TypeError, match="not an int"):
+        kiln.zeros((2, "3"))
+    with pytest.raises(ValueError, match="not one kiln has"):
+        kiln.zeros((2,), dtype="float64")
+    with pytest.raises(TypeError, match="not a dtype"):
+        kiln.zeros((2,), dtype=object())
+    with pytest.raises(TypeError, match="not a device"):
+        kiln.zeros((2,), device=3.5)
+    with pytest.raises(ValueError, match="exactly one"):
+        x.item()
+    with pytest.raises(ValueError, match="step >= 1"):
+        x[:, ::-1]
+    with pytest.raises(IndexError, match="out of range"):
+        x[2]
+    with pytest.raises(IndexError, match="too many"):
+        x[0, 0, 0]
+    with pytest.raises(TypeError, match="has no kiln dtype"):
+        kiln.tensor(["a", "b"])
+    with pytest.raises(TypeError):
+        hash(x)
