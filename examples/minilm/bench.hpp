@@ -1,8 +1,8 @@
 // Throughput and overheads of Model::embed on one device: sentences per second at a batch size
 // and sequence length (synthetic ids, no padding), kernels launched per forward, and host
-// microseconds per forward on a replay hit (graph building, and resolve's report: its plan
-// lookup and whole time, which includes the kernels' run where launches are synchronous, as on
-// the CPU backend).
+// microseconds per forward on replay hits: inside the resolves (their plan lookups, and their
+// whole time, which includes the kernels' run where launches are synchronous, as on the CPU
+// backend) and outside them (building the graph, waiting for the device, reading back).
 #pragma once
 
 #include <string>
@@ -13,11 +13,13 @@ namespace minilm {
 
 struct BenchResult {
     int batch = 0, seq = 0, reps = 0;
-    double first_forward_ms = 0;                       // the miss: plan, race, compile, run
-    double forward_ms = 0;                             // median over reps, embeddings on the host
-    double sentences_per_s = 0;                        // batch / forward_ms
-    int launches = 0;                                  // kernels per forward
-    double build_us = 0, plan_us = 0, resolve_us = 0;  // host, medians over replay hits
+    double first_forward_ms = 0;     // the miss: plan, race, compile, run
+    double forward_ms = 0;           // median over reps, embeddings on the host
+    double sentences_per_s = 0;      // batch / forward_ms
+    int resolves = 0, launches = 0;  // per forward (one resolve per layer, and two more)
+    // Host microseconds per forward, medians over replay hits: outside the resolves, in their
+    // plan lookups, in the resolves in all.
+    double outside_us = 0, plan_us = 0, resolve_us = 0;
 };
 
 BenchResult bench_embed(const Model& model, int batch, int seq, int reps);

@@ -9,6 +9,7 @@
 
 #include "kiln/error.hpp"
 #include "kiln/safetensors.hpp"
+#include "plan/profile.hpp"
 
 namespace minilm {
 
@@ -127,7 +128,19 @@ Tensor Model::attention(const Tensor& x, const Layer& l, const Tensor& mask) con
     return context.permute({0, 2, 1, 3}).reshape({b, s, config_.hidden});
 }
 
-Tensor Model::embed(const std::vector<std::vector<int32_t>>& batch) const {
+Tensor Model::embed(const std::vector<std::vector<int32_t>>& batch, Report* report) const {
+    const auto settle = [report](Tensor t) {
+        t.resolve();
+        if (report) {
+            const kiln::plan::ResolveReport& r = kiln::plan::last_report();
+            ++report->resolves;
+            report->launches += r.launches;
+            report->all_hits = report->all_hits && r.hit;
+            report->plan_us += r.plan_us;
+            report->total_us += r.total_us;
+        }
+        return t;
+    };
     if (batch.empty()) kiln::fail("minilm: embed of an empty batch; expected a sequence or more");
     size_t longest = 0;
     for (const auto& ids : batch) longest = std::max(longest, ids.size());
@@ -160,10 +173,10 @@ Tensor Model::embed(const std::vector<std::vector<int32_t>>& batch) const {
     Tensor x = kiln::embedding(word_embeddings_, id_tensor) +
                token_type_embeddings_.slice(0, 0, 1) +
                kiln::embedding(position_embeddings_, positions);
-    x = layer_norm(x, embedding_norm_);
+    x = settle(layer_norm(x, embedding_norm_));
     for (const Layer& l : layers_) {
         x = layer_norm(l.attention_out(attention(x, l, mask)) + x, l.attention_norm);
-        x = layer_norm(l.out(kiln::gelu(l.intermediate(x))) + x, l.out_norm);
+        x = settle(layer_norm(l.out(kiln::gelu(l.intermediate(x))) + x, l.out_norm));
     }
 
     // Mean over the tokens (padding excluded), then L2 normalization.
@@ -172,7 +185,7 @@ Tensor Model::embed(const std::vector<std::vector<int32_t>>& batch) const {
     const Tensor mean = kiln::sum(x * token_mask, {1}) / count;
     const Tensor norm = kiln::maximum(kiln::sqrt(kiln::sum(mean * mean, {1}, true)),
                                       Tensor::full({}, 1e-12, DType::f32, device_));
-    return mean / norm;
+    return settle(mean / norm);
 }
 
 }  // namespace minilm

@@ -2,7 +2,9 @@
 // and token-type embeddings, LayerNorm; post-LN layers of self-attention and a gelu MLP), mean
 // pooling over the tokens and L2 normalization. Weights come from the model directory's
 // model.safetensors and config.json; a batch of token-id sequences is padded to its longest, the
-// padded keys masked additively, and the embeddings returned as one lazy [batch, hidden] tensor.
+// padded keys masked additively. Each layer is resolved as it is built: the six layers have one
+// structure, so the first plans, compiles and races its launches and the other five replay that
+// plan (one graph of all six would plan and tune each layer's launches again).
 //
 //   minilm::Model model(dir, device);
 //   kiln::Tensor e = model.embed({tokenizer.encode("a sentence"), tokenizer.encode("another")});
@@ -31,9 +33,16 @@ class Model {
     // Reads `dir`/config.json and `dir`/model.safetensors onto `device`.
     Model(const std::filesystem::path& dir, kiln::Device& device);
 
+    // What the resolves of one embed did, summed over them.
+    struct Report {
+        int resolves = 0, launches = 0;
+        bool all_hits = true;  // every resolve replayed a plan
+        double plan_us = 0, total_us = 0;
+    };
     // The L2-normalized embeddings [batch, hidden] of `batch` (each sequence of ids, [CLS] and
-    // [SEP] included, 1 to max_positions long), not yet resolved.
-    kiln::Tensor embed(const std::vector<std::vector<int32_t>>& batch) const;
+    // [SEP] included, 1 to max_positions long), resolved; `report`, when given, gets the sums.
+    kiln::Tensor embed(const std::vector<std::vector<int32_t>>& batch,
+                       Report* report = nullptr) const;
 
     const Config& config() const { return config_; }
     kiln::Device& device() const { return device_; }
