@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 100000));
     app.add_option("--batches", opt.batches, "with --bench: the batch sizes (default 1,32)")
         ->delimiter(',')
-        ->expected(1)
+        ->allow_extra_args(false)
         ->check(CLI::Range(1, 4096));
     app.add_option("--json", opt.json, "with --bench: write the results as JSON to this file");
     try {

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -215,6 +216,25 @@ Tensor layer_norm(const Tensor& x, int64_t normalized = 1, const Tensor* weight 
 Tensor matmul(const Tensor& a, const Tensor& b);
 // x · weightᵀ (+ bias): weight [out_features, in_features], bias [out_features] (torch's linear).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
+// torch.nn.functional.conv1d: x [n, c_in, length] (or [c_in, length]), weight [c_out,
+// c_in/groups, kernel], bias [c_out] -> [n, c_out, l_out] (or [c_out, l_out]), with
+// l_out = (length + 2*padding - dilation*(kernel-1) - 1) / stride + 1. Each output is
+// acc = fma(x, w, acc) over (channel, tap) in order, taps in the padding skipped (no padded
+// copy); the bias is added after the rounding, as a map the planner fuses into the store.
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr,
+              int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+// torch.nn.functional.scaled_dot_product_attention without dropout: softmax(q·kᵀ·scale (+ the
+// causal mask)) · v for q [b, heads, seq_q, d] (or [heads, seq_q, d]) and k, v [b, kv_heads,
+// seq_k, d] (kv_heads dividing heads: grouped-query attention). scale defaults to 1/sqrt(d)
+// (f32). Causal masking is bottom-right aligned (row i sees keys j <= i + seq_k - seq_q) and
+// needs seq_q <= seq_k. One launch: the online softmax over key blocks of a size the op fixes
+// (ops/attention.hpp), so every schedule and device gives the same bits. key_lengths (i32
+// [batch], each 1 to seq_k) masks a padded batch: batch b's rows see only its first
+// key_lengths[b] keys (the rest never touched, as the causal mask); a length out of range is a
+// kiln::Error when the result is resolved.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    bool causal = false, std::optional<double> scale = {},
+                                    const Tensor* key_lengths = nullptr);
 
 // Laid end to end along `axis` (every other extent equal).
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis = 0);

@@ -1,5 +1,6 @@
-// Contractions (matmul, linear), concat, and indexing ops (index_select, gather, embedding,
-// scatter_add).
+// Contractions (matmul, linear, conv1d, scaled_dot_product_attention), concat, and indexing ops
+// (index_select, gather, embedding, scatter_add).
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
@@ -19,6 +20,30 @@ void bind_indexing(nb::module_& m, TensorClass& cls) {
         },
         arg("x"), arg("weight"), arg("bias").none() = nb::none(),
         "x @ weight.T (+ bias): weight [out_features, in_features] (torch's linear).");
+    m.def(
+        "conv1d",
+        [](const Tensor& x, const Tensor& weight, const Tensor* bias, int64_t stride,
+           int64_t padding, int64_t dilation,
+           int64_t groups) { return conv1d(x, weight, bias, stride, padding, dilation, groups); },
+        arg("x"), arg("weight"), arg("bias").none() = nb::none(), arg("stride") = 1,
+        arg("padding") = 0, arg("dilation") = 1, arg("groups") = 1,
+        "torch.nn.functional.conv1d: x [n, c_in, length] (or [c_in, length]), weight [c_out, "
+        "c_in/groups, kernel], bias [c_out]; each output is fma(x, w, acc) over (channel, tap) in "
+        "order, padding taps skipped (bit-identical on every device).");
+    m.def(
+        "scaled_dot_product_attention",
+        [](const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+           std::optional<double> scale, const Tensor* key_lengths) {
+            return scaled_dot_product_attention(q, k, v, causal, scale, key_lengths);
+        },
+        arg("q"), arg("k"), arg("v"), arg("is_causal") = false, arg("scale").none() = nb::none(),
+        arg("key_lengths").none() = nb::none(),
+        "torch.nn.functional.scaled_dot_product_attention without dropout or mask: "
+        "softmax(q @ k.T * scale) @ v for q [b, heads, seq_q, d] and k, v [b, kv_heads, seq_k, "
+        "d] (or without b); causal masking bottom-right aligned; scale defaults to 1/sqrt(d); "
+        "key_lengths (i32 [b]) masks each batch's keys past its length (padded sequences). "
+        "One launch: the online softmax over key blocks of a fixed size (the same bits on "
+        "every device).");
     m.def("concat", &concat, arg("tensors"), arg("axis") = 0,
           "Tensors laid end to end along axis (every other extent equal).");
     m.def("cat", &concat, arg("tensors"), arg("axis") = 0, "concat.");

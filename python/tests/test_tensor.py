@@ -235,6 +235,87 @@ def test_contractions_and_indexing_match_numpy(device):
     np.testing.assert_array_equal(got.numpy(), want)
 
 
+def numpy_conv1d(x, w, bias, stride, padding, dilation, groups):
+    n, c_in, length = x.shape
+    c_out, cg, kernel = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding, padding)))
+    l_out = (length + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+    og = c_out // groups
+    y = np.zeros((n, c_out, l_out))
+    for oc in range(c_out):
+        g = oc // og
+        for t in range(l_out):
+            taps = xp[:, g * cg:(g + 1) * cg, t * stride:t * stride + dilation * (kernel - 1) + 1:dilation]
+            y[:, oc, t] = (taps * w[oc].astype(np.float64)).sum(axis=(1, 2))
+    return y + bias[None, :, None]
+
+
+def numpy_attention(q, k, v, causal, scale):
+    q, k, v = (a.astype(np.float64) for a in (q, k, v))
+    group = q.shape[-3] // k.shape[-3]
+    k, v = np.repeat(k, group, axis=-3), np.repeat(v, group, axis=-3)
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if causal:
+        seq_q, seq_k = s.shape[-2:]
+        s = np.where(np.arange(seq_k)[None, :] <= np.arange(seq_q)[:, None] + seq_k - seq_q, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def test_conv1d_and_attention_match_numpy(device):
+    x_host, w_host = sample(np.float32, (2, 6, 31), 20), sample(np.float32, (4, 3, 5), 21)
+    bias_host = sample(np.float32, (4,), 22)
+    y = kiln.conv1d(kiln.tensor(x_host, device=device), kiln.tensor(w_host, device=device),
+                    kiln.tensor(bias_host, device=device), stride=2, padding=3, dilation=2,
+                    groups=2)
+    assert y.shape == (2, 4, 15)
+    np.testing.assert_allclose(y.numpy(), numpy_conv1d(x_host, w_host, bias_host, 2, 3, 2, 2),
+                               rtol=1e-4, atol=1e-4)
+    q_host = sample(np.float32, (2, 4, 19, 8), 23)
+    k_host, v_host = sample(np.float32, (2, 2, 70, 8), 24), sample(np.float32, (2, 2, 70, 8), 25)
+    q, k, v = (kiln.tensor(a, device=device) for a in (q_host, k_host, v_host))
+    for causal in (False, True):
+        o = kiln.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        np.testing.assert_allclose(o.numpy(),
+                                   numpy_attention(q_host, k_host, v_host, causal, 8 ** -0.5),
+                                   rtol=1e-4, atol=1e-5)
+    o = kiln.scaled_dot_product_attention(q[0], k[0], v[0], scale=0.2)
+    np.testing.assert_allclose(o.numpy(),
+                               numpy_attention(q_host[0], k_host[0], v_host[0], False, 0.2),
+                               rtol=1e-4, atol=1e-5)
+    lengths = kiln.tensor(np.array([70, 33], np.int32), device=device)
+    o = kiln.scaled_dot_product_attention(q, k, v, key_lengths=lengths).numpy()
+    np.testing.assert_allclose(o[1], numpy_attention(q_host[1], k_host[1, :, :33], v_host[1, :, :33],
+                                                     False, 8 ** -0.5), rtol=1e-4, atol=1e-5)
+    bad = kiln.tensor(np.array([70, 71], np.int32), device=device)
+    with pytest.raises(kiln.Error, match="key length 71 of batch 1"):
+        kiln.scaled_dot_product_attention(q, k, v, key_lengths=bad).numpy()
+    with pytest.raises(kiln.Error, match="kv_heads"):
+        three = kiln.zeros((2, 3, 70, 8), device=device)
+        kiln.scaled_dot_product_attention(q, three, three)
+    with pytest.raises(kiln.Error, match="seq_q 19 > seq_k 5"):
+        kiln.scaled_dot_product_attention(q, k[:, :, :5], v[:, :, :5], is_causal=True)
+    with pytest.raises(kiln.Error, match="conv1d: weight"):
+        kiln.conv1d(kiln.tensor(x_host, device=device), kiln.tensor(w_host, device=device))
+
+
+def test_conv1d_and_attention_match_torch(device):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    x_host, w_host = sample(np.float32, (3, 4, 50), 26), sample(np.float32, (8, 4, 3), 27)
+    got = kiln.conv1d(kiln.tensor(x_host, device=device), kiln.tensor(w_host, device=device),
+                      padding=1)
+    want = F.conv1d(torch.from_numpy(x_host), torch.from_numpy(w_host), padding=1)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)
+    q_host = sample(np.float32, (1, 2, 33, 16), 28)
+    k_host = sample(np.float32, (1, 2, 33, 16), 29)
+    got = kiln.scaled_dot_product_attention(*(kiln.tensor(a, device=device)
+                                              for a in (q_host, k_host, k_host)), is_causal=True)
+    want = F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q_host, k_host, k_host)),
+                                          is_causal=True)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_every_device_gives_the_cpus_bits(device):
     x_host = sample(np.float32, (33, 65), 12)
     results = []

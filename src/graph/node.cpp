@@ -62,6 +62,11 @@ std::string describe(const Node& n) {
                 return fmt::format("{} axis {}", p.select ? "index_select" : "gather", p.axis);
             } else if constexpr (std::is_same_v<P, op::ScatterAdd>) {
                 return fmt::format("scatter_add axis {}", p.axis);
+            } else if constexpr (std::is_same_v<P, op::Conv1d>) {
+                return fmt::format("conv1d stride {} padding {} dilation {} groups {}", p.stride,
+                                   p.padding, p.dilation, p.groups);
+            } else if constexpr (std::is_same_v<P, op::Attention>) {
+                return fmt::format("attention{} scale {}", p.causal ? " causal" : "", p.scale);
             } else {
                 return "matmul";
             }

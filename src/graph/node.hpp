@@ -19,6 +19,13 @@
 //     and B [..., k, n] of one float dtype and one batch shape (the builder expands them): in
 //     f32 from the widened inputs, acc = fma(a, b, acc) from +0 for p = 0, 1, ..., k-1 in order,
 //     rounded once to the node's dtype (ops/matmul.hpp's exact class).
+//   - Conv1d: y [n, c_out, l_out] from x [n, c_in, length] and w [c_out, c_in/groups, kernel]
+//     (torch's conv1d without bias) with stride, padding, dilation and groups: ops/conv1d.hpp's
+//     exact class, acc = fma(x, w, acc) from +0 over (channel, tap) in order, taps in the padding
+//     skipped, rounded once to the node's dtype.
+//   - Attention: o [b, heads, seq_q, d] = softmax(q·kᵀ·scale (+ causal mask))·v from q [b, heads,
+//     seq_q, d] and k, v [b, kv_heads, seq_k, d]: ops/attention.hpp's exact class (online softmax
+//     over key blocks of a size the op fixes), rounded once to the node's dtype.
 //   - Leaf: data on a device (from the host, or a node already realized).
 //   - Constant / Generate: values computed from the element's coordinates alone (full, arange,
 //     seeded rand/randn: the same bits on every device).
@@ -133,10 +140,18 @@ struct ScatterAdd {
     int axis;  // out = base; out[.., index[.., i, ..], ..] += src[.., i, ..]
 };
 struct Matmul {};
+struct Conv1d {
+    int64_t stride = 1, padding = 0, dilation = 1, groups = 1;
+};
+struct Attention {
+    bool causal = false;
+    float scale = 1.0f;  // resolved by the builder (1/sqrt(d) unless given)
+};
 }  // namespace op
 
-using Payload = std::variant<op::Leaf, op::Constant, op::Generate, op::Map, op::Fold, op::View,
-                             op::Concat, op::Gather, op::ScatterAdd, op::Matmul>;
+using Payload =
+    std::variant<op::Leaf, op::Constant, op::Generate, op::Map, op::Fold, op::View, op::Concat,
+                 op::Gather, op::ScatterAdd, op::Matmul, op::Conv1d, op::Attention>;
 
 struct Node {
     Payload payload;

@@ -12,6 +12,8 @@
 #include "kiln/error.hpp"
 #include "kiln/host_math.hpp"
 #include "kiln/semantics.hpp"
+#include "oracle/attention.hpp"
+#include "oracle/conv1d.hpp"
 
 namespace kiln::graph {
 
@@ -510,6 +512,10 @@ class Evaluator {
             scatter_add(n, *s, out);
         } else if (n.as<op::Matmul>()) {
             matmul(n, out);
+        } else if (const auto* c = n.as<op::Conv1d>()) {
+            out = conv1d(n, *c);
+        } else if (const auto* a = n.as<op::Attention>()) {
+            out = attention(n, *a);
         }
         return out;
     }
@@ -530,6 +536,40 @@ class Evaluator {
                                        b.f[size_t((bt * k + p) * cols + j)], acc);
                     out.f[size_t((bt * m + i) * cols + j)] = round_to(n.dtype, acc);
                 }
+    }
+
+    // ops/conv1d.hpp's definition (oracle::conv1d), x and w dense.
+    HostTensor conv1d(const Node& n, const op::Conv1d& c) {
+        const HostTensor& x = value(n.inputs[0]);
+        const HostTensor& w = value(n.inputs[1]);
+        const ops::Conv1dShape shape{x.shape[0], x.shape[1],
+                                     x.shape[2], w.shape[0],
+                                     w.shape[2], {c.stride, c.padding, c.dilation, c.groups}};
+        return from_bytes(
+            n.dtype, n.shape,
+            oracle::conv1d(x.dtype, n.dtype, x.bytes(),
+                           {0, shape.in_channels * shape.length, shape.length}, w.bytes(), shape));
+    }
+
+    // ops/attention.hpp's definition (oracle::attention), q, k and v dense; a key length out of
+    // range is the devices' error.
+    HostTensor attention(const Node& n, const op::Attention& a) {
+        const HostTensor& q = value(n.inputs[0]);
+        const HostTensor& k = value(n.inputs[1]);
+        const HostTensor& v = value(n.inputs[2]);
+        const ops::AttentionShape shape{q.shape[0], q.shape[1], k.shape[1],
+                                        q.shape[2], k.shape[2], q.shape[3]};
+        std::vector<int64_t> key_lengths;
+        if (n.inputs.size() > 3) {
+            key_lengths = value(n.inputs[3]).i;
+            for (size_t b = 0; b < key_lengths.size(); ++b)
+                if (key_lengths[b] < 1 || key_lengths[b] > shape.seq_k)
+                    ops::attention_key_length_error(key_lengths[b], int64_t(b), shape.seq_k);
+        }
+        return from_bytes(
+            n.dtype, n.shape,
+            oracle::attention(q.dtype, n.dtype, q.bytes(), k.bytes(), v.bytes(), shape, a.causal,
+                              a.scale, ops::kAttentionKeyBlock, key_lengths));
     }
 
     void fold(const Node& n, const op::Fold& f, HostTensor& out) {

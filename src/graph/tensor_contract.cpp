@@ -1,7 +1,8 @@
 // Contractions of the graph: matmul (torch.matmul's shapes: vectors, matrices and broadcast
-// batches) and linear (x · wᵀ + bias). The Matmul node is ops::matmul's exact class; its operands
-// reach it as views (transposes and broadcast batches cost no copy where the planner can read
-// them in place).
+// batches), linear (x · wᵀ + bias), conv1d and scaled_dot_product_attention. The Matmul node is
+// ops::matmul's exact class; its operands reach it as views (transposes and broadcast batches
+// cost no copy where the planner can read them in place). Conv1d and Attention nodes are
+// ops::conv1d's and ops::attention's exact class, reading dense operands.
 #include <fmt/format.h>
 
 #include <limits>
@@ -9,6 +10,8 @@
 #include "graph/build.hpp"
 #include "kiln/error.hpp"
 #include "kiln/tensor.hpp"
+#include "ops/attention.hpp"
+#include "ops/conv1d.hpp"
 
 namespace kiln {
 
@@ -95,6 +98,98 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias) {
         fail("linear: bias is {} {}; expected {} [{}] (out_features)", name(bias->dtype()),
              graph::to_string(bias->shape()), name(x.dtype()), weight.shape()[0]);
     return y + *bias;
+}
+
+namespace {
+
+// One float dtype and one device for a contraction's operands.
+void require_float_operands(const char* op, const std::vector<std::pair<const char*, Tensor>>& in) {
+    std::vector<const graph::Node*> nodes;
+    for (const auto& [what, t] : in) {
+        if (!is_float(t.dtype()))
+            fail("{}: {} is {} {}; expected f32, f16 or bf16", op, what, name(t.dtype()),
+                 graph::to_string(t.shape()));
+        if (t.dtype() != in[0].second.dtype())
+            fail("{}: {} is {} {} but {} is {}; expected one dtype", op, what, name(t.dtype()),
+                 graph::to_string(t.shape()), in[0].first, name(in[0].second.dtype()));
+        nodes.push_back(t.node().get());
+    }
+    graph::common_device(nodes, op);
+}
+
+}  // namespace
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor* bias, int64_t stride,
+              int64_t padding, int64_t dilation, int64_t groups) {
+    if (x.rank() != 2 && x.rank() != 3)
+        fail("conv1d: x is {}; expected [batch, in_channels, length] or [in_channels, length]",
+             graph::to_string(x.shape()));
+    if (weight.rank() != 3)
+        fail("conv1d: weight is {}; expected [out_channels, in_channels/groups, kernel]",
+             graph::to_string(weight.shape()));
+    require_float_operands("conv1d", {{"x", x}, {"weight", weight}});
+    const Tensor xb = x.rank() == 2 ? x.unsqueeze(0) : x;
+    ops::Conv1dShape sh{xb.shape()[0],     xb.shape()[1],     xb.shape()[2],
+                        weight.shape()[0], weight.shape()[2], {stride, padding, dilation, groups}};
+    ops::conv1d_check_shape(sh);
+    if (weight.shape()[1] * groups != sh.in_channels)
+        fail(
+            "conv1d: weight {} has {} input channels per group but x {} has {} channels in {} "
+            "groups; expected weight [out_channels, {}, kernel]",
+            graph::to_string(weight.shape()), weight.shape()[1], graph::to_string(x.shape()),
+            sh.in_channels, groups, sh.in_channels / groups);
+    Tensor y(graph::make_node(graph::op::Conv1d{stride, padding, dilation, groups}, x.dtype(),
+                              {sh.batch, sh.out_channels, sh.out_length()},
+                              {xb.node(), weight.node()}, &x.device()));
+    if (bias) {
+        if (bias->rank() != 1 || bias->shape()[0] != sh.out_channels || bias->dtype() != x.dtype())
+            fail("conv1d: bias is {} {}; expected {} [{}] (out_channels)", name(bias->dtype()),
+                 graph::to_string(bias->shape()), name(x.dtype()), sh.out_channels);
+        y = y + bias->reshape({sh.out_channels, 1});
+    }
+    return x.rank() == 2 ? y.squeeze(0) : y;
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                                    std::optional<double> scale, const Tensor* key_lengths) {
+    const size_t r = q.rank();
+    if ((r != 3 && r != 4) || k.rank() != r || v.rank() != r)
+        fail(
+            "scaled_dot_product_attention: q {}, k {}, v {}; expected q [batch, heads, seq_q, "
+            "head_dim] and k, v [batch, kv_heads, seq_k, head_dim] (or all without batch)",
+            graph::to_string(q.shape()), graph::to_string(k.shape()), graph::to_string(v.shape()));
+    require_float_operands("scaled_dot_product_attention", {{"q", q}, {"k", k}, {"v", v}});
+    const Tensor qb = r == 3 ? q.unsqueeze(0) : q;
+    const Tensor kb = r == 3 ? k.unsqueeze(0) : k;
+    const Tensor vb = r == 3 ? v.unsqueeze(0) : v;
+    const Shape& qs = qb.shape();
+    const Shape& ks = kb.shape();
+    if (ks != vb.shape() || ks[0] != qs[0] || ks[3] != qs[3])
+        fail(
+            "scaled_dot_product_attention: q {}, k {}, v {}; expected k and v of one shape with "
+            "q's batch and head_dim",
+            graph::to_string(q.shape()), graph::to_string(k.shape()), graph::to_string(v.shape()));
+    const ops::AttentionShape sh{qs[0], qs[1], ks[1], qs[2], ks[2], qs[3]};
+    ops::AttentionOptions options{causal, std::nullopt, q.dtype()};
+    if (scale) {
+        const auto s = static_cast<float>(*scale);
+        options.scale = s;
+    }
+    ops::attention_check_shape(sh, options, q.dtype());
+    std::vector<graph::NodeRef> inputs{qb.node(), kb.node(), vb.node()};
+    if (key_lengths) {
+        if (key_lengths->dtype() != DType::i32 || key_lengths->shape() != Shape{sh.batch})
+            fail(
+                "scaled_dot_product_attention: key_lengths is {} {}; expected i32 [{}] (one "
+                "length per batch)",
+                name(key_lengths->dtype()), graph::to_string(key_lengths->shape()), sh.batch);
+        graph::common_device({q.node().get(), key_lengths->node().get()},
+                             "scaled_dot_product_attention");
+        inputs.push_back(key_lengths->node());
+    }
+    Tensor o(graph::make_node(graph::op::Attention{causal, ops::attention_scale(sh, options)},
+                              q.dtype(), qs, std::move(inputs), &q.device()));
+    return r == 3 ? o.squeeze(0) : o;
 }
 
 }  // namespace kiln

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -21,8 +22,14 @@
 namespace kiln::ops {
 namespace attention_detail {
 
-Expr key_limit(const Params& p, const Expr& i) {
-    return select(p.causal != 0, min(p.seq_k - p.seq_q + i + 1, p.seq_k), p.seq_k);
+std::optional<Expr> batch_keys(KernelBuilder& k, const Params& p, const Expr& bh) {
+    if (!p.key_length) return std::nullopt;
+    return k.let(p.key_length(bh / p.heads), "batch_keys");
+}
+
+Expr key_limit(const Params& p, const std::optional<Expr>& keys, const Expr& i) {
+    const Expr limit = select(p.causal != 0, min(p.seq_k - p.seq_q + i + 1, p.seq_k), p.seq_k);
+    return keys ? min(limit, *keys) : limit;
 }
 
 Expr kv_row(const Params& p, const Expr& bh) {
@@ -88,7 +95,22 @@ void check_types(const AttentionTypes& t) {
         fail("attention: head_dim {}; expected 1 to {}", t.head_dim, kAttentionMaxHeadDim);
 }
 
-Params declare_params(KernelBuilder& k, const AttentionTypes& t) {
+// kiln::Error unless a staged point's shared tiles fit every backend's static limit.
+void check_shared(const AttentionTypes& t, const AttentionSchedule& s) {
+    if (!attention_fits(s, t.head_dim))
+        fail(
+            "attention schedule {}: head_dim {} needs {} bytes of shared memory; expected at most "
+            "{}",
+            s.name, t.head_dim, geometry(s, t.head_dim).shared_bytes, kMaxSharedBytes);
+}
+
+// The kernel's parameters, in launch order: q, k, v, o, then the sizes.
+struct KernelParams {
+    AttentionViews views;
+    Memory o;
+};
+
+KernelParams declare_params(KernelBuilder& k, const AttentionTypes& t) {
     Memory q = k.input("q", t.input);
     Memory kk = k.input("k", t.input);
     Memory v = k.input("v", t.input);
@@ -97,7 +119,7 @@ Params declare_params(KernelBuilder& k, const AttentionTypes& t) {
     Expr batch = i32("batch"), heads = i32("heads"), kv_heads = i32("kv_heads");
     Expr seq_q = i32("seq_q"), seq_k = i32("seq_k"), causal = i32("causal");
     Expr scale = k.scalar("scale", DType::f32);
-    return {q, kk, v, o, batch, heads, kv_heads, seq_q, seq_k, causal, scale};
+    return {{q, kk, v, batch, heads, kv_heads, seq_q, seq_k, causal, scale}, o};
 }
 
 // Whether a buffer's length is exactly the product of the factors (each >= 1), in i64 without
@@ -113,7 +135,8 @@ Expr holds_exactly(const Memory& m, const std::vector<Expr>& factors) {
     return ok && product == len;
 }
 
-void require_contract(KernelBuilder& k, const Params& p, int head_dim) {
+void require_contract(KernelBuilder& k, const KernelParams& kp, int head_dim) {
+    const AttentionViews& p = kp.views;
     k.require(p.batch >= 1 && p.heads >= 1 && p.kv_heads >= 1 && p.seq_q >= 1 && p.seq_k >= 1,
               "batch, heads, kv_heads, seq_q and seq_k are >= 1");
     k.require(p.seq_q <= static_cast<int32_t>(kMaxSeq) && p.seq_k <= static_cast<int32_t>(kMaxSeq),
@@ -128,7 +151,7 @@ void require_contract(KernelBuilder& k, const Params& p, int head_dim) {
               "k holds batch x kv_heads x seq_k x head_dim elements");
     k.require(holds_exactly(p.v, {p.batch, p.kv_heads, p.seq_k, d}),
               "v holds batch x kv_heads x seq_k x head_dim elements");
-    k.require(holds_exactly(p.o, {p.batch, p.heads, p.seq_q, d}),
+    k.require(holds_exactly(kp.o, {p.batch, p.heads, p.seq_q, d}),
               "o holds batch x heads x seq_q x head_dim elements");
 }
 
@@ -141,7 +164,7 @@ void direct_form(KernelBuilder& k, const Params& p, const AttentionTypes& t) {
         Var i = k.let(row % p.seq_q, "i");
         Var q_at = k.let(row * D, "q_at");
         Var kv_at = k.let(kv_row(p, row / p.seq_q) * p.seq_k * D, "kv_at");
-        Var limit = k.let(key_limit(p, i), "limit");
+        Var limit = k.let(key_limit(p, batch_keys(k, p, row / p.seq_q), i), "limit");
         std::vector<Var> q, acc;
         for (int d = 0; d < D; ++d) q.push_back(k.let(to_f32(p.q[q_at + d]), "q"));
         for (int d = 0; d < D; ++d) acc.push_back(k.let(DType::f32, 0.0f, "acc"));
@@ -173,7 +196,7 @@ void direct_form(KernelBuilder& k, const Params& p, const AttentionTypes& t) {
                 m = m_new;
             },
             kKeyBlock);
-        for (int d = 0; d < D; ++d) p.o[q_at + d] = to_output(t, acc[d] / l);
+        for (int d = 0; d < D; ++d) p.store(q_at + d, acc[d] / l);
     });
 }
 
@@ -199,9 +222,9 @@ std::string shape_text(const AttentionShape& s) {
 }
 
 // The element count batch x heads x seq x head_dim of a buffer, checked: kiln::Error naming the
-// buffer when it is not `count` or passes 32-bit indices.
+// buffer when it passes 32-bit indices or is not `count` (when given).
 void check_count(const char* what, const char* heads_name, int64_t batch, int64_t heads,
-                 int64_t seq, int64_t head_dim, size_t count) {
+                 int64_t seq, int64_t head_dim, std::optional<size_t> count) {
     const char* seq_name = what[0] == 'k' || what[0] == 'v' ? "seq_k" : "seq_q";
     const std::string dims = fmt::format("batch x {} x {} x head_dim = {} x {} x {} x {}",
                                          heads_name, seq_name, batch, heads, seq, head_dim);
@@ -211,8 +234,8 @@ void check_count(const char* what, const char* heads_name, int64_t batch, int64_
     if (!n || *n > kMaxIndex)
         fail("attention: {} is {}, past {} elements; expected at most {} (32-bit indices)", what,
              dims, kMaxIndex, kMaxIndex);
-    if (static_cast<int64_t>(count) != *n)
-        fail("attention: {} has {} elements; expected {} = {}", what, count, dims, *n);
+    if (count && static_cast<int64_t>(*count) != *n)
+        fail("attention: {} has {} elements; expected {} = {}", what, *count, dims, *n);
 }
 
 AttentionTypes types_of(const Buffer& q, const AttentionShape& s, const AttentionOptions& o) {
@@ -247,6 +270,10 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& q, const Buffer& k, const
 
 }  // namespace
 
+bool attention_fits(const AttentionSchedule& schedule, int head_dim) {
+    return !schedule.staged || geometry(schedule, head_dim).shared_bytes <= kMaxSharedBytes;
+}
+
 float attention_scale(const AttentionShape& shape, const AttentionOptions& options) {
     if (options.scale) return *options.scale;
     return 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
@@ -279,23 +306,29 @@ const AttentionSchedule& attention_variant(const std::string& n) {
 ir::Kernel attention_kernel(const AttentionTypes& t, const AttentionSchedule& s) {
     check_types(t);
     check_schedule(s);
-    if (s.staged && geometry(s, t.head_dim).shared_bytes > kMaxSharedBytes)
-        fail(
-            "attention schedule {}: head_dim {} needs {} bytes of shared memory; expected at most "
-            "{}",
-            s.name, t.head_dim, geometry(s, t.head_dim).shared_bytes, kMaxSharedBytes);
+    check_shared(t, s);
     KernelBuilder k(
         fmt::format("attention_{}_{}_d{}_{}", name(t.input), name(t.output), t.head_dim, s.name),
         s.threads());
-    const Params p = declare_params(k, t);
+    const KernelParams p = declare_params(k, t);
     require_contract(k, p, t.head_dim);
+    attention_body(k, p.views, t, s,
+                   [&](const Expr& e, const Expr& v) { p.o[e] = to_output(t, v); });
+    return k.finish();
+}
+
+void attention_body(KernelBuilder& k, const AttentionViews& views, const AttentionTypes& t,
+                    const AttentionSchedule& s, const AttentionStore& store) {
+    check_types(t);
+    check_schedule(s);
+    check_shared(t, s);
+    const Params p{views, store};
     if (s.staged)
         staged_form(k, p, t, s);
     else if (s.lockstep)
         lockstep_form(k, p, t, s);
     else
         direct_form(k, p, t);
-    return k.finish();
 }
 
 int64_t attention_grid(const AttentionShape& shape, const AttentionSchedule& s) {
@@ -316,8 +349,8 @@ std::vector<Arg> attention_scalars(const AttentionShape& shape, const AttentionO
             Arg(attention_scale(r, options))};
 }
 
-void attention_check(const Buffer& q, const Buffer& k, const Buffer& v, const AttentionShape& shape,
-                     const AttentionOptions& options) {
+void attention_check_shape(const AttentionShape& shape, const AttentionOptions& options,
+                           DType input) {
     const AttentionShape s = resolved(shape);
     if (s.batch < 1 || s.heads < 1 || s.kv_heads < 1 || s.seq_q < 1 || s.seq_k < 1 ||
         s.head_dim < 1)
@@ -337,15 +370,30 @@ void attention_check(const Buffer& q, const Buffer& k, const Buffer& v, const At
             "attention: causal with seq_q {} > seq_k {}: the first {} query rows would see no "
             "key; expected seq_q <= seq_k",
             s.seq_q, s.seq_k, s.seq_q - s.seq_k);
-    if (!is_input_float(q.dtype()))
-        fail("attention: q is {}; expected f32, f16 or bf16", name(q.dtype()));
+    if (!is_input_float(input)) fail("attention: q is {}; expected f32, f16 or bf16", name(input));
+    check_types({input, options.out, static_cast<int>(s.head_dim)});
+    if (options.scale && !std::isfinite(*options.scale))
+        fail("attention: scale {}; expected a finite value", *options.scale);
+    // 32-bit indices (each count's exact value is checked against its buffer where there is one).
+    check_count("q", "heads", s.batch, s.heads, s.seq_q, s.head_dim, std::nullopt);
+    check_count("k", "kv_heads", s.batch, s.kv_heads, s.seq_k, s.head_dim, std::nullopt);
+}
+
+void attention_key_length_error(int64_t length, int64_t batch, int64_t seq_k) {
+    fail(
+        "scaled_dot_product_attention: key length {} of batch {} is out of range; expected 1 to "
+        "seq_k = {}",
+        length, batch, seq_k);
+}
+
+void attention_check(const Buffer& q, const Buffer& k, const Buffer& v, const AttentionShape& shape,
+                     const AttentionOptions& options) {
+    attention_check_shape(shape, options, q.dtype());
+    const AttentionShape s = resolved(shape);
     for (const Buffer* b : {&k, &v})
         if (b->dtype() != q.dtype())
             fail("attention: {} is {} but q is {}; expected the same dtype", b == &k ? "k" : "v",
                  name(b->dtype()), name(q.dtype()));
-    check_types(types_of(q, s, options));
-    if (options.scale && !std::isfinite(*options.scale))
-        fail("attention: scale {}; expected a finite value", *options.scale);
     for (const Buffer* b : {&k, &v})
         if (&b->device() != &q.device())
             fail("attention: {} lives on {} but q on {}; expected one device", b == &k ? "k" : "v",

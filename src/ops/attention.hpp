@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@
 #include "kiln/buffer.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/device.hpp"
+#include "kiln/dsl.hpp"
 #include "kiln/ir.hpp"
 #include "kiln/tune.hpp"
 
@@ -101,6 +103,9 @@ struct AttentionSchedule {
 //   l32        lockstep, 32 rows of one (batch, head) a block (the CPU's point)
 const std::vector<AttentionSchedule>& attention_variants();
 const AttentionSchedule& attention_variant(const std::string& name);  // kiln::Error if unknown
+// Whether a point can be built for head_dim (a staged point's shared tiles within the 48 KiB
+// every backend gives a block).
+bool attention_fits(const AttentionSchedule& schedule, int head_dim);
 
 // What a kernel is built for: the inputs' dtype, O's dtype and head_dim.
 struct AttentionTypes {
@@ -116,6 +121,22 @@ struct AttentionTypes {
 // launched over attention_grid() blocks. Its launch contract checks the sizes, the buffers'
 // lengths, that kv_heads divides heads and that a causal launch has seq_q <= seq_k.
 ir::Kernel attention_kernel(const AttentionTypes& types, const AttentionSchedule& schedule);
+// The kernel's work for a caller that writes O itself (a graph planner's epilogue): Q, K, V and the
+// sizes as expressions (parameters or constants; Q, K and V dense as above); each output's f32
+// value acc[d] / l goes to store(e, value) with e its index in a dense batch x heads x seq_q x
+// head_dim O, once per output, never for a row past seq_q. The caller checks the sizes
+// (attention_kernel's contract).
+// key_length, when set, gives batch b's key length (1 to seq_k, i32; the caller checks it): that
+// batch's rows see only its first key_length(b) keys, the later ones masked as causal masks them
+// (a padded batch of sequences). It is called once per thread.
+struct AttentionViews {
+    Memory q, k, v;
+    Expr batch, heads, kv_heads, seq_q, seq_k, causal, scale;
+    std::function<Expr(const Expr& batch)> key_length = {};
+};
+using AttentionStore = std::function<void(const Expr& element, const Expr& value)>;
+void attention_body(KernelBuilder& k, const AttentionViews& views, const AttentionTypes& types,
+                    const AttentionSchedule& schedule, const AttentionStore& store);
 int64_t attention_grid(const AttentionShape& shape, const AttentionSchedule& schedule);
 // The kernel's launch arguments after the four buffers, in order.
 std::vector<Arg> attention_scalars(const AttentionShape& shape, const AttentionOptions& options);
@@ -125,6 +146,13 @@ std::vector<Arg> attention_scalars(const AttentionShape& shape, const AttentionO
 // and what was expected.
 void attention_check(const Buffer& q, const Buffer& k, const Buffer& v, const AttentionShape& shape,
                      const AttentionOptions& options);
+// The checks of the shape, options and input dtype alone (all but the buffers'), for a graph
+// builder before any buffer exists.
+void attention_check_shape(const AttentionShape& shape, const AttentionOptions& options,
+                           DType input);
+// The kiln::Error for batch `batch`'s key length `length` outside 1 to seq_k (a graph's key
+// lengths are data: found when the graph runs).
+[[noreturn]] void attention_key_length_error(int64_t length, int64_t batch, int64_t seq_k);
 
 // One schedule as a tuner closure: allocates O (dense batch x heads x seq_q x head_dim of
 // options.out), compiles the kernel (memo-cached) and launches it through kiln::time_dispatches

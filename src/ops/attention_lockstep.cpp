@@ -22,10 +22,11 @@ void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
     Var i = k.let(i0 + th, "i");  // the thread's row; rows past seq_q compute, never store
     Var q_at = k.let((bh * p.seq_q + min(i.expr(), p.seq_q - 1)) * D, "q_at");
     Var kv_at = k.let(kv_row(p, bh) * p.seq_k * D, "kv_at");
-    Var limit = k.let(key_limit(p, i), "limit");
+    const std::optional<Expr> keys = batch_keys(k, p, bh);
+    Var limit = k.let(key_limit(p, keys, i), "limit");
     // Keys every row of the block sees (limits grow with the row), and keys any stored row sees.
-    Var shared_keys = k.let(key_limit(p, i0), "shared_keys");
-    Var end = k.let(key_limit(p, min(i0 + R, p.seq_q) - 1), "end");
+    Var shared_keys = k.let(key_limit(p, keys, i0), "shared_keys");
+    Var end = k.let(key_limit(p, keys, min(i0 + R, p.seq_q) - 1), "end");
     std::vector<Var> q, acc;
     for (int d = 0; d < D; ++d) q.push_back(k.let(to_f32(p.q[q_at + d]), "q"));
     for (int d = 0; d < D; ++d) acc.push_back(k.let(DType::f32, 0.0f, "acc"));
@@ -79,7 +80,7 @@ void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
         },
         kKeyBlock);
     k.if_(i < p.seq_q, [&] {
-        for (int d = 0; d < D; ++d) p.o[q_at + d] = to_output(t, acc[d] / l);
+        for (int d = 0; d < D; ++d) p.store(q_at + d, acc[d] / l);
     });
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include "kiln/dsl.hpp"
 #include "ops/attention.hpp"
@@ -19,15 +20,17 @@ inline constexpr int kKeyStep = 16;
 // Elements each row of a shared tile is padded by (a multiple of 4: runs stay 16-byte aligned).
 inline constexpr int kTilePad = 4;
 
-// The kernel's parameters, in launch order (attention_kernel in attention.hpp).
-struct Params {
-    Memory q, k, v, o;
-    Expr batch, heads, kv_heads, seq_q, seq_k, causal, scale;
+// What the forms read (attention_body's views) and where each output goes.
+struct Params : AttentionViews {
+    AttentionStore store;
 };
 
-// Keys query row i sees (the op's limit), at most seq_k also for rows past seq_q (a staged
-// block's tail rows, computed but never stored).
-Expr key_limit(const Params& p, const Expr& i);
+// The keys every row of (batch, head) `bh` may see: its batch's key length where the views give
+// one (a variable of the thread), else nothing.
+std::optional<Expr> batch_keys(KernelBuilder& k, const Params& p, const Expr& bh);
+// Keys query row i sees (the op's limit, capped by the batch's keys), at most seq_k also for rows
+// past seq_q (a staged block's tail rows, computed but never stored).
+Expr key_limit(const Params& p, const std::optional<Expr>& keys, const Expr& i);
 // The K and V row of (batch, head) `bh`: batch bh / heads, kv head (bh % heads) / group.
 Expr kv_row(const Params& p, const Expr& bh);
 // The op's c: the factor by which l and acc shrink when the running max moves from m to m_new.

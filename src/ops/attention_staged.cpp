@@ -58,17 +58,18 @@ Place place(KernelBuilder& k, const Params& p, const AttentionSchedule& s, const
     Var i0 = k.let((blocks_q - 1 - block % blocks_q) * R, "i0");
     Var t = k.let(k.thread_index(), "t");
     Var ty = k.let(t / g.across, "ty");
+    const std::optional<Expr> keys = batch_keys(k, p, bh);
     Place at{i0,
              k.let(bh * p.seq_q * head_dim, "q_at"),
              k.let(kv_row(p, bh) * p.seq_k * head_dim, "kv_at"),
              t,
              ty,
              k.let(t % g.across, "tx"),
-             k.let(key_limit(p, min(i0 + R, p.seq_q) - 1), "end"),
-             k.let(key_limit(p, i0 + t), "own_limit"),
+             k.let(key_limit(p, keys, min(i0 + R, p.seq_q) - 1), "end"),
+             k.let(key_limit(p, keys, i0 + t), "own_limit"),
              {}};
     for (int r = 0; r < s.tq; ++r)
-        at.row_limit.push_back(k.let(key_limit(p, i0 + ty * s.tq + r), "row_limit"));
+        at.row_limit.push_back(k.let(key_limit(p, keys, i0 + ty * s.tq + r), "row_limit"));
     return at;
 }
 
@@ -257,8 +258,7 @@ class Staged {
             for (int d = 0; d < g_.td; ++d) {
                 Var dim = k_.let(at_.tx * g_.td + d, "dim");
                 const Expr v = c_.acc[static_cast<size_t>(r * g_.td + d)] / sum;
-                k_.if_(row < p_.seq_q && dim < D_,
-                       [&] { p_.o[at_.q_at + row * D_ + dim] = to_output(t_, v); });
+                k_.if_(row < p_.seq_q && dim < D_, [&] { p_.store(at_.q_at + row * D_ + dim, v); });
             }
         }
     }

@@ -34,11 +34,11 @@ void check_types(const Conv1dTypes& t) {
     contraction::check_types("conv1d", t.input, t.output);
 }
 
-// The kernel's parameters, in launch order.
-struct Params {
-    Memory x, w, y;
-    Expr batch, c_in, length, c_out, kernel, stride, padding, dilation, groups;
-    Expr x_offset, x_batch, x_channel, y_offset, y_batch, y_channel;
+// The kernel's parameters, in launch order: x, w and the sizes as conv1d_body reads them, then y
+// and its view.
+struct Params : Conv1dViews {
+    Memory y;
+    Expr y_offset, y_batch, y_channel;
 };
 
 Params declare_params(KernelBuilder& k, const Conv1dTypes& t) {
@@ -51,8 +51,12 @@ Params declare_params(KernelBuilder& k, const Conv1dTypes& t) {
     Expr padding = i32("padding"), dilation = i32("dilation"), groups = i32("groups");
     Expr x_offset = i32("x_offset"), x_batch = i32("x_batch"), x_channel = i32("x_channel");
     Expr y_offset = i32("y_offset"), y_batch = i32("y_batch"), y_channel = i32("y_channel");
-    return {x,       w,        y,      batch,    c_in,    length,    c_out,    kernel,  stride,
-            padding, dilation, groups, x_offset, x_batch, x_channel, y_offset, y_batch, y_channel};
+    return {{x, w, batch, c_in, length, c_out, kernel, stride, padding, dilation, groups, x_offset,
+             x_batch, x_channel},
+            y,
+            y_offset,
+            y_batch,
+            y_channel};
 }
 
 // The launch contract, in i64: sizes >= 1, padding >= 0, groups dividing the channels, the
@@ -97,9 +101,9 @@ void require_contract(KernelBuilder& k, const Params& p) {
 // Where a thread works: the sizes derived from the parameters, its block's group, first output
 // channel and position, the bases of its batch in x and y, and its place in the block tile.
 struct Place {
-    Expr cg, terms, l_out;        // channels per group, terms per output (cg*kernel), y's length
-    Expr oc0, oc_last, t0;        // the block tile's first channel and position; its group's last
-    Expr x_base, y_base, ty, tx;  // the indices of x's (n, g*cg, 0) and y's (n, 0, 0)
+    Expr cg, terms, l_out;   // channels per group, terms per output (cg*kernel), y's length
+    Expr oc0, oc_last, t0;   // the block tile's first channel and position; its group's last
+    Expr n, x_base, ty, tx;  // the block's batch, the index of x's (n, g*cg, 0)
     // The block tile's column of the thread's c-th position: side by side, or bn/tn apart if
     // spread.
     Expr column(const Conv1dSchedule& s, int c) const {
@@ -107,7 +111,7 @@ struct Place {
     }
 };
 
-Place place(KernelBuilder& k, const Params& p, const Conv1dSchedule& s) {
+Place place(KernelBuilder& k, const Conv1dViews& p, const Conv1dSchedule& s) {
     Var cg = k.let(p.c_in / p.groups, "cg");
     Var og = k.let(p.c_out / p.groups, "og");
     Var l_out =
@@ -130,15 +134,15 @@ Place place(KernelBuilder& k, const Params& p, const Conv1dSchedule& s) {
             k.let(group * og + tile_c * s.bm, "oc0"),
             k.let(group * og + og - 1, "oc_last"),
             k.let(tile_t * s.bn, "t0"),
+            n,
             k.let(p.x_offset + n * p.x_batch + group * cg * p.x_channel, "x_base"),
-            k.let(p.y_offset + n * p.y_batch, "y_base"),
             one_row ? Expr(0) : Expr(k.let(t / across, "ty")),
             one_row ? Expr(t) : Expr(k.let(t % across, "tx"))};
 }
 
 // The position in x of the first tap (r = 0) of the block tile's column `column`: t*stride -
 // padding, with t clamped to y's last position (columns past l_out compute values never stored).
-Expr first_tap(const Params& p, const Place& at, const Expr& column) {
+Expr first_tap(const Conv1dViews& p, const Place& at, const Expr& column) {
     return min(at.t0 + column, at.l_out - 1) * p.stride - p.padding;
 }
 
@@ -149,7 +153,7 @@ Expr w_row(const Place& at, const Expr& row) {
 
 // The direct form (tn = 1): the thread's position reads only its taps inside x, r from r_lo to
 // r_hi, so no tap is tested; w's tm rows and x's tap are read from memory for each term.
-void direct_terms(KernelBuilder& k, const Params& p, const Place& at, const Conv1dSchedule& s,
+void direct_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const Conv1dSchedule& s,
                   Accumulators& acc) {
     Var start = k.let(first_tap(p, at, at.tx), "start");
     // The first r with start + r*dilation >= 0, and one past the last with it < length
@@ -175,7 +179,7 @@ void direct_terms(KernelBuilder& k, const Params& p, const Place& at, const Conv
 // that adjacent threads' positions are visibly adjacent addresses; any other reads its channels
 // and positions clamped and skips the taps outside x (with stride 1 spelled out, so adjacent
 // threads' positions are visibly adjacent there too).
-void spread_terms(KernelBuilder& k, const Params& p, const Place& at, const Conv1dSchedule& s,
+void spread_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const Conv1dSchedule& s,
                   Accumulators& acc) {
     auto wide = [](const Expr& e) { return cast(DType::i64, e); };
     const Expr last_tap =
@@ -240,7 +244,7 @@ void spread_terms(KernelBuilder& k, const Params& p, const Place& at, const Conv
 // of channel ic at each column's position) copied into shared tiles as f32, then every thread
 // adds the step's terms in order. Taps in the padding are stored clamped; blocks with none sum
 // without a test (whole steps unrolled), the others test each tap and skip those outside x.
-void staged_terms(KernelBuilder& k, const Params& p, const Place& at, const Conv1dSchedule& s,
+void staged_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const Conv1dSchedule& s,
                   Accumulators& acc) {
     const int T = s.threads(), bm = s.bm, bn = s.bn, bk = s.bk;
     const int w_ld = bm + kTilePad, x_ld = bn + kTilePad;
@@ -374,8 +378,9 @@ std::string shape_text(const Conv1dShape& s) {
         s.params.padding, s.params.dilation, s.params.groups);
 }
 
-// The checks of the shape alone (sizes, parameters, 32-bit indices), before any buffer.
-void check_shape(const Conv1dShape& s) {
+}  // namespace
+
+void conv1d_check_shape(const Conv1dShape& s) {
     const Conv1dParams& p = s.params;
     if (s.batch < 1 || s.in_channels < 1 || s.length < 1 || s.out_channels < 1 || s.kernel < 1)
         fail("conv1d: shape {}; expected batch, in_channels, length, out_channels and kernel >= 1",
@@ -413,6 +418,8 @@ void check_shape(const Conv1dShape& s) {
             "out_channels x in_channels/groups x kernel at most {} (32-bit indices)",
             shape_text(s), s.batch, s.out_channels, l_out, kMaxIndex);
 }
+
+namespace {
 
 // A check that x's view lies in its buffer's `count` elements, with 32-bit indices.
 void check_view(const Conv1dView& v, const Conv1dShape& s, size_t count) {
@@ -510,6 +517,17 @@ ir::Kernel conv1d_kernel(const Conv1dTypes& t, const Conv1dSchedule& s) {
                     s.threads());
     const Params p = declare_params(k, t);
     require_contract(k, p);
+    conv1d_body(k, p, t, s, [&](const Expr& n, const Expr& oc, const Expr& col, const Expr& v) {
+        p.y[p.y_offset + n * p.y_batch + oc * p.y_channel + col] =
+            t.output == DType::f32 ? v : cast(t.output, v);
+    });
+    return k.finish();
+}
+
+void conv1d_body(KernelBuilder& k, const Conv1dViews& p, const Conv1dTypes& t,
+                 const Conv1dSchedule& s, const Conv1dStore& store) {
+    check_types(t);
+    check_schedule(s);
     const Place at = place(k, p, s);
     Accumulators acc(k, s.tm, s.tn);
     if (s.staged)
@@ -523,12 +541,8 @@ ir::Kernel conv1d_kernel(const Conv1dTypes& t, const Conv1dSchedule& s) {
             Var oc = k.let(at.oc0 + at.ty * s.tm + r, "oc");
             Var col = k.let(at.t0 + at.column(s, c), "col");
             const Expr v = acc.at(r, c);
-            k.if_(oc <= at.oc_last && col < at.l_out, [&] {
-                p.y[at.y_base + oc * p.y_channel + col] =
-                    t.output == DType::f32 ? v : cast(t.output, v);
-            });
+            k.if_(oc <= at.oc_last && col < at.l_out, [&] { store(at.n, oc, col, v); });
         }
-    return k.finish();
 }
 
 int64_t conv1d_grid(const Conv1dShape& shape, const Conv1dSchedule& s) {
@@ -549,7 +563,7 @@ std::vector<Arg> conv1d_scalars(const Conv1dShape& sh, const Conv1dView& x, cons
 
 void conv1d_check(const Buffer& x, const Conv1dView& xv, const Buffer& w, const Conv1dShape& s,
                   DType out) {
-    check_shape(s);
+    conv1d_check_shape(s);
     if (!is_input_float(x.dtype()))
         fail("conv1d: x is {}; expected f32, f16 or bf16", name(x.dtype()));
     if (w.dtype() != x.dtype())
@@ -619,7 +633,7 @@ Buffer conv1d(Device& device, const Conv1dInput& x, const Conv1dWeight& w,
             "{}",
             w.buffer.count(), w.out_channels, w.in_channels, w.kernel);
     const Conv1dShape shape{x.batch, x.channels, x.length, w.out_channels, w.kernel, params};
-    check_shape(shape);
+    conv1d_check_shape(shape);
     if (w.in_channels != x.channels / params.groups)
         fail(
             "conv1d: w has {} input channels per group but x has {} channels in {} groups; "

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,19 @@ struct Conv1dTypes {
 // group's or the length's end are read clamped (in bounds, never used) and never stored. Its
 // launch contract checks the parameters and every view against its buffer.
 ir::Kernel conv1d_kernel(const Conv1dTypes& types, const Conv1dSchedule& schedule);
+// The kernel's work for a caller that writes y itself (a graph planner's epilogue): x, w and the
+// sizes as expressions (parameters or constants), x read through its view; each output's f32
+// value goes to store(n, oc, t, acc), once per output, never for a channel or position past the
+// end. The caller checks the sizes (conv1d_kernel's contract).
+struct Conv1dViews {
+    Memory x, w;
+    Expr batch, c_in, length, c_out, kernel, stride, padding, dilation, groups;
+    Expr x_offset, x_batch, x_channel;
+};
+using Conv1dStore =
+    std::function<void(const Expr& n, const Expr& oc, const Expr& t, const Expr& acc)>;
+void conv1d_body(KernelBuilder& k, const Conv1dViews& views, const Conv1dTypes& types,
+                 const Conv1dSchedule& schedule, const Conv1dStore& store);
 int64_t conv1d_grid(const Conv1dShape& shape, const Conv1dSchedule& schedule);
 // The kernel's launch arguments after the three buffers, in order (strides of 0 resolved).
 std::vector<Arg> conv1d_scalars(const Conv1dShape& shape, const Conv1dView& x, const Conv1dView& y);
@@ -124,6 +138,9 @@ std::vector<Arg> conv1d_scalars(const Conv1dShape& shape, const Conv1dView& x, c
 // naming the op, the values and what was expected.
 void conv1d_check(const Buffer& x, const Conv1dView& xv, const Buffer& w, const Conv1dShape& shape,
                   DType out);
+// The checks of the shape alone (sizes, parameters, groups, a kernel that fits the padded input,
+// 32-bit indices), for a graph builder before any buffer exists.
+void conv1d_check_shape(const Conv1dShape& shape);
 
 // One schedule as a tuner closure: allocates y (dense, batch x out_channels x l_out of `out`),
 // compiles the kernel (memo-cached) and launches it through kiln::time_dispatches (iters == 1:

@@ -15,7 +15,7 @@ namespace kiln::oracle {
 std::vector<uint8_t> attention(DType input, DType out, const std::vector<uint8_t>& q,
                                const std::vector<uint8_t>& k, const std::vector<uint8_t>& v,
                                const ops::AttentionShape& shape, bool causal, float scale,
-                               int64_t key_block) {
+                               int64_t key_block, const std::vector<int64_t>& key_lengths) {
     if (input != DType::f32 && input != DType::f16 && input != DType::bf16)
         fail("oracle attention: inputs {}; expected f32, f16 or bf16", name(input));
     if (out != DType::f32 && out != input)
@@ -25,6 +25,11 @@ std::vector<uint8_t> attention(DType input, DType out, const std::vector<uint8_t
     if (causal && Sq > Sk) fail("oracle attention: causal with seq_q {} > seq_k {}", Sq, Sk);
     if (key_block < 1) fail("oracle attention: key block {}; expected >= 1", key_block);
     const int64_t KB = key_block;
+    if (!key_lengths.empty() && static_cast<int64_t>(key_lengths.size()) != B)
+        fail("oracle attention: {} key lengths for batch {}", key_lengths.size(), B);
+    for (int64_t len : key_lengths)
+        if (len < 1 || len > Sk)
+            fail("oracle attention: key length {}; expected 1 to seq_k = {}", len, Sk);
     std::vector<uint8_t> o(static_cast<size_t>(B * H * Sq * D) * size_of(out));
     dispatch(input, [&]<DType T>() {
         if constexpr (T == DType::f32 || T == DType::f16 || T == DType::bf16) {
@@ -39,7 +44,9 @@ std::vector<uint8_t> attention(DType input, DType out, const std::vector<uint8_t
                     for (int64_t i = 0; i < Sq; ++i) {
                         const int64_t q_at = ((b * H + h) * Sq + i) * D;
                         const int64_t kv_at = (b * Hkv + h / (H / Hkv)) * Sk * D;
-                        const int64_t limit = causal ? Sk - Sq + i + 1 : Sk;
+                        int64_t limit = causal ? Sk - Sq + i + 1 : Sk;
+                        if (!key_lengths.empty())
+                            limit = std::min(limit, key_lengths[static_cast<size_t>(b)]);
                         float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
                         std::fill(acc.begin(), acc.end(), 0.0f);
                         for (int64_t t0 = 0; t0 < limit; t0 += KB) {

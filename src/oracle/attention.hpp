@@ -15,9 +15,12 @@ namespace kiln::oracle {
 // element bytes of `input` (f32, f16 or bf16), dense as in ops/attention.hpp (kv_heads 0: heads),
 // with `scale` as given (ops::attention_scale resolves the default). `key_block` is the op's; any
 // other size defines a different op (for tests showing that the block size is part of the bits).
+// key_lengths, when given (one per batch, each 1 to seq_k): batch b's rows see only its first
+// key_lengths[b] keys (the later ones masked, never touched).
 std::vector<uint8_t> attention(DType input, DType out, const std::vector<uint8_t>& q,
                                const std::vector<uint8_t>& k, const std::vector<uint8_t>& v,
                                const ops::AttentionShape& shape, bool causal, float scale,
-                               int64_t key_block = ops::kAttentionKeyBlock);
+                               int64_t key_block = ops::kAttentionKeyBlock,
+                               const std::vector<int64_t>& key_lengths = {});
 
 }  // namespace kiln::oracle

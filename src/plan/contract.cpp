@@ -28,6 +28,35 @@ bool swaps_last_two(const std::vector<int64_t>& order) {
 
 }  // namespace
 
+bool is_contraction(const graph::Node& n) {
+    return !n.realized() &&
+           (n.as<graph::op::Matmul>() || n.as<graph::op::Conv1d>() || n.as<graph::op::Attention>());
+}
+
+LaunchKind contraction_kind(const graph::Node& n) {
+    if (n.as<graph::op::Conv1d>()) return LaunchKind::conv1d;
+    if (n.as<graph::op::Attention>()) return LaunchKind::attention;
+    return LaunchKind::contract;
+}
+
+ops::Conv1dShape conv1d_shape(const GraphView& g, int conv) {
+    const auto& c = *g.node(conv).as<graph::op::Conv1d>();
+    const graph::Shape& x = g.node(g.inputs[size_t(conv)][0]).shape;
+    const graph::Shape& w = g.node(g.inputs[size_t(conv)][1]).shape;
+    return {x[0], x[1], x[2], w[0], w[2], {c.stride, c.padding, c.dilation, c.groups}};
+}
+
+ops::AttentionShape attention_shape(const GraphView& g, int attention) {
+    const graph::Shape& q = g.node(g.inputs[size_t(attention)][0]).shape;
+    const graph::Shape& k = g.node(g.inputs[size_t(attention)][1]).shape;
+    return {q[0], q[1], k[1], q[2], k[2], q[3]};
+}
+
+ops::AttentionOptions attention_options(const GraphView& g, int attention) {
+    const graph::Node& n = g.node(attention);
+    return {n.as<graph::op::Attention>()->causal, n.as<graph::op::Attention>()->scale, n.dtype};
+}
+
 ContractShape contract_shape(const GraphView& g, int matmul) {
     const graph::Node& c = g.node(matmul);
     const Matrices out = matrices(c.shape);
@@ -39,6 +68,10 @@ ContractOperand contract_operand(const GraphView& g, const std::vector<char>& ma
                                  int matmul, int which) {
     ContractOperand op;
     int node = g.inputs[size_t(matmul)][size_t(which)];
+    if (!g.node(matmul).as<graph::op::Matmul>()) {
+        op.source = node;
+        return op;
+    }
     const int64_t batches = matrices(g.node(node).shape).count;
     for (;;) {
         if (materialized[size_t(node)]) break;

@@ -1,30 +1,44 @@
-// The planner's view of a contraction node (graph Matmul): its sizes, and each operand as the
-// kernel reads it: a materialized node's buffer, seen through the views between that node and
-// the operand that cost nothing to read in place (a transpose of the last two axes, a broadcast
-// batch, leading unit axes). Whatever is not such a view is the buffer read: the planner
-// materializes it.
+// The planner's view of a contraction node (graph Matmul, Conv1d, Attention): its launch kind,
+// its sizes, and each operand as the kernel reads it: a materialized node's buffer, for a Matmul
+// seen through the views between that node and the operand that cost nothing to read in place (a
+// transpose of the last two axes, a broadcast batch, leading unit axes). Whatever is not such a
+// view is the buffer read: the planner materializes it. Conv1d and Attention read their operands
+// dense, as they are.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "ops/attention.hpp"
+#include "ops/conv1d.hpp"
 #include "plan/graph_view.hpp"
+#include "plan/plan.hpp"
 
 namespace kiln::plan {
+
+// Whether node n is a contraction (computed by its own contract, conv1d or attention launch),
+// and which launch kind computes it.
+bool is_contraction(const graph::Node& n);
+LaunchKind contraction_kind(const graph::Node& n);
 
 struct ContractShape {
     int64_t batch = 1, m = 0, n = 0, k = 0;
 };
 ContractShape contract_shape(const GraphView& g, int matmul);
+// A Conv1d node's problem, and an Attention node's (its options with the node's dtype as O's).
+ops::Conv1dShape conv1d_shape(const GraphView& g, int conv);
+ops::AttentionShape attention_shape(const GraphView& g, int attention);
+ops::AttentionOptions attention_options(const GraphView& g, int attention);
 
 struct ContractOperand {
     int source = -1;          // the node whose buffer (dense, row-major) the kernel reads
     bool transposed = false;  // the operand is the transpose of source's last two axes
     bool shared = false;      // one matrix for every batch (batch stride 0)
 };
-// Operand `which` (0: a, 1: b) of Matmul node `matmul`, peeling views down to the first node that
-// is materialized or is not a view the kernel can read through.
+// Operand `which` of contraction node `node` (Matmul: 0 is a, 1 is b, peeling views down to the
+// first node that is materialized or is not a view the kernel can read through; Conv1d and
+// Attention: the input itself).
 ContractOperand contract_operand(const GraphView& g, const std::vector<char>& materialized,
-                                 int matmul, int which);
+                                 int node, int which);
 
 }  // namespace kiln::plan

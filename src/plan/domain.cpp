@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include "graph/fold_order.hpp"
+#include "ops/attention.hpp"
+#include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
+#include "plan/contract.hpp"
 
 namespace kiln::plan {
 
@@ -20,6 +23,10 @@ const char* name(LaunchKind k) {
             return "scatter";
         case LaunchKind::contract:
             return "contract";
+        case LaunchKind::conv1d:
+            return "conv1d";
+        case LaunchKind::attention:
+            return "attention";
     }
     return "?";
 }
@@ -37,9 +44,24 @@ std::string to_string(LaunchKind kind, const Schedule& s) {
             return fmt::format("b{}", s.block);
         case LaunchKind::contract:
             return ops::matmul_variants().at(size_t(s.variant)).name;
+        case LaunchKind::conv1d:
+            return ops::conv1d_variants().at(size_t(s.variant)).name;
+        case LaunchKind::attention:
+            return ops::attention_variants().at(size_t(s.variant)).name;
     }
     return "?";
 }
+
+namespace {
+
+// Every point of an op's schedule domain, its threads as the block.
+template <typename Points>
+void add_points(std::vector<Schedule>& d, const Points& points) {
+    for (size_t v = 0; v < points.size(); ++v)
+        d.push_back({.block = points[v].threads(), .variant = int(v)});
+}
+
+}  // namespace
 
 std::vector<Schedule> domain_of(const Launch& l, const GraphView& g) {
     std::vector<Schedule> d;
@@ -83,10 +105,19 @@ std::vector<Schedule> domain_of(const Launch& l, const GraphView& g) {
         case LaunchKind::scatter:
             for (int b : {64, 128, 256}) d.push_back({.block = b});
             break;
-        case LaunchKind::contract: {
-            const auto& points = ops::matmul_variants();
+        case LaunchKind::contract:
+            add_points(d, ops::matmul_variants());
+            break;
+        case LaunchKind::conv1d:
+            add_points(d, ops::conv1d_variants());
+            break;
+        case LaunchKind::attention: {
+            // Staged points whose shared tiles do not fit for this head_dim are left out.
+            const int D = static_cast<int>(attention_shape(g, l.contraction).head_dim);
+            const auto& points = ops::attention_variants();
             for (size_t v = 0; v < points.size(); ++v)
-                d.push_back({.block = points[v].threads(), .variant = int(v)});
+                if (ops::attention_fits(points[v], D))
+                    d.push_back({.block = points[v].threads(), .variant = int(v)});
             break;
         }
     }

@@ -5,6 +5,7 @@
 
 #include "kiln/error.hpp"
 #include "kiln/tune.hpp"
+#include "ops/attention.hpp"
 #include "plan/lower_launch.hpp"
 
 namespace kiln::plan {
@@ -56,6 +57,9 @@ void check_faults(const GraphView& g, const RunBuffers& buffers) {
     if (record[0] == 0) return;
     const int node = static_cast<int>(record[0] - 1);
     const graph::Node& n = g.node(node);
+    if (n.as<graph::op::Attention>())
+        ops::attention_key_length_error(record[2], record[1],
+                                        g.node(g.inputs[size_t(node)][1]).shape[2]);
     const auto* gather = n.as<graph::op::Gather>();
     const int axis = gather ? gather->axis : n.as<graph::op::ScatterAdd>()->axis;
     const int64_t extent =

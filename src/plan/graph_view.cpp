@@ -63,6 +63,14 @@ void add_payload(Hasher& h, const graph::Node& n) {
                 h.add(p.select);
             } else if constexpr (std::is_same_v<P, op::ScatterAdd>) {
                 h.add(p.axis);
+            } else if constexpr (std::is_same_v<P, op::Conv1d>) {
+                h.add(p.stride);
+                h.add(p.padding);
+                h.add(p.dilation);
+                h.add(p.groups);
+            } else if constexpr (std::is_same_v<P, op::Attention>) {
+                h.add(p.causal);
+                h.add(p.scale);
             }  // Leaf and Matmul: the op itself (the payload's index) is all there is
         },
         n.payload);

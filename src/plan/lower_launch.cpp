@@ -13,6 +13,8 @@
 #include "ir/lower_folds.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/error.hpp"
+#include "ops/attention.hpp"
+#include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "plan/contract.hpp"
 #include "plan/index.hpp"
@@ -99,6 +101,12 @@ class Writer {
             case LaunchKind::contract:
                 write_contract();
                 break;
+            case LaunchKind::conv1d:
+                write_conv1d();
+                break;
+            case LaunchKind::attention:
+                write_attention();
+                break;
         }
         LoweredLaunch out{k_.finish(), grid_of(l_, g_, s_), std::move(bound_)};
         return out;
@@ -159,15 +167,29 @@ class Writer {
 
     // ---- contractions ------------------------------------------------------------------------
 
-    // ops::matmul's work at the point's variant, reading the operands in place; each output
-    // element's store computes the launch's outputs there from the Matmul's rounded value.
-    void write_contract() {
+    // The contraction's store: its value (f32) at element `linear` of its node, rounded once to
+    // the node's dtype, then each of the launch's outputs computed there from it (an epilogue).
+    void store_contraction(const Expr& linear, const Expr& acc) {
         const int c = l_.contraction;
         const Node& node = g_.node(c);
+        Index at(node.shape, index_type_, linear);
+        row_values_.erase(c);
+        row_values_.emplace(c,
+                            RowValue{node.dtype == DType::f32 ? acc : cast(node.dtype, acc), at});
+        for (int o : l_.outputs) {
+            Index here(node.shape, index_type_, linear);
+            buffers_.at(o)[at.linear()] = value_at(o, here);
+        }
+    }
+
+    static Expr i32(int64_t v) { return constant(DType::i32, static_cast<int32_t>(v)); }
+
+    // ops::matmul's work at the point's variant, reading the operands in place.
+    void write_contract() {
+        const int c = l_.contraction;
         const ContractShape sh = contract_shape(g_, c);
         const ContractOperand a = contract_operand(g_, materialized_, c, 0);
         const ContractOperand b = contract_operand(g_, materialized_, c, 1);
-        auto i32 = [](int64_t v) { return constant(DType::i32, static_cast<int32_t>(v)); };
         const ops::MatmulViews views{buffer_for(a.source, Access::read),
                                      buffer_for(b.source, Access::read),
                                      i32(sh.batch),
@@ -186,17 +208,73 @@ class Writer {
         ops::matmul_body(
             k_, views, types, point,
             [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& acc) {
-                const Expr linear =
-                    (as_index(batch) * it(sh.m) + as_index(row)) * it(sh.n) + as_index(col);
-                Index at(node.shape, index_type_, linear);
-                row_values_.erase(c);
-                row_values_.emplace(
-                    c, RowValue{node.dtype == DType::f32 ? acc : cast(node.dtype, acc), at});
-                for (int o : l_.outputs) {
-                    Index here(node.shape, index_type_, linear);
-                    buffers_.at(o)[at.linear()] = value_at(o, here);
-                }
+                store_contraction(
+                    (as_index(batch) * it(sh.m) + as_index(row)) * it(sh.n) + as_index(col), acc);
             });
+    }
+
+    // ops::conv1d's work at the point's variant, x and w dense.
+    void write_conv1d() {
+        const int c = l_.contraction;
+        const ops::Conv1dShape sh = conv1d_shape(g_, c);
+        const int x = g_.inputs[size_t(c)][0], w = g_.inputs[size_t(c)][1];
+        const ops::Conv1dViews views{buffer_for(x, Access::read),
+                                     buffer_for(w, Access::read),
+                                     i32(sh.batch),
+                                     i32(sh.in_channels),
+                                     i32(sh.length),
+                                     i32(sh.out_channels),
+                                     i32(sh.kernel),
+                                     i32(sh.params.stride),
+                                     i32(sh.params.padding),
+                                     i32(sh.params.dilation),
+                                     i32(sh.params.groups),
+                                     i32(0),
+                                     i32(sh.in_channels * sh.length),
+                                     i32(sh.length)};
+        const ops::Conv1dTypes types{g_.node(x).dtype, DType::f32};
+        const int64_t l_out = sh.out_length();
+        ops::conv1d_body(
+            k_, views, types, ops::conv1d_variants().at(size_t(s_.variant)),
+            [&](const Expr& n, const Expr& oc, const Expr& t, const Expr& acc) {
+                store_contraction(
+                    (as_index(n) * it(sh.out_channels) + as_index(oc)) * it(l_out) + as_index(t),
+                    acc);
+            });
+    }
+
+    // ops::attention's work at the point's variant, q, k and v dense.
+    void write_attention() {
+        const int c = l_.contraction;
+        const ops::AttentionShape sh = attention_shape(g_, c);
+        const ops::AttentionOptions options = attention_options(g_, c);
+        const auto& in = g_.inputs[size_t(c)];
+        ops::AttentionViews views{buffer_for(in[0], Access::read),
+                                  buffer_for(in[1], Access::read),
+                                  buffer_for(in[2], Access::read),
+                                  i32(sh.batch),
+                                  i32(sh.heads),
+                                  i32(sh.kv_heads),
+                                  i32(sh.seq_q),
+                                  i32(sh.seq_k),
+                                  i32(options.causal ? 1 : 0),
+                                  constant(DType::f32, *options.scale)};
+        if (in.size() > 3) {
+            // Batch b's key length, recorded as a fault outside 1 to seq_k and used clamped there
+            // (the run then ends in attention_key_length_error).
+            views.key_length = [&, lengths = in[3]](const Expr& b) {
+                Index at(g_.node(lengths).shape, index_type_, as_index(b));
+                Var value = k_.let(cast(DType::i64, value_at(lengths, at)), "key_length");
+                const Expr seq_k{int64_t{sh.seq_k}};
+                record_fault(c, value < Expr(int64_t{1}) || value > seq_k, at, value);
+                return cast(DType::i32, min(max(value.expr(), Expr(int64_t{1})), seq_k));
+            };
+        }
+        const ops::AttentionTypes types{g_.node(in[0]).dtype, DType::f32,
+                                        static_cast<int>(sh.head_dim)};
+        ops::attention_body(
+            k_, views, types, ops::attention_variants().at(size_t(s_.variant)),
+            [&](const Expr& e, const Expr& v) { store_contraction(as_index(e), v); });
     }
 
     // ---- values -----------------------------------------------------------------------------
@@ -698,6 +776,8 @@ bool is_empty(const Launch& l, const GraphView& g) {
         case LaunchKind::scatter:
             return graph::element_count(g.node(g.inputs[size_t(l.scatter)][1]).shape) == 0;
         case LaunchKind::contract:
+        case LaunchKind::conv1d:
+        case LaunchKind::attention:
             return g.node(l.contraction).numel() == 0;
     }
     return false;
@@ -728,6 +808,14 @@ int64_t grid_of(const Launch& l, const GraphView& g, const Schedule& s) {
                 1, ops::matmul_grid({sh.batch, sh.m, sh.n, sh.k},
                                     ops::matmul_variants().at(size_t(s.variant))));
         }
+        case LaunchKind::conv1d:
+            return std::max<int64_t>(
+                1, ops::conv1d_grid(conv1d_shape(g, l.contraction),
+                                    ops::conv1d_variants().at(size_t(s.variant))));
+        case LaunchKind::attention:
+            return std::max<int64_t>(
+                1, ops::attention_grid(attention_shape(g, l.contraction),
+                                       ops::attention_variants().at(size_t(s.variant))));
     }
     return 1;
 }

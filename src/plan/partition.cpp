@@ -31,7 +31,7 @@ bool is_fold(const GraphView& g, int i) {
 }
 
 bool is_contraction(const GraphView& g, int i) {
-    return !g.is_leaf(i) && g.node(i).as<op::Matmul>() != nullptr;
+    return plan::is_contraction(g.node(i));
 }
 
 // A node computed by a group's launch: a fold or a contraction.
@@ -193,8 +193,8 @@ struct Builder {
         // A contraction reads its operands from buffers, through the views it can read in place.
         for (const FoldGroup& gr : groups)
             if (gr.contraction)
-                for (int which : {0, 1})
-                    materialize(contract_operand(g, materialized, gr.folds[0], which).source);
+                for (size_t which = 0; which < g.inputs[size_t(gr.folds[0])].size(); ++which)
+                    materialize(contract_operand(g, materialized, gr.folds[0], int(which)).source);
 
         // Settle who computes each materialized node: a map launch needs every fold it reads
         // materialized; a group's launch needs those of other groups materialized and can write
@@ -239,7 +239,7 @@ struct Builder {
                     throw GroupNotFusable(int(gi), "a contraction has no segments form");
                 Launch l;
                 l.group = static_cast<int>(gi);
-                l.kind = LaunchKind::contract;
+                l.kind = contraction_kind(g.node(gr.folds[0]));
                 l.contraction = gr.folds[0];
                 l.outputs = forms[gi] == GroupForm::split ? std::vector<int>{gr.folds[0]} : outs;
                 launches.push_back(std::move(l));
@@ -282,6 +282,9 @@ struct Builder {
                     plan.materialized.end())
                     plan.materialized.push_back(o);
             if (l.kind == LaunchKind::scatter) plan.has_faults = true;
+            // Attention's key lengths are checked as they are read.
+            if (l.kind == LaunchKind::attention && g.inputs[size_t(l.contraction)].size() > 3)
+                plan.has_faults = true;
             for (int o : l.outputs)
                 if (g.node(o).as<op::Gather>()) plan.has_faults = true;
         }

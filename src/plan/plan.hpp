@@ -19,6 +19,11 @@
 //            that read it element for element computed in its store (an epilogue: bias,
 //            activation, residual); the Matmul itself is written only where something else
 //            needs it.
+//   conv1d   a Conv1d node (ops::conv1d's kernel at one of its schedule points) reading dense
+//            operands, with the maps after it fused into its store as for contract (bias,
+//            activation).
+//   attention an Attention node (ops::attention's kernel at one of its schedule points) reading
+//            dense q, k and v, with the maps after it fused into its store.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +37,7 @@
 
 namespace kiln::plan {
 
-enum class LaunchKind : uint8_t { map, row, segments, scatter, contract };
+enum class LaunchKind : uint8_t { map, row, segments, scatter, contract, conv1d, attention };
 const char* name(LaunchKind k);
 
 // One point of a launch's schedule domain. Which fields matter depends on the kind:
@@ -42,6 +47,8 @@ const char* name(LaunchKind k);
 //   segments: block, threads (per segment), unroll
 //   scatter: block
 //   contract: variant (an index into ops::matmul_variants()); block is its threads
+//   conv1d, attention: variant (into ops::conv1d_variants(), ops::attention_variants()); block
+//            is its threads
 struct Schedule {
     int block = 256;
     int per_thread = 1;
@@ -64,7 +71,7 @@ struct Launch {
     std::vector<int> axes;
     int64_t rows = 0, extent = 0;  // rows, and elements per row
     int scatter = -1;              // scatter launches: the ScatterAdd node
-    int contraction = -1;          // contract launches: the Matmul node
+    int contraction = -1;          // contract, conv1d, attention launches: the node
     int group = -1;                // row, segments and contract launches: the group (partition.hpp)
     // Segments launches: the scratch buffer each fold writes its segment values to. Row launches
     // after them: the scratch each fold folds instead of its input (segment_count(extent) a row).

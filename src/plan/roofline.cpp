@@ -8,6 +8,8 @@
 #include <set>
 
 #include "graph/fold_order.hpp"
+#include "ops/attention.hpp"
+#include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "plan/contract.hpp"
 #include "plan/lower_launch.hpp"
@@ -48,6 +50,50 @@ double weight(graph::MapOp m) {
     }
 }
 
+// The flops of a contraction node's terms: 2 per product term (matmul, conv1d); for attention
+// the scores' and the values' terms of the keys each row sees, and an exp per score.
+double contraction_flops(const GraphView& g, int n) {
+    const graph::Node& node = g.node(n);
+    if (node.as<op::Conv1d>()) {
+        const ops::Conv1dShape c = conv1d_shape(g, n);
+        return 2.0 * double(c.batch) * double(c.out_channels) * double(c.out_length()) *
+               double(c.in_channels / c.params.groups) * double(c.kernel);
+    }
+    if (node.as<op::Attention>()) {
+        const ops::AttentionShape a = attention_shape(g, n);
+        const double keys = node.as<op::Attention>()->causal
+                                ? double(a.seq_k) - double(a.seq_q - 1) / 2.0
+                                : double(a.seq_k);
+        const double scores = double(a.batch) * double(a.heads) * double(a.seq_q) * keys;
+        return scores * (4.0 * double(a.head_dim) + weight(graph::MapOp::exp));
+    }
+    const ContractShape c = contract_shape(g, n);
+    return 2.0 * double(c.batch) * double(c.m) * double(c.n) * double(c.k);
+}
+
+// The share of the device's rate a contraction launch's terms run at, at point s: a SIMT thread
+// with more outputs reads each shared value for more of them, and direct points read every term
+// from memory (a fifth of the smallest staged share); a CPU runs the point whose threads are the
+// lanes of its vectors well and the others as scalar loops.
+double contraction_share(const Launch& l, const Schedule& s, const DeviceFacts& f) {
+    auto staged_share = [](double tile) { return std::clamp(tile / 64.0, 0.1, 1.0); };
+    switch (l.kind) {
+        case LaunchKind::conv1d: {
+            const ops::Conv1dSchedule& p = ops::conv1d_variants().at(size_t(s.variant));
+            return f.gpu ? (p.staged ? staged_share(p.tm * p.tn) : 0.02) : (p.spread ? 1.0 : 0.15);
+        }
+        case LaunchKind::attention: {
+            const ops::AttentionSchedule& p = ops::attention_variants().at(size_t(s.variant));
+            if (!f.gpu) return p.lockstep ? 1.0 : 0.15;
+            return p.staged ? staged_share(4.0 * p.tq * p.tk) : (p.lockstep ? 0.1 : 0.02);
+        }
+        default: {
+            const ops::MatmulSchedule& p = ops::matmul_variants().at(size_t(s.variant));
+            return f.gpu ? (p.staged ? staged_share(p.tm * p.tn) : 0.02) : (p.spread ? 1.0 : 0.15);
+        }
+    }
+}
+
 struct Traffic {
     double read = 0, written = 0, flops = 0;
 };
@@ -79,10 +125,7 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
             continue;
         }
         if (node.as<op::Fold>()) t.flops += static_cast<double>(l.rows * l.extent);
-        if (node.as<op::Matmul>()) {
-            const ContractShape c = contract_shape(g, n);
-            t.flops += 2.0 * double(c.batch) * double(c.m) * double(c.n) * double(c.k);
-        }
+        if (is_contraction(node)) t.flops += contraction_flops(g, n);
         for (int in : g.inputs[size_t(n)]) work.push_back(in);
     }
     for (int o : l.outputs)
@@ -156,21 +199,18 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
     }
     const double memory_us = e.bytes / (f.bandwidth * std::max(bw_eff, 1e-6));
     double compute_us = e.flops / (f.flops * std::max(rate_eff, 1e-6));
-    if (l.kind == LaunchKind::contract) {
-        // The product's terms, including those of outputs the last tiles compute past the edges,
-        // run at the point's share of the rate: a SIMT thread with more outputs reads each
-        // shared value for more of them, and direct points read every term from memory (a
-        // fifth of the smallest staged share); a CPU runs the point whose threads are the
-        // lanes of its vectors well and the others as scalar loops. The epilogue's flops run as a
-        // map's.
-        const ContractShape c = contract_shape(g, l.contraction);
-        const ops::MatmulSchedule& p = ops::matmul_variants().at(size_t(s.variant));
-        const double terms = 2.0 * double(c.batch) * double(c.m) * double(c.n) * double(c.k);
-        const double padded = 2.0 * double(c.batch) * double(ceil_to(c.m, p.bm)) *
-                              double(ceil_to(c.n, p.bn)) * double(c.k);
-        const double tile = p.tm * p.tn;
-        const double share =
-            f.gpu ? (p.staged ? std::clamp(tile / 64.0, 0.1, 1.0) : 0.02) : (p.spread ? 1.0 : 0.15);
+    if (l.contraction >= 0) {
+        // The terms, including those of outputs a matmul's last tiles compute past the edges,
+        // run at the point's share of the rate; the epilogue's flops run as a map's.
+        const double terms = contraction_flops(g, l.contraction);
+        double padded = terms;
+        if (l.kind == LaunchKind::contract) {
+            const ContractShape c = contract_shape(g, l.contraction);
+            const ops::MatmulSchedule& p = ops::matmul_variants().at(size_t(s.variant));
+            padded = 2.0 * double(c.batch) * double(ceil_to(c.m, p.bm)) *
+                     double(ceil_to(c.n, p.bn)) * double(c.k);
+        }
+        const double share = contraction_share(l, s, f);
         const double epilogue = std::max(0.0, e.flops - terms);
         e.flops = padded + epilogue;
         compute_us = padded / (f.flops * std::max(rate_eff * share, 1e-6)) +
