@@ -113,9 +113,9 @@ Tensor Model::layer_norm(const Tensor& x, const Norm& n) const {
     return kiln::layer_norm(x, 1, &n.weight, &n.bias, config_.layer_norm_eps);
 }
 
-// Multi-head self-attention: [B, S, hidden] to [B, S, hidden], `mask` [B, 1, 1, S] added to the
-// scores (0 for a token, the lowest float for padding).
-Tensor Model::attention(const Tensor& x, const Layer& l, const Tensor& mask) const {
+// Multi-head self-attention: [B, S, hidden] to [B, S, hidden]; batch i's rows see only its first
+// key_lengths[i] keys (the rest is padding).
+Tensor Model::attention(const Tensor& x, const Layer& l, const Tensor& key_lengths) const {
     const int64_t b = x.size(0), s = x.size(1), heads = config_.heads;
     const int64_t d = config_.hidden / heads;
     auto split_heads = [&](const Tensor& t) {  // [B, S, H*D] -> [B, H, S, D]
@@ -123,8 +123,7 @@ Tensor Model::attention(const Tensor& x, const Layer& l, const Tensor& mask) con
     };
     const Tensor q = split_heads(l.query(x)), k = split_heads(l.key(x)),
                  v = split_heads(l.value(x));
-    const Tensor scores = kiln::matmul(q, k.transpose(-1, -2)) / std::sqrt(double(d)) + mask;
-    const Tensor context = kiln::matmul(kiln::softmax(scores, -1), v);
+    const Tensor context = kiln::scaled_dot_product_attention(q, k, v, false, {}, &key_lengths);
     return context.permute({0, 2, 1, 3}).reshape({b, s, config_.hidden});
 }
 
@@ -154,19 +153,20 @@ Tensor Model::embed(const std::vector<std::vector<int32_t>>& batch, Report* repo
                            config_.vocab - 1);
     }
     const int64_t b = static_cast<int64_t>(batch.size()), s = static_cast<int64_t>(longest);
-    // Padded ids (0, [PAD]), the token mask, and the additive key mask.
-    std::vector<int32_t> ids(static_cast<size_t>(b * s), 0);
-    std::vector<float> tokens(ids.size(), 0.0f), key_mask(ids.size(), 0.0f);
-    for (size_t i = 0; i < batch.size(); ++i)
+    // Padded ids (0, [PAD]), the token mask, and each sequence's length (its keys).
+    std::vector<int32_t> ids(static_cast<size_t>(b * s), 0), lengths;
+    std::vector<float> tokens(ids.size(), 0.0f);
+    for (size_t i = 0; i < batch.size(); ++i) {
+        lengths.push_back(static_cast<int32_t>(batch[i].size()));
         for (size_t j = 0; j < longest; ++j) {
             const bool real = j < batch[i].size();
             ids[i * longest + j] = real ? batch[i][j] : 0;
             tokens[i * longest + j] = real ? 1.0f : 0.0f;
-            key_mask[i * longest + j] = real ? 0.0f : std::numeric_limits<float>::lowest();
         }
+    }
     const Tensor id_tensor = Tensor::from_host(ids, {b, s}, device_);
     const Tensor token_mask = Tensor::from_host(tokens, {b, s, 1}, device_);
-    const Tensor mask = Tensor::from_host(key_mask, {b, 1, 1, s}, device_);
+    const Tensor key_lengths = Tensor::from_host(lengths, {b}, device_);
 
     // Embeddings: word + token type 0, + position; LayerNorm.
     const Tensor positions = Tensor::arange(s, DType::i32, device_);
@@ -175,7 +175,7 @@ Tensor Model::embed(const std::vector<std::vector<int32_t>>& batch, Report* repo
                kiln::embedding(position_embeddings_, positions);
     x = settle(layer_norm(x, embedding_norm_));
     for (const Layer& l : layers_) {
-        x = layer_norm(l.attention_out(attention(x, l, mask)) + x, l.attention_norm);
+        x = layer_norm(l.attention_out(attention(x, l, key_lengths)) + x, l.attention_norm);
         x = settle(layer_norm(l.out(kiln::gelu(l.intermediate(x))) + x, l.out_norm));
     }
 

@@ -2,9 +2,10 @@
 // and token-type embeddings, LayerNorm; post-LN layers of self-attention and a gelu MLP), mean
 // pooling over the tokens and L2 normalization. Weights come from the model directory's
 // model.safetensors and config.json; a batch of token-id sequences is padded to its longest, the
-// padded keys masked additively. Each layer is resolved as it is built: the six layers have one
-// structure, so the first plans, compiles and races its launches and the other five replay that
-// plan (one graph of all six would plan and tune each layer's launches again).
+// padded keys masked by each sequence's length (one attention launch). Each layer is resolved as it
+// is built: the six layers have one structure, so the first plans, compiles and races its launches
+// and the other five replay that plan (one graph of all six would plan and tune each layer's
+// launches again).
 //
 //   minilm::Model model(dir, device);
 //   kiln::Tensor e = model.embed({tokenizer.encode("a sentence"), tokenizer.encode("another")});
@@ -63,7 +64,8 @@ class Model {
     };
 
     kiln::Tensor layer_norm(const kiln::Tensor& x, const Norm& n) const;
-    kiln::Tensor attention(const kiln::Tensor& x, const Layer& l, const kiln::Tensor& mask) const;
+    kiln::Tensor attention(const kiln::Tensor& x, const Layer& l,
+                           const kiln::Tensor& key_lengths) const;
 
     kiln::Device& device_;
     Config config_;

@@ -6,8 +6,9 @@ nothing is fetched at run time. The forward pass is BERT's, as sentence-transfor
 
     embeddings  word[ids] + position[0..L) + token_type[0], layer_norm (eps from config.json)
     6 layers    self-attention: q, k, v = linear(h) split into 12 heads of 32;
-                softmax(q @ k^T / sqrt(32) + mask) @ v, where mask adds float32's lowest value
-                at padding keys; linear; layer_norm(. + h)  (post-LN)
+                softmax(q @ k^T / sqrt(32)) @ v over each sentence's own keys (one
+                scaled_dot_product_attention launch, padding keys masked by the sentence's
+                length); linear; layer_norm(. + h)  (post-LN)
                 MLP: linear, gelu (erf form), linear; layer_norm(. + h)
     pooling     the mean of the last hidden states over the attention mask
     normalize   divided by max(L2 norm, 1e-12)
@@ -17,7 +18,6 @@ nothing is fetched at run time. The forward pass is BERT's, as sentence-transfor
 """
 
 import json
-import math
 import os
 
 import numpy as np
@@ -71,14 +71,13 @@ class MiniLM:
         for i, row in enumerate(input_ids):
             ids[i, :len(row)] = row
             mask[i, :len(row)] = 1
+        lengths = np.array([len(row) for row in input_ids], np.int32)
         ids = _tensor(ids, device=self.device)
         mask = _tensor(mask, device=self.device)
+        key_lengths = _tensor(lengths, device=self.device)
         hidden = self._embeddings(ids, length)
-        # Added to the scores of padding keys, as transformers does: float32's lowest value.
-        lowest = float(np.finfo(np.float32).min)
-        key_mask = ((1.0 - mask) * lowest).reshape(batch, 1, 1, length)
         for layer in range(self.config["num_hidden_layers"]):
-            hidden = self._layer(f"encoder.layer.{layer}.", hidden, key_mask).resolve()
+            hidden = self._layer(f"encoder.layer.{layer}.", hidden, key_lengths).resolve()
         token_mask = mask.reshape(batch, length, 1)
         pooled = (hidden * token_mask).sum(1) / token_mask.sum(1)
         norm = _kiln.sqrt(_kiln.square(pooled).sum(1, keepdim=True))
@@ -107,7 +106,7 @@ class MiniLM:
         token_type = self._w("embeddings.token_type_embeddings.weight")[0]
         return self._layer_norm("embeddings.", words + positions + token_type)
 
-    def _layer(self, prefix, hidden, key_mask):
+    def _layer(self, prefix, hidden, key_lengths):
         batch, length, width = hidden.shape
         head_dim = width // self.heads
 
@@ -116,8 +115,7 @@ class MiniLM:
             return x.reshape(batch, length, self.heads, head_dim).permute(0, 2, 1, 3)
 
         q, k, v = heads("query"), heads("key"), heads("value")
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(head_dim) + key_mask
-        context = _kiln.softmax(scores, -1) @ v
+        context = _kiln.scaled_dot_product_attention(q, k, v, key_lengths=key_lengths)
         context = context.permute(0, 2, 1, 3).reshape(batch, length, width)
         attention = self._linear(prefix + "attention.output.dense", context)
         hidden = self._layer_norm(prefix + "attention.output.", attention + hidden)
