@@ -5,6 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
+#include "graph/node.hpp"
+#include "ops/attention.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"
 #include "plan/realize.hpp"
@@ -87,6 +91,30 @@ TEST(GraphAttention, CausalGroupedQueryMatchesTheOracleAtEveryPointFusedAndSplit
             return std::vector<Tensor>{o * 0.5 + q};
         },
         /*sweep=*/true);
+}
+
+TEST(GraphAttention, EveryPointOfTheOpsEntryGivesTheGraphOpsBits) {
+    // The graph's launch bakes the sizes into its kernel; ops::attention's takes them as
+    // parameters: both give the graph oracle's bits at every point.
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Tensor q = finite_tensor(*d, DType::f32, {2, 4, 37, 24}, 11).resolve();
+        Tensor k = finite_tensor(*d, DType::f32, {2, 2, 70, 24}, 12).resolve();
+        Tensor v = finite_tensor(*d, DType::f32, {2, 2, 70, 24}, 13).resolve();
+        const auto want = graph::evaluate({scaled_dot_product_attention(q, k, v, true).node()});
+        const ops::AttentionShape shape{2, 4, 2, 37, 70, 24};
+        for (const auto& point : ops::attention_variants()) {
+            SCOPED_TRACE(point.name);
+            const Buffer o =
+                ops::attention_bench(*d, *q.node()->buffer, *k.node()->buffer, *v.node()->buffer,
+                                     shape, {.causal = true}, point, 1)
+                    .output;
+            const std::vector<float> got = o.download<float>();
+            std::vector<uint8_t> bytes(got.size() * sizeof(float));
+            std::memcpy(bytes.data(), got.data(), bytes.size());
+            EXPECT_EQ(bytes, want[0].bytes());
+        }
+    }
 }
 
 TEST(GraphAttention, KeyLengthsMaskAPaddedBatchAtEveryPoint) {
