@@ -2,7 +2,9 @@
 // aborts the process (Kernel.cc: region_entry_barrier != NULL) on an if/else whose arms both end
 // in control flow right before a barrier, as matvec_q8's staged variants had. Every shipped
 // variant is checked, and the form used instead (two ifs on a volatile copy of the condition)
-// computes the if/else's result on every device.
+// computes the if/else's result on every device. Such kernels also read the block index once
+// through a volatile (PoCL 5 computed a graph's staged attention wrong when it divided the block
+// index by a constant: graph_conv_attention_test there).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -60,6 +62,29 @@ TEST(OpenClCodegen, NoKernelWithBarriersHasAnIfElse) {
     }
     EXPECT_GE(with_barriers, 19u);  // every matvec variant folds through a tile
     EXPECT_GE(split, 8u);           // the staged, warp_words and streamed variants' if/else
+}
+
+TEST(OpenClCodegen, KernelsWithBarriersReadTheBlockIndexOnceThroughAVolatile) {
+    size_t with_barriers = 0, without = 0;
+    for (const std::string& text : opencl_kernels(shipped_kernels())) {
+        const std::string name = text.substr(0, text.find('('));
+        size_t reads = 0;
+        for (size_t at = text.find("get_group_id(0)"); at != std::string::npos;
+             at = text.find("get_group_id(0)", at + 1))
+            ++reads;
+        if (text.find("barrier(") == std::string::npos) {
+            ++without;
+            EXPECT_THAT(text, Not(HasSubstr("kiln_block_read"))) << name;
+            continue;
+        }
+        ++with_barriers;
+        EXPECT_THAT(text,
+                    HasSubstr("volatile int32_t kiln_block_read = ((int32_t)get_group_id(0));"))
+            << name;
+        EXPECT_LE(reads, 1u) << name;
+    }
+    EXPECT_GE(with_barriers, 19u);
+    EXPECT_GE(without, 1u);
 }
 
 // A kernel with barriers whose if/else arms both end in ifs right before a barrier, as the staged

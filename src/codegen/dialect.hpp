@@ -45,6 +45,11 @@ struct Dialect {
     // aborts (region_entry_barrier != NULL) on an if/else whose arms both end in control flow
     // right before a barrier; the volatile copy keeps LLVM from merging the ifs back.
     bool split_if_else = false;
+    // OpenCL: in a kernel with barriers, the block index is read once through a volatile. PoCL 5
+    // (LLVM 16) computed wrong results for a staged attention kernel whose block index was
+    // divided and reduced by one constant (a graph launch: q blocks of (batch, head) = index / 3
+    // and index % 3); through the volatile copy it computes the kernel as written.
+    bool opaque_block_index = false;
     // Bytes every buffer parameter's first element is aligned to (the runtime checks it when it
     // allocates); 0: not known. With it, a vector access at an index known to be a multiple of
     // its width (ir/divisibility.hpp) needs no run-time alignment test.

@@ -34,6 +34,7 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return as_float(u); }
         .warp_size = 1,
         .vector_load = VectorLoad::vload,
         .split_if_else = true,
+        .opaque_block_index = true,
         .claim_fault = "return atomic_cmpxchg(word, 0u, site) == 0u;",
         // Inlined: PoCL 5 computed wrong results in kernels with barriers that call a
         // noinline function (matvec_q8 w128_v1_r1 in checked mode).

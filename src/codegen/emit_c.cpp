@@ -82,7 +82,9 @@ std::string emit_cpu(const Kernel& lowered, const Dialect& d, const std::string&
 std::string emit_gpu(const Kernel& lowered, const Dialect& d, const std::string& entry) {
     Emitter e(lowered, d);
     e.split_if_else = d.split_if_else && contains_barrier(lowered.body);
+    e.opaque_block_index = d.opaque_block_index && contains_barrier(lowered.body);
     e.out += e.signature(entry) + " {\n";
+    e.declare_block_index();
     e.declare_tiles();
     e.declare_locals([](int) { return true; });
     e.declare_arrays([](int) { return true; }, false);

@@ -127,7 +127,7 @@ std::string Emitter::builtin(BuiltinKind b) const {
                 fail("kernel {}: the thread index read outside a thread loop", k.name);
             return d.thread_index;
         case BuiltinKind::block_index:
-            return d.block_index;
+            return opaque_block_index ? "kiln_block_index" : d.block_index;
         case BuiltinKind::grid_size:
             return d.grid_size;
     }

@@ -139,6 +139,12 @@ std::string Emitter::per_thread_count() const {
     return plan && plan->strips ? "KILN_STRIP" : std::to_string(k.block_size);
 }
 
+void Emitter::declare_block_index() {
+    if (!opaque_block_index) return;
+    line(fmt::format("volatile int32_t kiln_block_read = {};", d.block_index));
+    line("const int32_t kiln_block_index = kiln_block_read;");
+}
+
 void Emitter::declare_tiles() {
     for (size_t i = 0; i < k.tiles.size(); ++i)
         line(fmt::format("{}{}{} sh{}[{}];", d.shared_space, d.tile_align,

@@ -31,6 +31,9 @@ struct Emitter {
     // + - * are written to wrap and loop steps as `+=`.
     const ir::NoWrap* no_wrap = nullptr;
     bool split_if_else = false;  // Dialect::split_if_else, in a kernel with barriers
+    // Dialect::opaque_block_index in a kernel with barriers: the block index is the variable
+    // kiln_block_index, declared by declare_block_index().
+    bool opaque_block_index = false;
     std::unordered_map<const ir::ExprNode*, std::string> named;  // shared nodes of a statement
     std::string out;
     int depth = 1;
@@ -77,6 +80,7 @@ struct Emitter {
     // Declares the locals and per-thread arrays for which `which(id)` holds (tiles: all).
     void declare_locals(const std::function<bool(int)>& which);
     void declare_arrays(const std::function<bool(int)>& which, bool per_thread);
+    void declare_block_index();  // the opaque block index (opaque_block_index)
     void declare_tiles();
 
     // Vector loads and stores (emit_vector.cpp).
