@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up and builds kiln, shows every device, runs the demo kernel on each of them, then tunes
-# the shipped ops (rms_norm, matvec_q8_dp4a) on the best device and prints their tables.
+# Sets up and builds kiln, shows every device, runs the demo kernel on each of them, tunes the
+# shipped ops (rms_norm, matvec_q8_dp4a) on the best device and prints their tables, then embeds
+# four sentences with all-MiniLM-L6-v2 on the best device and prints their similarity matrix.
 # Exits non-zero if any step fails or any device is not bit-identical to the oracle.
 set -euo pipefail
 
@@ -13,3 +14,5 @@ echo
 build/kiln tune rms_norm --rows 4096 --n 4096
 echo
 build/kiln tune matvec_q8 --rows 4096 --k 4096
+echo
+build/examples/minilm

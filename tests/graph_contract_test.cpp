@@ -15,13 +15,7 @@ namespace {
 
 using test::expect_graph_everywhere;
 using test::finite_tensor;
-
-// The kinds of the last resolve's launches, in order.
-std::vector<plan::LaunchKind> launch_kinds() {
-    std::vector<plan::LaunchKind> kinds;
-    for (const auto& l : plan::last_executable()->launches) kinds.push_back(l.kind);
-    return kinds;
-}
+using test::launch_kinds;
 
 TEST(GraphContract, RaggedMatmulMatchesTheOracleAtEveryPointFusedAndSplit) {
     // m, n, k prime: no tile of any point divides them; the epilogue is fused or not.

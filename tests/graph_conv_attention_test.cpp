@@ -20,12 +20,7 @@ namespace {
 
 using test::expect_graph_everywhere;
 using test::finite_tensor;
-
-std::vector<plan::LaunchKind> launch_kinds() {
-    std::vector<plan::LaunchKind> kinds;
-    for (const auto& l : plan::last_executable()->launches) kinds.push_back(l.kind);
-    return kinds;
-}
+using test::launch_kinds;
 
 TEST(GraphConv1d, StridedDilatedGroupedMatchesTheOracleAtEveryPointFusedAndSplit) {
     // Ragged length, padding on both ends, two groups; bias and relu after it.

@@ -260,8 +260,8 @@ void dtypes(std::vector<Case>& out) {
                               }));
 }
 
-// Graph contractions (matmul, linear) with the maps the planner fuses into their operands and
-// epilogues; the op's own schedule points are the matmul area's op case.
+// Graph contractions (matmul, linear, conv1d, attention) with the maps the planner fuses into
+// their operands and epilogues; the ops' own schedule points are their areas' op cases.
 void contractions(std::vector<Case>& out) {
     out.push_back(graph_case("matmul", "graph_linear_epilogue", [](CaseContext& ctx) {
         const Shape s = draw(ctx, {kRows, Dim::range(1, 67), kSmall});
@@ -276,6 +276,31 @@ void contractions(std::vector<Case>& out) {
         Tensor a = input_tensor(ctx, DType::f32, {s[0], s[2], s[1]});
         Tensor b = input_tensor(ctx, DType::f32, {s[2], s[3]});
         return GraphInstance{{matmul(a.transpose(1, 2), b), matmul(a.transpose(1, 2), b) * 0.5},
+                             shape_text(s)};
+    }));
+    // conv1d: batch, channels per group, groups (1 or 2), length, out channels per group,
+    // stride; kernel 3, padding 1; bias and relu fused into its launch.
+    out.push_back(graph_case("conv", "graph_conv1d_epilogue", [](CaseContext& ctx) {
+        const Shape s = draw(
+            ctx, {Dim::range(1, 4), kSmall, Dim::range(1, 3), kCols, kSmall, Dim::range(1, 3)});
+        const int64_t groups = s[2], c_in = s[1] * groups, c_out = s[4] * groups;
+        Tensor x = input_tensor(ctx, DType::f32, {s[0], c_in, s[3]});
+        Tensor w = input_tensor(ctx, DType::f32, {c_out, s[1], 3});
+        Tensor b = input_tensor(ctx, DType::f32, {c_out});
+        return GraphInstance{{relu(conv1d(x, w, &b, s[5], 1, 1, groups))}, shape_text(s)};
+    }));
+    // Attention: batch, kv heads (x2 query heads), seq_q, extra keys, head_dim; causal and
+    // plain over a padded batch (drawn key lengths), with a scaled residual after it.
+    out.push_back(graph_case("attention", "graph_attention_key_lengths", [](CaseContext& ctx) {
+        const Shape s = draw(ctx, {Dim::range(1, 4), Dim::range(1, 3), Dim::range(1, 80),
+                                   Dim::range(0, 70), Dim::range(1, 41)});
+        const int64_t b = s[0], kv = s[1], seq_q = s[2], seq_k = s[2] + s[3], d = s[4];
+        Tensor q = input_tensor(ctx, DType::f32, {b, 2 * kv, seq_q, d});
+        Tensor k = input_tensor(ctx, DType::f32, {b, kv, seq_k, d});
+        Tensor v = input_tensor(ctx, DType::f32, {b, kv, seq_k, d});
+        Tensor lengths = index_tensor(ctx, {b}, seq_k) + 1;
+        return GraphInstance{{scaled_dot_product_attention(q, k, v, true) * 0.5 + q,
+                              scaled_dot_product_attention(q, k, v, false, {}, &lengths)},
                              shape_text(s)};
     }));
 }

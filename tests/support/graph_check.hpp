@@ -26,6 +26,13 @@ inline ::testing::Environment* const kNoRacing = ::testing::AddGlobalTestEnviron
 
 using GraphBuilder = std::function<std::vector<Tensor>(Device&)>;
 
+// The kinds of the last resolve's launches, in order.
+inline std::vector<plan::LaunchKind> launch_kinds() {
+    std::vector<plan::LaunchKind> kinds;
+    for (const auto& l : plan::last_executable()->launches) kinds.push_back(l.kind);
+    return kinds;
+}
+
 inline std::vector<graph::NodeRef> nodes_of(const std::vector<Tensor>& ts) {
     std::vector<graph::NodeRef> out;
     for (const auto& t : ts) out.push_back(t.node());
