@@ -63,17 +63,7 @@ TEST(GraphContract, AnEpilogueOfBiasActivationAndResidualRunsInTheContractionsLa
         Tensor y = gelu(linear(x, w, &bias)) * 0.5 + residual;
         // Fused, the whole graph is the contraction's launch (whether the cost model picks that
         // form depends on the device's measured rates; both forms give the oracle's bits).
-        const plan::GraphView g = plan::view_graph({y.node()});
-        const auto groups = plan::fold_groups(g);
-        ASSERT_EQ(groups.size(), 1u);
-        EXPECT_TRUE(groups[0].contraction);
-        const plan::Plan fused = plan::partition(g, groups, {plan::GroupForm::fused});
-        ASSERT_EQ(fused.launches.size(), 1u);
-        EXPECT_EQ(fused.launches[0].kind, plan::LaunchKind::contract);
-        EXPECT_EQ(fused.launches[0].outputs, std::vector{g.outputs[0]});
-        const auto want = graph::evaluate({y.node()});
-        y.resolve();
-        EXPECT_EQ(y.to_host_bytes(), want[0].bytes());
+        test::expect_one_fused_launch(y, plan::LaunchKind::contract);
     }
 }
 

@@ -59,17 +59,7 @@ TEST(GraphConv1d, BiasAndActivationRunInTheConvsLaunch) {
         Tensor w = finite_tensor(*d, DType::f32, {6, 4, 3}, 9).resolve();
         Tensor bias = finite_tensor(*d, DType::f32, {6}, 10).resolve();
         Tensor y = gelu(conv1d(x, w, &bias, 1, 1));
-        const plan::GraphView g = plan::view_graph({y.node()});
-        const auto groups = plan::fold_groups(g);
-        ASSERT_EQ(groups.size(), 1u);
-        EXPECT_TRUE(groups[0].contraction);
-        const plan::Plan fused = plan::partition(g, groups, {plan::GroupForm::fused});
-        ASSERT_EQ(fused.launches.size(), 1u);
-        EXPECT_EQ(fused.launches[0].kind, plan::LaunchKind::conv1d);
-        EXPECT_EQ(fused.launches[0].outputs, std::vector{g.outputs[0]});
-        const auto want = graph::evaluate({y.node()});
-        y.resolve();
-        EXPECT_EQ(y.to_host_bytes(), want[0].bytes());
+        test::expect_one_fused_launch(y, plan::LaunchKind::conv1d);
     }
 }
 

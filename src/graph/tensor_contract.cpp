@@ -171,10 +171,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
             graph::to_string(q.shape()), graph::to_string(k.shape()), graph::to_string(v.shape()));
     const ops::AttentionShape sh{qs[0], qs[1], ks[1], qs[2], ks[2], qs[3]};
     ops::AttentionOptions options{causal, std::nullopt, q.dtype()};
-    if (scale) {
-        const auto s = static_cast<float>(*scale);
-        options.scale = s;
-    }
+    if (scale) options.scale = static_cast<float>(*scale);
     ops::attention_check_shape(sh, options, q.dtype());
     std::vector<graph::NodeRef> inputs{qb.node(), kb.node(), vb.node()};
     if (key_lengths) {

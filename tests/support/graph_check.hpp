@@ -11,6 +11,8 @@
 #include "everywhere.hpp"
 #include "graph/oracle.hpp"
 #include "kiln/tensor.hpp"
+#include "plan/graph_view.hpp"
+#include "plan/partition.hpp"
 #include "plan/realize.hpp"
 #include "plan/sweep.hpp"
 
@@ -31,6 +33,22 @@ inline std::vector<plan::LaunchKind> launch_kinds() {
     std::vector<plan::LaunchKind> kinds;
     for (const auto& l : plan::last_executable()->launches) kinds.push_back(l.kind);
     return kinds;
+}
+
+// y's graph is one contraction group whose fused form is a single launch of `kind` writing y
+// (its epilogue in the store); resolved, y has the oracle's bits.
+inline void expect_one_fused_launch(Tensor y, plan::LaunchKind kind) {
+    const plan::GraphView g = plan::view_graph({y.node()});
+    const auto groups = plan::fold_groups(g);
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_TRUE(groups[0].contraction);
+    const plan::Plan fused = plan::partition(g, groups, {plan::GroupForm::fused});
+    ASSERT_EQ(fused.launches.size(), 1u);
+    EXPECT_EQ(fused.launches[0].kind, kind);
+    EXPECT_EQ(fused.launches[0].outputs, std::vector{g.outputs[0]});
+    const auto want = graph::evaluate({y.node()});
+    y.resolve();
+    EXPECT_EQ(y.to_host_bytes(), want[0].bytes());
 }
 
 inline std::vector<graph::NodeRef> nodes_of(const std::vector<Tensor>& ts) {
