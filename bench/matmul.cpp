@@ -1,15 +1,19 @@
-// The matmul benchmark: f32 C = A·B (square, n³) for every schedule point of ops::matmul on each
-// device, beside OpenBLAS's cblas_sgemm on the CPU when libopenblas is installed (loaded at run
-// time). kiln's figures are the median of device-side timings (kiln::time_dispatches, the
-// tuner's protocol); OpenBLAS's the median of wall-clock times of one call. GFLOP/s = 2n³ / time.
-// Every point's output is compared bitwise with the first point's (the exact class: all equal).
+// The matmul benchmark: C = A·B (square, n³; inputs f32, f16 or bf16, C f32) for every schedule
+// point of ops::matmul's class on each device, beside OpenBLAS's cblas_sgemm on the CPU (f32)
+// when libopenblas is installed (loaded at run time). kiln's figures are the median of
+// device-side timings (kiln::time_dispatches, the tuner's protocol); OpenBLAS's the median of
+// wall-clock times of one call. GFLOP/s = 2n³ / time. Every point's output is compared bitwise
+// with the first point's (either class: all equal on one device). --class tensor_core runs the
+// tensor-core points where the device has tensor cores (the exact ones elsewhere).
 //
-//   bench_matmul [--device D] [--sizes 256,1024] [--iters N] [--points p1,p2] [--json FILE]
+//   bench_matmul [--device D] [--sizes 256,1024] [--dtype f32|f16|bf16]
+//                [--class exact|tensor_core] [--iters N] [--points p1,p2] [--json FILE]
 #include <chrono>
 #include <cstring>
 
 #include "bench_common.hpp"
 #include "kiln/buffer.hpp"
+#include "kiln/semantics.hpp"
 #include "ops/matmul.hpp"
 #include "peers/openblas.hpp"
 
@@ -31,9 +35,18 @@ double gflops(int64_t n, double ms) {
 }
 
 int run(int argc, char** argv) {
-    const Flags flags(argc, argv, {"--device", "--sizes", "--iters", "--points", "--json"},
-                      "bench_matmul [--device D] [--sizes 256,1024] [--iters N] "
-                      "[--points p1,p2] [--json FILE]");
+    const Flags flags(
+        argc, argv, {"--device", "--sizes", "--dtype", "--class", "--iters", "--points", "--json"},
+        "bench_matmul [--device D] [--sizes 256,1024] [--dtype f32|f16|bf16] "
+        "[--class exact|tensor_core] [--iters N] [--points p1,p2] [--json FILE]");
+    const DType input = parse_dtype(flags.text("--dtype", "f32"));
+    if (!is_float(input)) fail("--dtype: '{}'; expected f32, f16 or bf16", name(input));
+    const std::string class_name = flags.text("--class", "exact");
+    if (class_name != "exact" && class_name != "tensor_core")
+        fail("--class: '{}'; expected exact or tensor_core", class_name);
+    const auto cls =
+        class_name == "exact" ? ops::MatmulClass::exact : ops::MatmulClass::tensor_core;
+    ops::check_class(cls, input);
     std::vector<int64_t> sizes;
     for (const auto& s : split_list(flags.text("--sizes", "256,1024"))) {
         const int64_t n = std::strtoll(s.c_str(), nullptr, 10);
@@ -41,12 +54,33 @@ int run(int argc, char** argv) {
         sizes.push_back(n);
     }
     const int iters = static_cast<int>(flags.integer("--iters", 10, 2, 1000));
-    std::vector<const ops::MatmulSchedule*> points;
-    if (flags.has("--points"))
-        for (const auto& name : split_list(flags.text("--points")))
-            points.push_back(&ops::matmul_variant(name));
-    else
-        for (const auto& s : ops::matmul_variants()) points.push_back(&s);
+    // The points to run on a device: --points, else the class's domain there.
+    auto points_on = [&](const Device& d) {
+        std::vector<const ops::MatmulSchedule*> points;
+        if (flags.has("--points"))
+            for (const auto& name : split_list(flags.text("--points")))
+                points.push_back(&ops::matmul_variant(name));
+        else
+            for (const auto& s : cls == ops::MatmulClass::tensor_core && ops::has_tensor_cores(d)
+                                     ? ops::matmul_tensor_core_variants()
+                                     : ops::matmul_variants())
+                points.push_back(&s);
+        return points;
+    };
+    // The inputs in `input`, from f32 values (f16 and bf16 rounded to nearest even).
+    auto encoded = [&](const std::vector<float>& values) {
+        std::vector<uint8_t> bytes(values.size() * size_of(input));
+        for (size_t i = 0; i < values.size(); ++i) {
+            if (input == DType::f32) {
+                std::memcpy(bytes.data() + 4 * i, &values[i], 4);
+                continue;
+            }
+            const uint16_t h = input == DType::f16 ? semantics::f32_to_f16(values[i])
+                                                   : semantics::f32_to_bf16(values[i]);
+            std::memcpy(bytes.data() + 2 * i, &h, 2);
+        }
+        return bytes;
+    };
     const CblasSgemm sgemm = openblas_sgemm();
     std::vector<Row> rows;
     for (int64_t n : sizes) {
@@ -55,11 +89,11 @@ int run(int argc, char** argv) {
                                  b = random_floats(cells, 2, 1.0f);
         const ops::MatmulShape shape{1, n, n, n};
         for (Device* d : selected_devices(flags)) {
-            Buffer ab(*d, DType::f32, cells), bb(*d, DType::f32, cells);
-            ab.upload(a);
-            bb.upload(b);
+            Buffer ab(*d, input, cells), bb(*d, input, cells);
+            ab.upload_bytes(encoded(a));
+            bb.upload_bytes(encoded(b));
             std::vector<uint8_t> first;
-            for (const ops::MatmulSchedule* p : points) {
+            for (const ops::MatmulSchedule* p : points_on(*d)) {
                 const auto r = ops::matmul_bench(*d, ab, {}, bb, {}, shape, DType::f32, *p, iters);
                 const std::vector<uint8_t> out = r.output.download_bytes();
                 if (first.empty()) first = out;
@@ -67,7 +101,7 @@ int run(int argc, char** argv) {
                                 out == first ? "same" : "DIFFER"});
                 fmt::print(stderr, "{} n={} {}: {:.3f} ms\n", d->info().id, n, p->name, r.ms);
             }
-            if (d->info().backend != Backend::cpu || !sgemm) continue;
+            if (d->info().backend != Backend::cpu || !sgemm || input != DType::f32) continue;
             std::vector<float> c(cells);
             std::vector<double> ms;
             for (int i = 0; i < iters + 2; ++i) {
@@ -93,9 +127,10 @@ int run(int argc, char** argv) {
         std::vector<std::string> objects;
         for (const Row& r : rows)
             objects.push_back(fmt::format(
-                "{{\"device\": {}, \"n\": {}, \"kernel\": {}, \"ms\": {:.6g}, \"gflops\": {:.6g}, "
-                "\"bits\": {}}}",
-                json_quote(r.device), r.n, json_quote(r.who), r.ms, r.gflops, json_quote(r.bits)));
+                "{{\"device\": {}, \"dtype\": {}, \"class\": {}, \"n\": {}, \"kernel\": {}, "
+                "\"ms\": {:.6g}, \"gflops\": {:.6g}, \"bits\": {}}}",
+                json_quote(r.device), json_quote(std::string(name(input))), json_quote(class_name),
+                r.n, json_quote(r.who), r.ms, r.gflops, json_quote(r.bits)));
         write_json_array(flags.text("--json"), objects);
     }
     return 0;

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -329,6 +330,24 @@ TEST_F(CliTest, ProfileOfTheMlpCaseRunsTwoContractionsBitIdentical) {
     // linear + gelu, then linear + bias: a contraction launch each (their epilogues fused or
     // not, as the cost model finds cheaper on this machine).
     EXPECT_EQ(count_of(r.output, "graph_contract"), 2u) << r.output;
+}
+
+TEST_F(CliTest, ProfileOfTheConvAndAttentionCasesRunsOneLaunchEachBitIdentical) {
+    // conv1d (bias and gelu after it, fused or not as the cost model finds cheaper) and causal
+    // attention: one launch of the op each.
+    for (const auto& [name, shape, launch] :
+         {std::tuple{"conv1d", "2,6,40,5,3", "graph_conv1d"},
+          std::tuple{"attention", "1,2,33,8", "graph_attention"}}) {
+        const CliRun r = kiln_cli({"profile", name, "--shape", shape, "--device", "cpu", "--json"},
+                                  std::chrono::seconds(300));
+        ASSERT_EQ(r.exit_status, 0) << r.output;
+        EXPECT_THAT(r.output, HasSubstr("\"bit_identical\": true")) << r.output;
+        EXPECT_EQ(count_of(r.output, launch), 1u) << r.output;
+    }
+    const CliRun bad = kiln_cli({"profile", "conv1d", "--shape", "2,6,40", "--device", "cpu"},
+                                std::chrono::seconds(60));
+    EXPECT_NE(bad.exit_status, 0);
+    EXPECT_THAT(bad.output, HasSubstr("expected batch,in_channels,length,out_channels,kernel"));
 }
 
 TEST_F(CliTest, WithoutHomeNothingIsWrittenAndOneWarningSaysSo) {

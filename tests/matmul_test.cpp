@@ -255,8 +255,10 @@ TEST(Matmul, DenseEntryTunesOnceThenHitsAndMatchesTheOracle) {
     const ops::DenseMatrix da{ab, 2, m, k}, db{bb, 1, k, n};
     test::expect_tunes_once_then_hits(
         "matmul", cpu,
-        [&](Tuner& tuner) { return download(ops::matmul(cpu, da, db, DType::f32, tuner)); }, want,
-        ops::matmul_variants().size(), "batch=2,m=13,n=10,k=6,in=f32,out=f32,layout=nn",
+        [&](Tuner& tuner) {
+            return download(ops::matmul(cpu, da, db, DType::f32, ops::MatmulClass::exact, tuner));
+        },
+        want, ops::matmul_variants().size(), "batch=2,m=13,n=10,k=6,in=f32,out=f32,layout=nn",
         [](const std::string& winner) { EXPECT_NO_THROW(ops::matmul_variant(winner)); });
 }
 

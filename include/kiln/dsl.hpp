@@ -215,6 +215,14 @@ class KernelBuilder {
     // needs a block size that is a multiple of 32.
     void warp_barrier();
 
+    // A warp's tensor-core step, the tensor-core class (ir::stmt::Mma gives the fragment
+    // layout): acc (4 f32 variables) = A · B + acc for a 16 x 16 A and a 16 x 8 B of `input`
+    // (f16 or bf16), a as 4 and b as 2 u32 pairs of 16-bit values (the first in the low half).
+    // Only CUDA devices with tensor cores (sm_80 and later) compile it; every thread of the
+    // block must reach it, as a barrier.
+    void mma(DType input, const std::vector<Expr>& a, const std::vector<Expr>& b,
+             const std::vector<Var>& acc);
+
     // The canonical fold over [0, extent): returns the folded value, the same in every thread
     // of the fold's thread group. `body(i)` may emit statements and returns element i's value.
     Var fold(DType type, const Expr& extent, const Fold& fold,

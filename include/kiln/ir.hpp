@@ -216,6 +216,20 @@ struct StoreVector {
     ExprRef index;
     std::vector<ExprRef> values;
 };
+// A warp's tensor-core step (the tensor-core class, docs/numerics.md): with each group of 32
+// consecutive threads as one warp, D = A · B + C for a 16 x 16 A and a 16 x 8 B of `input`
+// (f16 or bf16), C and D f32. Each thread holds its fragments in PTX's mma.m16n8k16 layout
+// (g = lane / 4, t = lane % 4), operands as u32 pairs of 16-bit values, the first in the low half:
+//   a[0..3]: A(g, 2t..2t+1), A(g+8, 2t..2t+1), A(g, 2t+8..2t+9), A(g+8, 2t+8..2t+9)
+//   b[0..1]: B(2t..2t+1, g), B(2t+8..2t+9, g)
+//   acc[0..3] (f32 locals, C in and D out): D(g, 2t), D(g, 2t+1), D(g+8, 2t), D(g+8, 2t+1)
+// The hardware fixes how the 16 products and C are added, so the bits are the device's: only
+// targets with tensor cores (Dialect::mma) emit it, and every thread of the block reaches it.
+struct Mma {
+    DType input;
+    std::vector<ExprRef> a, b;
+    std::vector<int> acc;
+};
 struct Fold {
     int result;
     FoldSpec spec;
@@ -228,7 +242,7 @@ struct Fold {
 
 struct StmtNode {
     std::variant<stmt::Seq, stmt::Let, stmt::Assign, stmt::Store, stmt::For, stmt::If,
-                 stmt::Barrier, stmt::LoadVector, stmt::StoreVector, stmt::Fold>
+                 stmt::Barrier, stmt::LoadVector, stmt::StoreVector, stmt::Mma, stmt::Fold>
         node;
 };
 

@@ -38,6 +38,9 @@ struct Dialect {
     EntryAbi entry_abi = EntryAbi::opencl_kernel;
     bool threads_as_loops = false;  // CPU: run a block's threads as loops (codegen/cpu_threads.hpp)
     bool has_shuffle = false;       // CUDA: __shfl_xor_sync
+    // CUDA: tensor-core steps (ir::stmt::Mma) as kiln_mma_f16 / kiln_mma_bf16 of the prelude,
+    // defined for sm_80 and later.
+    bool has_mma = false;
     int warp_size = 1;
     VectorLoad vector_load = VectorLoad::elements;
     // OpenCL: in a kernel with barriers, `if (c) A else B` is written as two ifs on a volatile

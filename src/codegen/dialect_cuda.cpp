@@ -33,6 +33,19 @@ KILN_FN int2 kiln_keep(const int2* p) { const uint2 u = kiln_keep((const uint2*)
 KILN_FN int4 kiln_keep(const int4* p) { const uint4 u = kiln_keep((const uint4*)p); return make_int4((int)u.x, (int)u.y, (int)u.z, (int)u.w); }
 KILN_FN float2 kiln_keep(const float2* p) { const uint2 u = kiln_keep((const uint2*)p); return make_float2(__uint_as_float(u.x), __uint_as_float(u.y)); }
 KILN_FN float4 kiln_keep(const float4* p) { const uint4 u = kiln_keep((const uint4*)p); return make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z), __uint_as_float(u.w)); }
+#if __CUDA_ARCH__ >= 800
+// One warp's mma.m16n8k16 with f32 accumulators (ir::stmt::Mma): d = a * b + d.
+#define KILN_MMA(name, type) \
+  KILN_FN void name(float& d0, float& d1, float& d2, float& d3, uint32_t a0, uint32_t a1, \
+                    uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) { \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." type "." type ".f32 " \
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};" \
+                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) \
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1)); \
+  }
+KILN_MMA(kiln_mma_f16, "f16")
+KILN_MMA(kiln_mma_bf16, "bf16")
+#endif
 )",
         .global_space = "",
         .restrict_kw = "__restrict__",
@@ -48,6 +61,7 @@ KILN_FN float4 kiln_keep(const float4* p) { const uint4 u = kiln_keep((const uin
         .entry_abi = EntryAbi::cuda_global,
         .threads_as_loops = false,
         .has_shuffle = true,
+        .has_mma = true,
         .warp_size = 32,
         .vector_load = VectorLoad::aligned_or_elements,
         .buffer_alignment = 16,

@@ -104,11 +104,24 @@ void Emitter::stmt(const StmtRef& s) {
                 name_shared(roots);
                 store_vector(n);
                 named.clear();
+            } else if constexpr (std::is_same_v<N, stmt::Mma>) {
+                mma(n);
             } else {
                 fail("kernel {}: fold reached the emitter unlowered", k.name);
             }
         },
         s->node);
+}
+
+void Emitter::mma(const stmt::Mma& n) {
+    std::vector<ExprRef> roots = n.a;
+    roots.insert(roots.end(), n.b.begin(), n.b.end());
+    name_shared(roots);
+    std::string args;
+    for (int l : n.acc) args += local(l) + ", ";
+    for (const auto& v : roots) args += expr(v) + (&v == &roots.back() ? "" : ", ");
+    line(fmt::format("kiln_mma_{}({});", name(n.input), args));
+    named.clear();
 }
 
 void Emitter::declare_locals(const std::function<bool(int)>& which) {

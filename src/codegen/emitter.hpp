@@ -86,6 +86,7 @@ struct Emitter {
     // Vector loads and stores (emit_vector.cpp).
     void load_vector(const ir::stmt::LoadVector& n);
     void store_vector(const ir::stmt::StoreVector& n);
+    void mma(const ir::stmt::Mma& n);  // lower() let it through: the dialect has has_mma
 
     // The entry point's signature and, where arguments come as an array, their unpacking
     // (emit_abi.cpp).

@@ -347,6 +347,33 @@ void KernelBuilder::warp_barrier() {
     emit(ir::make(ir::stmt::Barrier{.warp = true}));
 }
 
+void KernelBuilder::mma(DType input, const std::vector<Expr>& a, const std::vector<Expr>& b,
+                        const std::vector<Var>& acc) {
+    if (input != DType::f16 && input != DType::bf16)
+        fail("kernel {}: mma of {} inputs; expected f16 or bf16", kernel_.name, kiln::name(input));
+    if (a.size() != 4 || b.size() != 2 || acc.size() != 4)
+        fail("kernel {}: mma with {} a, {} b and {} accumulators; expected 4, 2 and 4",
+             kernel_.name, a.size(), b.size(), acc.size());
+    std::vector<ir::ExprRef> a_nodes, b_nodes;
+    for (const auto* part : {&a, &b})
+        for (const Expr& v : *part) {
+            if (v.type() != DType::u32)
+                fail("kernel {}: mma fragment value of {}; expected u32 (a pair of {})",
+                     kernel_.name, kiln::name(v.type()), kiln::name(input));
+            check_scope_of(v.node());
+            (part == &a ? a_nodes : b_nodes).push_back(v.node());
+        }
+    std::vector<int> ids;
+    for (const Var& v : acc) {
+        if (v.type() != DType::f32)
+            fail("kernel {}: mma accumulator of {}; expected f32", kernel_.name,
+                 kiln::name(v.type()));
+        ids.push_back(v.id());
+        check_in_scope(ids.back());
+    }
+    emit(ir::make(ir::stmt::Mma{input, std::move(a_nodes), std::move(b_nodes), std::move(ids)}));
+}
+
 Var KernelBuilder::fold(DType type, const Expr& extent, const Fold& fold,
                         const std::function<Expr(Expr)>& body) {
     const ir::FoldSpec& spec = fold.spec;

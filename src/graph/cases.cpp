@@ -27,9 +27,9 @@ double bytes_of(const std::vector<Tensor>& ts) {
 }  // namespace
 
 const std::vector<std::string>& case_names() {
-    static const std::vector<std::string> names{"add_square", "mul_rank4", "softmax",
-                                                "layer_norm", "rms_norm",  "gelu_mlp_epilogue",
-                                                "matmul",     "mlp"};
+    static const std::vector<std::string> names{
+        "add_square",        "mul_rank4", "softmax", "layer_norm", "rms_norm",
+        "gelu_mlp_epilogue", "matmul",    "mlp",     "conv1d",     "attention"};
     return names;
 }
 
@@ -98,6 +98,41 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
         };
         c.shape = fmt::format("{}x{}", tokens, width);
         c.terms = 2.0 * double(tokens) * double(width) * double(4 * width);
+    } else if (name == "conv1d") {
+        // --shape batch,in_channels,length,out_channels,kernel; padding keeps the length; bias
+        // and gelu fused into the conv's store.
+        const Shape shape = o.shape.empty() ? (is_gpu(d) ? Shape{16, 256, 4096, 256, 3}
+                                                         : Shape{1, 256, 1024, 256, 3})
+                                            : o.shape;
+        if (shape.size() != 5)
+            fail(
+                "profile conv1d: --shape has {} values; expected batch,in_channels,length,"
+                "out_channels,kernel",
+                shape.size());
+        const int64_t batch = shape[0], ci = shape[1], length = shape[2], co = shape[3],
+                      kernel = shape[4];
+        c.inputs = {input(d, {batch, ci, length}, 15), input(d, {co, ci, kernel}, 16),
+                    input(d, {co}, 17)};
+        c.build = [kernel](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{gelu(conv1d(in[0], in[1], &in[2], 1, kernel / 2))};
+        };
+        c.shape = fmt::format("{}x{}x{}->{}k{}", batch, ci, length, co, kernel);
+        const int64_t l_out = length + 2 * (kernel / 2) - kernel + 1;
+        c.terms = double(batch) * double(co) * double(l_out) * double(ci) * double(kernel);
+    } else if (name == "attention") {
+        // --shape batch,heads,seq,head_dim: causal self-attention.
+        const Shape shape = o.shape.empty() ? Shape{1, 8, 256, 64} : o.shape;
+        if (shape.size() != 4)
+            fail("profile attention: --shape has {} values; expected batch,heads,seq,head_dim",
+                 shape.size());
+        c.inputs = {input(d, shape, 18), input(d, shape, 19), input(d, shape, 20)};
+        c.build = [](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{scaled_dot_product_attention(in[0], in[1], in[2], true)};
+        };
+        c.shape = fmt::format("{}x{}x{}x{} causal", shape[0], shape[1], shape[2], shape[3]);
+        // q·kᵀ and p·v over the keys each row sees (row i: i + 1 of them).
+        c.terms = 2.0 * double(shape[0]) * double(shape[1]) * double(shape[3]) *
+                  (double(shape[2]) * double(shape[2] + 1) / 2.0);
     } else {
         fail("no case '{}'; the cases are {}", name, fmt::join(case_names(), ", "));
     }

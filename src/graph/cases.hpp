@@ -9,6 +9,10 @@
 //   matmul              a · b, square --n (f32)
 //   mlp                 linear(gelu(linear(x, w1, b1)), w2, b2): --rows tokens of --n features,
 //                       4n hidden (a transformer's feed-forward block)
+//   conv1d              gelu(conv1d(x, w, bias)), same padding: --shape batch,in_channels,
+//                       length,out_channels,kernel (GPU 16,256,4096,256,3; CPU 1,256,1024,256,3)
+//   attention           causal scaled_dot_product_attention of q, k, v: --shape batch,heads,
+//                       seq,head_dim (1,8,256,64)
 #pragma once
 
 #include <cstdint>
@@ -22,7 +26,7 @@ namespace kiln::graph {
 
 struct CaseOptions {
     int64_t n = 0, rows = 0;  // 0: the case's default for the device
-    Shape shape;              // mul_rank4; empty: the default
+    Shape shape;              // mul_rank4, conv1d, attention; empty: the default
 };
 
 struct Case {

@@ -381,6 +381,11 @@ struct Checker {
                     const int width = static_cast<int>(n.values.size());
                     return guarded(n.mem, n.index, index, width, true,
                                    make(stmt::StoreVector{n.mem, index, std::move(values)}));
+                } else if constexpr (std::is_same_v<N, stmt::Mma>) {
+                    std::vector<ExprRef> a, b;
+                    for (const auto& v : n.a) a.push_back(top(v));
+                    for (const auto& v : n.b) b.push_back(top(v));
+                    return make(stmt::Mma{n.input, std::move(a), std::move(b), n.acc});
                 } else {
                     fail("kernel {}: check_bounds runs after lower_folds; found a fold", k.name);
                 }

@@ -185,6 +185,12 @@ class Interpreter {
             store(n.mem, t, index + static_cast<int64_t>(i), values[i]);
     }
     void exec(const stmt::Fold& n, int t) { fold(n, t, 1); }
+    void exec(const stmt::Mma&, int) {
+        fail(
+            "kernel {}: a tensor-core mma step; the interpreter runs the exact class only "
+            "(mma runs on a CUDA device with tensor cores)",
+            k_.name);
+    }
 
     // --- the canonical fold ------------------------------------------------------------------
 

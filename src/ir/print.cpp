@@ -151,6 +151,16 @@ struct Printer {
                     std::string values;
                     for (const auto& v : n.values) values += (values.empty() ? "" : ", ") + expr(v);
                     line(depth, fmt::format("{}[{}..] = ({})", mem(n.mem), expr(n.index), values));
+                } else if constexpr (std::is_same_v<N, stmt::Mma>) {
+                    auto list = [&](const std::vector<ExprRef>& vs) {
+                        std::string out;
+                        for (const auto& v : vs) out += (out.empty() ? "" : ", ") + expr(v);
+                        return out;
+                    };
+                    std::string acc;
+                    for (int l : n.acc) acc += (acc.empty() ? "" : ", ") + local(l);
+                    line(depth, fmt::format("({}) += mma.{} a({}) b({})", acc, name(n.input),
+                                            list(n.a), list(n.b)));
                 } else {
                     static_assert(std::is_same_v<N, stmt::Fold>);
                     line(depth,

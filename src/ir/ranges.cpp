@@ -172,6 +172,8 @@ std::set<int> assigned_in(const StmtRef& s) {
                     out.insert(x.local);
                 } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
                     out.insert(x.locals.begin(), x.locals.end());
+                } else if constexpr (std::is_same_v<N, stmt::Mma>) {
+                    out.insert(x.acc.begin(), x.acc.end());
                 } else if constexpr (std::is_same_v<N, stmt::Fold>) {
                     out.insert(x.result);
                     out.insert(x.index);
@@ -275,6 +277,9 @@ Ranges::Ranges(const Kernel& kernel, int64_t max_grid)
                                     .opaque = assigns(n.body, n.local)});
                 } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
                     for (int l : n.locals)
+                        definitions_.at(static_cast<size_t>(l)).push_back({.opaque = true});
+                } else if constexpr (std::is_same_v<N, stmt::Mma>) {
+                    for (int l : n.acc)
                         definitions_.at(static_cast<size_t>(l)).push_back({.opaque = true});
                 } else if constexpr (std::is_same_v<N, stmt::Fold>) {
                     definitions_.at(static_cast<size_t>(n.result)).push_back({.opaque = true});

@@ -139,6 +139,38 @@ struct Verifier {
                         what, divergence.back()));
     }
 
+    // A warp's step: f16/bf16 inputs in fragments of 4 and 2 u32 pairs, 4 f32 accumulators,
+    // reached by whole warps (as a barrier: never under a condition that differs between
+    // threads).
+    void mma(const stmt::Mma& n) {
+        if (n.input != DType::f16 && n.input != DType::bf16)
+            error(fmt::format("mma of {} inputs; expected f16 or bf16", name(n.input)));
+        if (n.a.size() != 4 || n.b.size() != 2 || n.acc.size() != 4)
+            error(fmt::format("mma with {} a, {} b and {} accumulator values; expected 4, 2 and 4",
+                              n.a.size(), n.b.size(), n.acc.size()));
+        for (const auto* part : {&n.a, &n.b})
+            for (const auto& v : *part) {
+                expr(v);
+                if (v->type != DType::u32)
+                    error(fmt::format("mma fragment value {} is {}; expected u32 (a pair of {})",
+                                      text(v), name(v->type), name(n.input)));
+            }
+        for (int l : n.acc) {
+            if (l < 0 || static_cast<size_t>(l) >= declared.size() ||
+                !declared[static_cast<size_t>(l)])
+                error(fmt::format("mma accumulates into undeclared local #{}", l));
+            if (k.locals[static_cast<size_t>(l)].type != DType::f32)
+                error(fmt::format("mma accumulates into a {} local; expected f32",
+                                  name(k.locals[static_cast<size_t>(l)].type)));
+        }
+        barrier_point("mma (a warp's collective step)");
+        if (k.block_size % stmt::kWarpBarrierGroup != 0)
+            error(
+                fmt::format("mma needs a block size that is a multiple of {}; the block has {} "
+                            "threads",
+                            stmt::kWarpBarrierGroup, k.block_size));
+    }
+
     void stmt(const StmtRef& s) {
         if (!s) return;
         checked.clear();
@@ -212,6 +244,8 @@ struct Verifier {
                         if (v->type != t)
                             error(fmt::format("vector store of {} into {} memory", name(v->type),
                                               name(t)));
+                } else if constexpr (std::is_same_v<N, stmt::Mma>) {
+                    mma(n);
                 } else {
                     const FoldSpec& f = n.spec;
                     expr(n.extent);

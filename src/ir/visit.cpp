@@ -144,6 +144,11 @@ StmtRef rewrite_stmt(const StmtRef& s, const std::function<ExprRef(const ExprRef
                 std::vector<ExprRef> values;
                 for (const auto& v : n.values) values.push_back(x(v));
                 return make(stmt::StoreVector{n.mem, x(n.index), std::move(values)});
+            } else if constexpr (std::is_same_v<N, stmt::Mma>) {
+                std::vector<ExprRef> a, b;
+                for (const auto& v : n.a) a.push_back(x(v));
+                for (const auto& v : n.b) b.push_back(x(v));
+                return make(stmt::Mma{n.input, std::move(a), std::move(b), n.acc});
             } else {
                 return make(
                     stmt::Fold{n.result, n.spec, x(n.extent), n.index, st(n.body), x(n.value)});
@@ -189,6 +194,9 @@ void for_each_own_expr(const StmtNode& s, const std::function<void(const ExprRef
             } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
                 for (const auto& v : n.values) f(v);
                 f(n.index);
+            } else if constexpr (std::is_same_v<N, stmt::Mma>) {
+                for (const auto& v : n.a) f(v);
+                for (const auto& v : n.b) f(v);
             } else if constexpr (std::is_same_v<N, stmt::Fold>) {
                 f(n.extent);
             }
@@ -239,7 +247,9 @@ bool assigns(const StmtRef& s, int local) {
     return contains(s, [local](const StmtNode& n) {
         const auto* a = std::get_if<stmt::Assign>(&n.node);
         const auto* l = std::get_if<stmt::Let>(&n.node);
-        return (a && a->local == local) || (l && l->local == local);
+        const auto* m = std::get_if<stmt::Mma>(&n.node);
+        return (a && a->local == local) || (l && l->local == local) ||
+               (m && std::find(m->acc.begin(), m->acc.end(), local) != m->acc.end());
     });
 }
 

@@ -6,9 +6,11 @@
 #include "ops/ceil_div.hpp"
 #include "ops/contraction.hpp"
 #include "ops/kernel_memo.hpp"
+#include "ops/matmul_tensor_core.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <initializer_list>
 #include <vector>
@@ -27,6 +29,7 @@ void check_types(const MatmulTypes& t) {
 }
 
 void check_schedule(const MatmulSchedule& s) {
+    if (s.tensor_core()) return check_tensor_core_schedule(s);
     check_tiles("matmul", s.name, s.bm, s.bn, s.tm, s.tn);
     if (s.prefetch && !s.staged)
         fail("matmul schedule {}: prefetch without shared tiles; expected a staged point", s.name);
@@ -61,11 +64,6 @@ Params declare_params(KernelBuilder& k, const MatmulTypes& t) {
             c_offset,
             c_batch,
             ldc};
-}
-
-// Index of element (r, c) of a view whose batch starts at `base`.
-Expr element_at(const Expr& base, const Expr& r, const Expr& c, const Expr& ld, bool transposed) {
-    return transposed ? base + c * ld + r : base + r * ld + c;
 }
 
 // The launch contract: sizes >= 1, no negative offset or stride, every view's last element
@@ -106,21 +104,15 @@ struct Place {
 };
 
 Place place(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
-    Var tiles_m = k.let((p.m + (s.bm - 1)) / s.bm, "tiles_m");
-    Var tiles_n = k.let((p.n + (s.bn - 1)) / s.bn, "tiles_n");
-    Var block = k.let(k.block_index(), "block");
-    Var tile_n = k.let(block % tiles_n, "tile_n");
-    Var rest = k.let(block / tiles_n, "rest");
-    Var tile_m = k.let(rest % tiles_m, "tile_m");
-    Var batch = k.let(rest / tiles_m, "batch");
+    const BlockIndex block = block_index(k, p, s);
     const int across = s.bn / s.tn;  // threads along a row of the block tile
     Var t = k.let(k.thread_index(), "t");
     const bool one_row = s.threads() <= across;  // then ty is 0 and tx is t, known as such
-    return {batch,
-            k.let(p.a_offset + batch * p.a_batch, "a_base"),
-            k.let(p.b_offset + batch * p.b_batch, "b_base"),
-            k.let(tile_m * s.bm, "i0"),
-            k.let(tile_n * s.bn, "j0"),
+    return {block.batch,
+            k.let(p.a_offset + block.batch * p.a_batch, "a_base"),
+            k.let(p.b_offset + block.batch * p.b_batch, "b_base"),
+            k.let(block.tile_m * s.bm, "i0"),
+            k.let(block.tile_n * s.bn, "j0"),
             one_row ? Expr(0) : Expr(k.let(t / across, "ty")),
             one_row ? Expr(t) : Expr(k.let(t % across, "tx"))};
 }
@@ -241,9 +233,9 @@ void staged_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
 // The memo key of a kernel: every comptime value it is built from (the test-only break switch
 // too, so a kernel built broken is never reused once the switch is off).
 std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
-    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}{}", name(t.input),
+    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}{}", name(t.input),
                        name(t.output), layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn,
-                       s.staged, s.prefetch, s.spread,
+                       s.staged, s.prefetch, s.spread, s.wm, s.wn,
                        conformance::break_switch("matmul_tile_edge") ? "/broken_edge" : "");
 }
 
@@ -287,25 +279,37 @@ MatmulTypes types_of(const Buffer& a, const MatmulOperand& av, const MatmulOpera
     return {a.dtype(), out, av.transposed, bv.transposed};
 }
 
+// The domain `cls` runs on `device`: the tensor-core points where it has tensor cores, the
+// exact ones otherwise (the tensor-core class runs its exact arithmetic there).
+const std::vector<MatmulSchedule>& domain(const Device& device, MatmulClass cls) {
+    return cls == MatmulClass::tensor_core && has_tensor_cores(device)
+               ? matmul_tensor_core_variants()
+               : matmul_variants();
+}
+
 Tuned<Buffer> make_tuned(Device& device, const Buffer& a, const MatmulOperand& av, const Buffer& b,
-                         const MatmulOperand& bv, const MatmulShape& shape, DType out) {
+                         const MatmulOperand& bv, const MatmulShape& shape, DType out,
+                         MatmulClass cls) {
     const MatmulTypes t = types_of(a, av, bv, out);
-    Tuned<Buffer> tuned(
-        "matmul",
-        fmt::format("batch={},m={},n={},k={},in={},out={},layout={}", shape.batch, shape.m, shape.n,
-                    shape.k, name(t.input), name(t.output), layout_name(t)),
-        device);
-    const VariantTable& table = memo_variant_table(
-        fmt::format("matmul/{}/{}/{}", name(t.input), name(t.output), layout_name(t)),
-        device.info().backend, "matmul", [&] {
-            std::vector<NamedKernel> kernels;
-            for (const auto& s : matmul_variants())
-                kernels.push_back({s.name, kernel_key(t, s), builder(t, s)});
-            return kernels;
-        });
+    const std::vector<MatmulSchedule>& points = domain(device, cls);
+    const bool on_tensor_cores = &points == &matmul_tensor_core_variants();
+    Tuned<Buffer> tuned("matmul",
+                        fmt::format("batch={},m={},n={},k={},in={},out={},layout={}{}", shape.batch,
+                                    shape.m, shape.n, shape.k, name(t.input), name(t.output),
+                                    layout_name(t), on_tensor_cores ? ",class=tensor_core" : ""),
+                        device);
+    const VariantTable& table =
+        memo_variant_table(fmt::format("matmul/{}/{}/{}{}", name(t.input), name(t.output),
+                                       layout_name(t), on_tensor_cores ? "/tensor_core" : ""),
+                           device.info().backend, "matmul", [&] {
+                               std::vector<NamedKernel> kernels;
+                               for (const auto& s : points)
+                                   kernels.push_back({s.name, kernel_key(t, s), builder(t, s)});
+                               return kernels;
+                           });
     tuned.variants(
-        table, [&device, &a, av, &b, bv, shape, out](size_t i) -> Tuned<Buffer>::Closure {
-            return [&device, &a, av, &b, bv, shape, out, s = &matmul_variants()[i]](int iters) {
+        table, [&device, &a, av, &b, bv, shape, out, &points](size_t i) -> Tuned<Buffer>::Closure {
+            return [&device, &a, av, &b, bv, shape, out, s = &points[i]](int iters) {
                 return matmul_bench(device, a, av, b, bv, shape, out, *s, iters);
             };
         });
@@ -356,9 +360,40 @@ const std::vector<MatmulSchedule>& matmul_variants() {
 }
 
 const MatmulSchedule& matmul_variant(const std::string& n) {
-    for (const auto& s : matmul_variants())
-        if (s.name == n) return s;
+    for (const auto* points : {&matmul_variants(), &matmul_tensor_core_variants()})
+        for (const auto& s : *points)
+            if (s.name == n) return s;
     fail("matmul: no schedule named '{}'", n);
+}
+
+const char* name(MatmulClass c) {
+    return c == MatmulClass::tensor_core ? "tensor_core" : "exact";
+}
+
+void check_class(MatmulClass cls, DType input) {
+    if (cls == MatmulClass::tensor_core && !is_half(input))
+        fail(
+            "matmul: the tensor-core class with {} inputs; expected f16 or bf16 (f32 inputs run "
+            "in the exact class)",
+            name(input));
+}
+
+bool has_tensor_cores(const Device& device) {
+    const DeviceInfo& info = device.info();
+    int version = 0;  // "sm_90": 90
+    return info.backend == Backend::cuda &&
+           std::sscanf(info.arch.c_str(), "sm_%d", &version) == 1 && version >= 80;
+}
+
+BlockIndex block_index(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
+    Var tiles_m = k.let((p.m + (s.bm - 1)) / s.bm, "tiles_m");
+    Var tiles_n = k.let((p.n + (s.bn - 1)) / s.bn, "tiles_n");
+    Var block = k.let(k.block_index(), "block");
+    Var tile_n = k.let(block % tiles_n, "tile_n");
+    Var rest = k.let(block / tiles_n, "rest");
+    Var tile_m = k.let(rest % tiles_m, "tile_m");
+    Var batch = k.let(rest / tiles_m, "batch");
+    return {batch, tile_m, tile_n};
 }
 
 ir::Kernel matmul_kernel(const MatmulTypes& t, const MatmulSchedule& s) {
@@ -381,6 +416,7 @@ void matmul_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
                  const MatmulSchedule& s, const MatmulStore& store) {
     check_types(t);
     check_schedule(s);
+    if (s.tensor_core()) return tensor_core_body(k, p, t, s, store);
     const Place at = place(k, p, s);
     Accumulators acc(k, s.tm, s.tn);
     if (s.staged)
@@ -449,6 +485,7 @@ Timed<Buffer> matmul_bench(Device& device, const Buffer& a, const MatmulOperand&
                            DType out, const MatmulSchedule& schedule, int iters) {
     matmul_check(a, av, b, bv, shape, out);
     check_schedule(schedule);
+    if (schedule.tensor_core()) check_class(MatmulClass::tensor_core, a.dtype());
     if (&a.device() != &device)
         fail("matmul: a lives on {}; expected {}", a.device().info().id, device.info().id);
     const MatmulTypes t = types_of(a, av, bv, out);
@@ -463,23 +500,27 @@ Timed<Buffer> matmul_bench(Device& device, const Buffer& a, const MatmulOperand&
 
 Tuned<Buffer> matmul_tuned(Device& device, const Buffer& a, const MatmulOperand& av,
                            const Buffer& b, const MatmulOperand& bv, const MatmulShape& shape,
-                           DType out) {
+                           DType out, MatmulClass cls) {
     matmul_check(a, av, b, bv, shape, out);
-    return make_tuned(device, a, av, b, bv, shape, out);
+    check_class(cls, a.dtype());
+    return make_tuned(device, a, av, b, bv, shape, out, cls);
 }
 
 Buffer matmul(Device& device, const Buffer& a, const MatmulOperand& av, const Buffer& b,
-              const MatmulOperand& bv, const MatmulShape& shape, DType out, Tuner& tuner) {
+              const MatmulOperand& bv, const MatmulShape& shape, DType out, MatmulClass cls,
+              Tuner& tuner) {
     matmul_check(a, av, b, bv, shape, out);
+    check_class(cls, a.dtype());
     if (&a.device() != &device)
         fail("matmul: a lives on {}; expected {}", a.device().info().id, device.info().id);
-    Tuned<Buffer> tuned = make_tuned(device, a, av, b, bv, shape, out);
+    Tuned<Buffer> tuned = make_tuned(device, a, av, b, bv, shape, out, cls);
     // Each point's kernel is compiled on its own (memo_compiled, when the tuner first runs it):
     // one cache entry per kernel, shared by every shape, layout set and caller that needs it.
     return tuned.run(tuner);
 }
 
-Buffer matmul(Device& device, const DenseMatrix& a, const DenseMatrix& b, DType out, Tuner& tuner) {
+Buffer matmul(Device& device, const DenseMatrix& a, const DenseMatrix& b, DType out,
+              MatmulClass cls, Tuner& tuner) {
     auto operand_text = [](const DenseMatrix& d) {
         return fmt::format("{} x {} x {}{}", d.batch, d.rows, d.cols,
                            d.transposed ? " transposed" : "");
@@ -507,7 +548,7 @@ Buffer matmul(Device& device, const DenseMatrix& a, const DenseMatrix& b, DType 
     const MatmulShape shape{std::max(a.batch, b.batch), m, n, ka};
     const MatmulOperand av{0, a.batch == 1 ? 0 : a.rows * a.cols, 0, a.transposed};
     const MatmulOperand bv{0, b.batch == 1 ? 0 : b.rows * b.cols, 0, b.transposed};
-    return matmul(device, a.buffer, av, b.buffer, bv, shape, out, tuner);
+    return matmul(device, a.buffer, av, b.buffer, bv, shape, out, cls, tuner);
 }
 
 }  // namespace kiln::ops

@@ -54,9 +54,13 @@ struct MatmulShape {
 //            from memory, one p at a time (for tiny shapes and m or n of 1).
 // Staged points with prefetch load a step's values into registers while the previous step is
 // summed, then store them into the tiles (one set of tiles, two barriers a step as without).
+//   tensor core (the tensor-core class, f16/bf16 inputs on CUDA, matmul_tensor_core.cpp): a
+//            block computes a bm x bn tile with (bm/wm)*(bn/wn) warps of a wm x wn tile each,
+//            staged as above in steps of bk (pairs of inputs, prefetched), each warp's tile in
+//            mma.m16n8k16 steps over k in 16s from p = 0.
 struct MatmulSchedule {
     std::string name;
-    int bm = 64, bn = 64;  // block tile (outputs), multiples of tm and tn
+    int bm = 64, bn = 64;  // block tile (outputs), multiples of tm and tn (or wm and wn)
     int bk = 8;            // staged only: k-steps per shared tile (a power of two, 1 to 64)
     int tm = 4, tn = 4;    // thread tile (outputs held in registers), 1 to 8 each
     bool staged = true;
@@ -64,7 +68,11 @@ struct MatmulSchedule {
     // direct only: a thread's tn columns lie bn/tn apart instead of side by side, so adjacent
     // threads take adjacent columns (a CPU runs them as the lanes of one vector)
     bool spread = false;
-    int threads() const { return (bm / tm) * (bn / tn); }
+    int wm = 0, wn = 0;  // tensor-core points only: a warp's tile (multiples of 16 and 8)
+    bool tensor_core() const { return wm > 0; }
+    int threads() const {
+        return tensor_core() ? (bm / wm) * (bn / wn) * 32 : (bm / tm) * (bn / tn);
+    }
 };
 
 // The domain, in declaration order (the first is the tuner's default):
@@ -79,7 +87,33 @@ struct MatmulSchedule {
 //   s64x64_k8_t8x8_p s128x128_k8_t8x8_p   ... with prefetch
 //   d8x128_t8x4_s            direct, 32 threads of 8x4 with spread columns (for CPUs)
 const std::vector<MatmulSchedule>& matmul_variants();
-const MatmulSchedule& matmul_variant(const std::string& name);  // kiln::Error if unknown
+// The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
+//   tc128x128_k32_w64x32    8 warps of 64 x 32
+//   tc128x256_k32_w64x64    8 warps of 64 x 64
+//   tc64x128_k32_w32x64     4 warps of 32 x 64
+//   tc64x64_k32_w32x32      4 warps of 32 x 32
+//   tc32x32_k32_w16x16      4 warps of 16 x 16 (small shapes: the most blocks)
+const std::vector<MatmulSchedule>& matmul_tensor_core_variants();
+// A point of either domain by name; kiln::Error if unknown.
+const MatmulSchedule& matmul_variant(const std::string& name);
+
+// The arithmetic class (docs/numerics.md), chosen by the caller, never by the tuner:
+//   exact        every point, device and backend gives the oracle's bits (above).
+//   tensor_core  f16/bf16 inputs only. On a CUDA device with tensor cores (sm_80 and later)
+//                each output is a chain of mma.m16n8k16 steps over k in 16s from p = 0
+//                (the last zero-padded), f32 accumulators: bit-identical among the class's
+//                points on one device, within kTensorCoreBound of the exact oracle. Elsewhere
+//                (CPU, OpenCL, older GPUs) it runs the exact class, which is within the bound.
+enum class MatmulClass : uint8_t { exact, tensor_core };
+const char* name(MatmulClass c);  // "exact", "tensor_core"
+// The stated bound of the tensor-core class: for each output,
+//   |c - oracle| <= kTensorCoreBound * k * sum_p |a_p * b_p|      (relative to f32's 2^-24)
+// i.e. 4 units of f32 rounding per term of the sum of magnitudes: the hardware adds each mma's
+// 16 products and its accumulator with its own alignment and rounding, where the oracle rounds
+// once per fma.
+inline constexpr double kTensorCoreBound = 0x1p-22;
+// Whether `device` runs the tensor-core class on tensor cores (CUDA, sm_80 or later).
+bool has_tensor_cores(const Device& device);
 
 // What a kernel is built for: the inputs' dtype, C's dtype and each operand's transposition.
 struct MatmulTypes {
@@ -88,6 +122,8 @@ struct MatmulTypes {
     bool a_transposed = false;
     bool b_transposed = false;
 };
+// kiln::Error unless `cls` can take these inputs (tensor_core: f16 or bf16).
+void check_class(MatmulClass cls, DType input);
 
 // The kernel, for a graph planner or the entry below. Parameters, in launch order:
 //   a (input dtype), b (input dtype), c (output dtype)     buffers
@@ -130,13 +166,13 @@ Timed<Buffer> matmul_bench(Device& device, const Buffer& a, const MatmulOperand&
 // The tuned op over the domain, keyed by shape, dtypes and layouts. The buffers must outlive it.
 Tuned<Buffer> matmul_tuned(Device& device, const Buffer& a, const MatmulOperand& av,
                            const Buffer& b, const MatmulOperand& bv, const MatmulShape& shape,
-                           DType out);
+                           DType out, MatmulClass cls = MatmulClass::exact);
 
 // C = A · B as a new dense buffer (batch x m x n, dtype `out`) on `device`, with the tuner's
-// winner. Arguments are checked.
+// winner of the class's domain. Arguments are checked.
 Buffer matmul(Device& device, const Buffer& a, const MatmulOperand& av, const Buffer& b,
               const MatmulOperand& bv, const MatmulShape& shape, DType out = DType::f32,
-              Tuner& tuner = Tuner::process_default());
+              MatmulClass cls = MatmulClass::exact, Tuner& tuner = Tuner::process_default());
 
 // A dense operand: `batch` matrices of rows x cols, row-major, one after another; transposed:
 // the operand is each one's transpose (cols x rows), read in place.
@@ -150,6 +186,6 @@ struct DenseMatrix {
 // operand) is B's k (its rows), and that the batches agree (equal, or one of them 1: shared by
 // every batch); then the entry above with the matching views.
 Buffer matmul(Device& device, const DenseMatrix& a, const DenseMatrix& b, DType out = DType::f32,
-              Tuner& tuner = Tuner::process_default());
+              MatmulClass cls = MatmulClass::exact, Tuner& tuner = Tuner::process_default());
 
 }  // namespace kiln::ops

@@ -160,13 +160,16 @@ Command add_profile_command(CLI::App& parent) {
     auto* p = parent.add_subcommand("profile", "Profile a built-in graph workload on one device");
     p->add_option(
          "case", opt->name,
-         "add_square, mul_rank4, softmax, layer_norm, rms_norm, gelu_mlp_epilogue, matmul, mlp")
+         "add_square, mul_rank4, softmax, layer_norm, rms_norm, gelu_mlp_epilogue, matmul, mlp, "
+         "conv1d, attention")
         ->required()
         ->check(CLI::IsMember(graph::case_names()));
     p->add_option("--device", opt->device, "device id, index or backend (default: the best)");
     p->add_option("--n", opt->n, "elements (add_square) or row length");
     p->add_option("--rows", opt->rows, "rows");
-    p->add_option("--shape", opt->shape, "mul_rank4's shape, e.g. 9,11,32,16");
+    p->add_option("--shape", opt->shape,
+                  "mul_rank4's shape (9,11,32,16), conv1d's batch,in_channels,length,"
+                  "out_channels,kernel, attention's batch,heads,seq,head_dim");
     p->add_option("--hits", opt->hits, "replay hits to time (median)")
         ->check(CLI::Range(1, 100000));
     p->add_flag("--json", opt->json, "print one JSON object");

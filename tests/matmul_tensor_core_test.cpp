@@ -1,0 +1,206 @@
+// matmul's tensor-core class: on a CUDA device with tensor cores every point of the class's
+// domain gives the same bits, within the stated bound of the exact oracle, on ragged shapes and
+// every layout; its half outputs are its f32 outputs rounded once; elsewhere the class runs the
+// exact class (the oracle's bits); f32 inputs are refused; targets without tensor cores refuse the
+// mma step; the CUDA C compiles for sm_90 without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kiln/compile.hpp"
+#include "kiln/semantics.hpp"
+#include "ops/matmul.hpp"
+#include "oracle/matmul.hpp"
+#include "runtime/cuda/nvrtc.hpp"
+#include "support/errors.hpp"
+#include "support/everywhere.hpp"
+#include "support/float_values.hpp"
+
+using namespace kiln;
+using kiln::test::download;
+using kiln::test::HostBuffer;
+using kiln::test::identical;
+using kiln::test::random_values;
+using kiln::test::upload;
+
+namespace {
+
+using Points = std::vector<const ops::MatmulSchedule*>;
+
+Points tensor_core_points() {
+    Points points;
+    for (const auto& s : ops::matmul_tensor_core_variants()) points.push_back(&s);
+    return points;
+}
+
+// Ragged shapes (batch, m, n, k): k = 1 (one padded mma step), 16 (one whole), 70 (two whole
+// steps of 32 and a short one of 6: a whole mma step and a padded one), 300; m and n not
+// multiples of any warp or block tile.
+constexpr ops::MatmulShape kShapes[] = {
+    {1, 1, 1, 1}, {2, 37, 45, 16}, {1, 131, 133, 70}, {1, 200, 9, 300}, {3, 20, 19, 17},
+};
+
+float element(const HostBuffer& h, size_t i) {
+    if (h.dtype == DType::f32) {
+        float v;
+        std::memcpy(&v, h.bytes.data() + 4 * i, 4);
+        return v;
+    }
+    uint16_t bits;
+    std::memcpy(&bits, h.bytes.data() + 2 * i, 2);
+    return h.dtype == DType::f16 ? semantics::f16_to_f32(bits) : semantics::bf16_to_f32(bits);
+}
+
+size_t view_index(const ops::MatmulOperand& v, int64_t b, int64_t r, int64_t c, int64_t rows,
+                  int64_t cols) {
+    const int64_t ld = v.ld != 0 ? v.ld : (v.transposed ? rows : cols);
+    return static_cast<size_t>(v.offset + b * v.batch_stride +
+                               (v.transposed ? c * ld + r : r * ld + c));
+}
+
+// Every output of `got` (f32) within the class's bound of the exact oracle.
+::testing::AssertionResult within_bound(const HostBuffer& got, const HostBuffer& a,
+                                        const ops::MatmulOperand& av, const HostBuffer& b,
+                                        const ops::MatmulOperand& bv, const ops::MatmulShape& s) {
+    const HostBuffer exact{DType::f32,
+                           oracle::matmul(a.dtype, DType::f32, a.bytes, av, b.bytes, bv, s)};
+    for (int64_t bt = 0; bt < s.batch; ++bt)
+        for (int64_t i = 0; i < s.m; ++i)
+            for (int64_t j = 0; j < s.n; ++j) {
+                double magnitude = 0;
+                for (int64_t p = 0; p < s.k; ++p)
+                    magnitude += std::fabs(
+                        static_cast<double>(element(a, view_index(av, bt, i, p, s.m, s.k))) *
+                        element(b, view_index(bv, bt, p, j, s.k, s.n)));
+                const size_t at = static_cast<size_t>((bt * s.m + i) * s.n + j);
+                const double diff = std::fabs(static_cast<double>(element(got, at)) -
+                                              static_cast<double>(element(exact, at)));
+                const double bound = ops::kTensorCoreBound * static_cast<double>(s.k) * magnitude;
+                if (!(diff <= bound))
+                    return ::testing::AssertionFailure()
+                           << "c[" << bt << "," << i << "," << j << "] = " << element(got, at)
+                           << ", oracle " << element(exact, at) << ": off by " << diff << ", bound "
+                           << bound;
+            }
+    return ::testing::AssertionSuccess();
+}
+
+// Each shape and layout through every tensor-core point on each device with tensor cores: the
+// points agree bit for bit and lie within the bound; a half output is the f32 output rounded.
+void expect_points_on_tensor_cores(DType input, bool at, bool bt, uint64_t seed) {
+    for (Device* d : devices()) {
+        if (!ops::has_tensor_cores(*d)) continue;
+        for (const auto& s : kShapes) {
+            const ops::MatmulOperand av{3, 0, (at ? s.m : s.k) + 2, at};
+            ops::MatmulOperand bv{1, 0, (bt ? s.k : s.n) + 1, bt};
+            ops::MatmulOperand avb = av;
+            avb.batch_stride = (at ? s.k * (s.m + 2) : s.m * (s.k + 2)) + 5;
+            bv.batch_stride = (bt ? s.n * (s.k + 1) : s.k * (s.n + 1)) + 5;
+            const size_t a_count = view_index(avb, s.batch - 1, s.m - 1, s.k - 1, s.m, s.k) + 1;
+            const size_t b_count = view_index(bv, s.batch - 1, s.k - 1, s.n - 1, s.k, s.n) + 1;
+            const HostBuffer a = random_values(input, a_count, seed++);
+            const HostBuffer b = random_values(input, b_count, seed++);
+            const Buffer ab = upload(*d, a), bb = upload(*d, b);
+            HostBuffer first;
+            for (const auto* p : tensor_core_points()) {
+                SCOPED_TRACE(fmt::format("{} {} {} a{} b{} batch={} m={} n={} k={}", d->info().id,
+                                         p->name, name(input), at ? "t" : "n", bt ? "t" : "n",
+                                         s.batch, s.m, s.n, s.k));
+                const HostBuffer c =
+                    download(ops::matmul_bench(*d, ab, avb, bb, bv, s, DType::f32, *p, 1).output);
+                if (first.bytes.empty()) {
+                    first = c;
+                    EXPECT_TRUE(within_bound(c, a, avb, b, bv, s));
+                    // The same launch with a half output: the f32 result rounded once.
+                    const HostBuffer half =
+                        download(ops::matmul_bench(*d, ab, avb, bb, bv, s, input, *p, 1).output);
+                    std::vector<float> values(c.bytes.size() / 4);
+                    for (size_t i = 0; i < values.size(); ++i) values[i] = element(c, i);
+                    EXPECT_TRUE(identical(half, test::encode_floats(input, values)));
+                } else {
+                    EXPECT_TRUE(identical(c, first));
+                }
+            }
+        }
+    }
+}
+
+TEST(MatmulTensorCore, Bf16PointsAgreeAndStayWithinTheBoundOnTensorCores) {
+    expect_points_on_tensor_cores(DType::bf16, false, false, 1);
+    expect_points_on_tensor_cores(DType::bf16, true, true, 100);
+}
+
+TEST(MatmulTensorCore, F16PointsAgreeAndStayWithinTheBoundOnTensorCores) {
+    expect_points_on_tensor_cores(DType::f16, false, true, 200);
+    expect_points_on_tensor_cores(DType::f16, true, false, 300);
+}
+
+// The entry with the class: on tensor cores within the bound (and tuned over the class's
+// points), elsewhere the exact class's bits.
+TEST(MatmulTensorCore, EntryRunsTheClassOnTensorCoresAndTheExactClassElsewhere) {
+    const ops::MatmulShape s{2, 70, 45, 100};
+    const HostBuffer a = random_values(DType::bf16, static_cast<size_t>(s.batch * s.m * s.k), 5);
+    const HostBuffer b = random_values(DType::bf16, static_cast<size_t>(s.k * s.n), 6);
+    const ops::MatmulOperand av{0, s.m * s.k, 0, false}, bv{};
+    const HostBuffer exact{DType::f32,
+                           oracle::matmul(DType::bf16, DType::f32, a.bytes, av, b.bytes, bv, s)};
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        const Buffer ab = upload(*d, a), bb = upload(*d, b);
+        const HostBuffer c = download(ops::matmul(*d, {ab, 2, s.m, s.k}, {bb, 1, s.k, s.n},
+                                                  DType::f32, ops::MatmulClass::tensor_core));
+        if (ops::has_tensor_cores(*d))
+            EXPECT_TRUE(within_bound(c, a, av, b, bv, s));
+        else
+            EXPECT_TRUE(identical(c, exact));
+    }
+}
+
+TEST(MatmulTensorCore, F32InputsAreRefused) {
+    Device& cpu = cpu_device();
+    const Buffer a(cpu, DType::f32, 6), b(cpu, DType::f32, 6);
+    test::expect_error_naming(
+        "matmul",
+        [&] {
+            ops::matmul(cpu, {a, 1, 2, 3}, {b, 1, 3, 2}, DType::f32, ops::MatmulClass::tensor_core);
+        },
+        {"tensor-core class with f32 inputs", "expected f16 or bf16"});
+    test::expect_error_naming("matmul",
+                              [&] {
+                                  ops::matmul_bench(cpu, a, {}, b, {}, {1, 2, 2, 3}, DType::f32,
+                                                    ops::matmul_variant("tc64x64_k32_w32x32"), 1);
+                              },
+                              {"tensor-core class with f32 inputs"});
+}
+
+// The CPU and OpenCL dialects have no tensor cores: a kernel with an mma step is refused when its
+// source is generated, naming the backend.
+TEST(MatmulTensorCore, TargetsWithoutTensorCoresRefuseTheMmaStep) {
+    const std::vector kernels{ops::matmul_kernel({DType::bf16, DType::f32, false, false},
+                                                 ops::matmul_variant("tc32x32_k32_w16x16"))};
+    for (Backend backend : {Backend::cpu, Backend::opencl})
+        test::expect_error_naming("matmul", [&] { (void)generate_source(backend, kernels); },
+                                  {"mma step", "no tensor cores", "expected a CUDA device"});
+}
+
+// As CUDA C for sm_90 by NVRTC (no GPU needed): every point, both half dtypes (f32 and own
+// output) and every layout on one point.
+TEST(MatmulTensorCore, EveryPointDtypeAndLayoutCompilesForCuda) {
+    std::string why;
+    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+    std::vector<ir::Kernel> kernels;
+    for (const auto& s : ops::matmul_tensor_core_variants())
+        kernels.push_back(ops::matmul_kernel({DType::bf16, DType::f32, false, false}, s));
+    for (DType input : {DType::f16, DType::bf16})
+        for (DType out : {DType::f32, input})
+            for (bool at : {false, true})
+                for (bool bt : {false, true})
+                    kernels.push_back(ops::matmul_kernel(
+                        {input, out, at, bt}, ops::matmul_variant("tc64x64_k32_w32x32")));
+    std::string log;
+    EXPECT_NO_THROW(cuda::nvrtc_compile(generate_source(Backend::cuda, kernels), "sm_90", &log))
+        << log;
+}
+
+}  // namespace
