@@ -2,16 +2,21 @@
 // domain gives the same bits, within the stated bound of the exact oracle, on ragged shapes and
 // every layout; its half outputs are its f32 outputs rounded once; elsewhere the class runs the
 // exact class (the oracle's bits); f32 inputs are refused; targets without tensor cores refuse the
-// mma step; the CUDA C compiles for sm_90 without a GPU.
+// mma step; the CUDA C compiles for sm_90 without a GPU; the graph's matmul and linear take the
+// class, and every plan member honours it.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
+#include "graph/oracle.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/semantics.hpp"
+#include "kiln/tensor.hpp"
 #include "ops/matmul.hpp"
 #include "oracle/matmul.hpp"
+#include "plan/realize.hpp"
+#include "plan/sweep.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"
@@ -59,10 +64,12 @@ size_t view_index(const ops::MatmulOperand& v, int64_t b, int64_t r, int64_t c, 
                                (v.transposed ? c * ld + r : r * ld + c));
 }
 
-// Every output of `got` (f32) within the class's bound of the exact oracle.
+// Every output of `got` within the class's bound of the exact oracle, plus `rounding` times the
+// oracle's magnitude (a half output's rounding: 2^-8 for bf16).
 ::testing::AssertionResult within_bound(const HostBuffer& got, const HostBuffer& a,
                                         const ops::MatmulOperand& av, const HostBuffer& b,
-                                        const ops::MatmulOperand& bv, const ops::MatmulShape& s) {
+                                        const ops::MatmulOperand& bv, const ops::MatmulShape& s,
+                                        double rounding = 0) {
     const HostBuffer exact{DType::f32,
                            oracle::matmul(a.dtype, DType::f32, a.bytes, av, b.bytes, bv, s)};
     for (int64_t bt = 0; bt < s.batch; ++bt)
@@ -76,7 +83,8 @@ size_t view_index(const ops::MatmulOperand& v, int64_t b, int64_t r, int64_t c, 
                 const size_t at = static_cast<size_t>((bt * s.m + i) * s.n + j);
                 const double diff = std::fabs(static_cast<double>(element(got, at)) -
                                               static_cast<double>(element(exact, at)));
-                const double bound = ops::kTensorCoreBound * static_cast<double>(s.k) * magnitude;
+                const double bound = ops::kTensorCoreBound * static_cast<double>(s.k) * magnitude +
+                                     rounding * std::fabs(static_cast<double>(element(exact, at)));
                 if (!(diff <= bound))
                     return ::testing::AssertionFailure()
                            << "c[" << bt << "," << i << "," << j << "] = " << element(got, at)
@@ -172,6 +180,54 @@ TEST(MatmulTensorCore, F32InputsAreRefused) {
                                                     ops::matmul_variant("tc64x64_k32_w32x32"), 1);
                               },
                               {"tensor-core class with f32 inputs"});
+}
+
+// The graph: linear with the class, bias and gelu after it, and a bare matmul with it. Off tensor
+// cores the resolve gives the exact oracle's bits (the exact class's members are swept by
+// graph_contract_test). On them every plan member (each fold group fused and split, every point
+// of every launch) gives the same bits, the epilogue's too, the launch runs a tensor-core point
+// and the bare matmul (bf16 out) lies within the bound plus the bf16 rounding.
+TEST(MatmulTensorCore, GraphMatmulAndLinearRunTheClassInEveryMember) {
+    const int64_t batch = 2, m = 37, k = 70, n = 45;
+    const HostBuffer x = random_values(DType::bf16, static_cast<size_t>(batch * m * k), 21);
+    const HostBuffer w = random_values(DType::bf16, static_cast<size_t>(n * k), 22);
+    const HostBuffer bias = random_values(DType::bf16, static_cast<size_t>(n), 23);
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        auto tensor = [&](const HostBuffer& h, const Shape& shape) {
+            return Tensor::from_bytes(h.bytes.data(), h.bytes.size() / 2, DType::bf16, shape, *d);
+        };
+        const Tensor xt = tensor(x, {batch, m, k}), wt = tensor(w, {n, k}), bt = tensor(bias, {n});
+        const std::vector<Tensor> outs{gelu(linear(xt, wt, &bt, MatmulClass::tensor_core)),
+                                       matmul(xt, wt.transpose(0, 1), MatmulClass::tensor_core)};
+        std::vector<graph::NodeRef> nodes{outs[0].node(), outs[1].node()};
+        const auto want = graph::evaluate(nodes);
+        const bool tensor_cores = ops::has_tensor_cores(*d);
+        std::vector<Tensor> resolved = outs;
+        resolve(resolved);
+        for (const auto& launch : plan::last_executable()->launches) {
+            if (launch.kind != plan::LaunchKind::contract) continue;
+            EXPECT_EQ(launch.record.schedule.rfind("tc", 0) == 0, tensor_cores)
+                << launch.record.schedule;
+        }
+        if (!tensor_cores) {
+            for (size_t i = 0; i < resolved.size(); ++i)
+                EXPECT_EQ(resolved[i].to_host_bytes(), want[i].bytes()) << "output " << i;
+            continue;
+        }
+        std::vector<std::vector<uint8_t>> first;
+        const int members = plan::sweep(nodes, [&](const plan::Member& mb, const auto& got) {
+            SCOPED_TRACE(mb.fusion + " " + mb.launch + " " + mb.schedule);
+            if (first.empty()) first = got;
+            for (size_t i = 0; i < got.size(); ++i)
+                EXPECT_TRUE(identical({DType::bf16, got[i]}, {DType::bf16, first[i]}));
+        });
+        EXPECT_GT(members, 1);
+        const HostBuffer got{DType::bf16, resolved[1].to_host_bytes()};
+        EXPECT_TRUE(identical(got, {DType::bf16, first[1]}));
+        EXPECT_TRUE(within_bound(got, x, {0, m * k, 0, false}, w, {0, 0, 0, true}, {batch, m, n, k},
+                                 0x1p-8));
+    }
 }
 
 // The CPU and OpenCL dialects have no tensor cores: a kernel with an mma step is refused when its

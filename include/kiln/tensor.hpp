@@ -25,6 +25,7 @@
 #include "kiln/buffer.hpp"
 #include "kiln/device.hpp"
 #include "kiln/dtype.hpp"
+#include "kiln/matmul_class.hpp"
 
 namespace kiln {
 
@@ -213,9 +214,13 @@ Tensor layer_norm(const Tensor& x, int64_t normalized = 1, const Tensor* weight 
 // from the widened inputs, rounded once to the inputs' dtype; docs/graph.md).
 // torch.matmul's shapes: a [..., m, k] · b [..., k, n] -> [..., m, n] with the batch axes
 // broadcast; a vector operand [k] counts as [1, k] (a) or [k, 1] (b) and its axis is dropped.
-Tensor matmul(const Tensor& a, const Tensor& b);
+// `arithmetic` (kiln/matmul_class.hpp): MatmulClass::tensor_core, for f16/bf16 inputs, lets a
+// CUDA device with tensor cores compute it by mma steps (within a stated bound of the exact
+// result, docs/numerics.md); other devices compute the exact class either way.
+Tensor matmul(const Tensor& a, const Tensor& b, MatmulClass arithmetic = MatmulClass::exact);
 // x · weightᵀ (+ bias): weight [out_features, in_features], bias [out_features] (torch's linear).
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr);
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr,
+              MatmulClass arithmetic = MatmulClass::exact);
 // torch.nn.functional.conv1d: x [n, c_in, length] (or [c_in, length]), weight [c_out,
 // c_in/groups, kernel], bias [c_out] -> [n, c_out, l_out] (or [c_out, l_out]), with
 // l_out = (length + 2*padding - dilation*(kernel-1) - 1) / stride + 1. Each output is

@@ -9,17 +9,29 @@ namespace kiln::python {
 
 void bind_indexing(nb::module_& m, TensorClass& cls) {
     using nb::arg;
-    m.def("matmul", &matmul, arg("a"), arg("b"),
-          "torch.matmul's shapes: [..., m, k] @ [..., k, n] -> [..., m, n], batch axes broadcast; "
-          "each output is fma(a, b, acc) over k in order from +0 (bit-identical on every device).");
-    cls.def("matmul", &matmul, arg("b"));
+    auto arithmetic = [](bool tensor_cores) {
+        return tensor_cores ? MatmulClass::tensor_core : MatmulClass::exact;
+    };
+    m.def(
+        "matmul",
+        [arithmetic](const Tensor& a, const Tensor& b, bool tensor_cores) {
+            return matmul(a, b, arithmetic(tensor_cores));
+        },
+        arg("a"), arg("b"), arg("tensor_cores") = false,
+        "torch.matmul's shapes: [..., m, k] @ [..., k, n] -> [..., m, n], batch axes broadcast; "
+        "each output is fma(a, b, acc) over k in order from +0 (bit-identical on every device). "
+        "tensor_cores=True (f16/bf16 inputs): tensor-core mma steps on CUDA devices that have "
+        "them, within a stated bound of that; the same exact result elsewhere.");
+    cls.def(
+        "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, arg("b"));
     m.def(
         "linear",
-        [](const Tensor& x, const Tensor& weight, const Tensor* bias) {
-            return linear(x, weight, bias);
+        [arithmetic](const Tensor& x, const Tensor& weight, const Tensor* bias, bool tensor_cores) {
+            return linear(x, weight, bias, arithmetic(tensor_cores));
         },
-        arg("x"), arg("weight"), arg("bias").none() = nb::none(),
-        "x @ weight.T (+ bias): weight [out_features, in_features] (torch's linear).");
+        arg("x"), arg("weight"), arg("bias").none() = nb::none(), arg("tensor_cores") = false,
+        "x @ weight.T (+ bias): weight [out_features, in_features] (torch's linear); "
+        "tensor_cores as in matmul.");
     m.def(
         "conv1d",
         [](const Tensor& x, const Tensor& weight, const Tensor* bias, int64_t stride,

@@ -235,6 +235,28 @@ def test_contractions_and_indexing_match_numpy(device):
     np.testing.assert_array_equal(got.numpy(), want)
 
 
+def test_tensor_core_matmul_is_exact_off_tensor_cores_and_within_its_bound_on_them(device):
+    # bf16 inputs, exactly representable: the float64 product is the exact result.
+    a_host = sample(np.float32, (3, 37, 70), 12).astype(np.float32)
+    b_host = sample(np.float32, (70, 45), 13).astype(np.float32)
+    a = kiln.tensor(a_host, dtype="bf16", device=device)
+    b = kiln.tensor(b_host, dtype="bf16", device=device)
+    exact = (a @ b).numpy()
+    tensor_core = kiln.matmul(a, b, tensor_cores=True).numpy()
+    linear = kiln.linear(a, b.T, tensor_cores=True).numpy()
+    np.testing.assert_array_equal(linear, tensor_core)
+    if device.backend != "cuda":
+        np.testing.assert_array_equal(tensor_core, exact)  # the exact class runs there
+    a64, b64 = a.numpy().astype(np.float64), b.numpy().astype(np.float64)
+    magnitude = np.abs(a64) @ np.abs(b64)
+    # The class's bound (2^-22 k sum|a b|) plus the bf16 output's rounding (2^-8 relative).
+    bound = 2.0 ** -22 * 70 * magnitude + 2.0 ** -8 * np.abs(a64 @ b64) + 1e-30
+    assert np.all(np.abs(tensor_core - a64 @ b64) <= bound)
+    with pytest.raises(kiln.Error, match="tensor-core class with f32 inputs"):
+        kiln.matmul(kiln.tensor(a_host, device=device), kiln.tensor(b_host, device=device),
+                    tensor_cores=True)
+
+
 def numpy_conv1d(x, w, bias, stride, padding, dilation, groups):
     n, c_in, length = x.shape
     c_out, cg, kernel = w.shape

@@ -18,7 +18,9 @@
 //   - Matmul: C[..., i, j] = sum over p of A[..., i, p] * B[..., p, j] for inputs A [..., m, k]
 //     and B [..., k, n] of one float dtype and one batch shape (the builder expands them): in
 //     f32 from the widened inputs, acc = fma(a, b, acc) from +0 for p = 0, 1, ..., k-1 in order,
-//     rounded once to the node's dtype (ops/matmul.hpp's exact class).
+//     rounded once to the node's dtype (ops/matmul.hpp's exact class). With the tensor-core
+//     class (f16/bf16 inputs, the caller's choice) a CUDA device with tensor cores computes it
+//     by mma steps instead, within ops::kTensorCoreBound of that; other devices as above.
 //   - Conv1d: y [n, c_out, l_out] from x [n, c_in, length] and w [c_out, c_in/groups, kernel]
 //     (torch's conv1d without bias) with stride, padding, dilation and groups: ops/conv1d.hpp's
 //     exact class, acc = fma(x, w, acc) from +0 over (channel, tap) in order, taps in the padding
@@ -43,6 +45,7 @@
 #include "kiln/buffer.hpp"
 #include "kiln/device.hpp"
 #include "kiln/dtype.hpp"
+#include "kiln/matmul_class.hpp"
 
 namespace kiln::graph {
 
@@ -139,7 +142,9 @@ struct Gather {
 struct ScatterAdd {
     int axis;  // out = base; out[.., index[.., i, ..], ..] += src[.., i, ..]
 };
-struct Matmul {};
+struct Matmul {
+    MatmulClass arithmetic = MatmulClass::exact;  // the caller's class (kiln/matmul_class.hpp)
+};
 struct Conv1d {
     int64_t stride = 1, padding = 0, dilation = 1, groups = 1;
 };

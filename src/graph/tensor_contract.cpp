@@ -1,8 +1,9 @@
 // Contractions of the graph: matmul (torch.matmul's shapes: vectors, matrices and broadcast
 // batches), linear (x · wᵀ + bias), conv1d and scaled_dot_product_attention. The Matmul node is
-// ops::matmul's exact class; its operands reach it as views (transposes and broadcast batches
-// cost no copy where the planner can read them in place). Conv1d and Attention nodes are
-// ops::conv1d's and ops::attention's exact class, reading dense operands.
+// ops::matmul's exact class, or its tensor-core class where the caller asks; its operands reach it
+// as views (transposes and broadcast batches cost no copy where the planner can read them in
+// place). Conv1d and Attention nodes are ops::conv1d's and ops::attention's exact class, reading
+// dense operands.
 #include <fmt/format.h>
 
 #include <limits>
@@ -12,6 +13,7 @@
 #include "kiln/tensor.hpp"
 #include "ops/attention.hpp"
 #include "ops/conv1d.hpp"
+#include "ops/matmul.hpp"
 
 namespace kiln {
 
@@ -34,13 +36,14 @@ void require_matmul_operand(const Tensor& x, const char* what, const Tensor& a, 
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a, const Tensor& b, MatmulClass arithmetic) {
     require_matmul_operand(a, "a", a, b);
     require_matmul_operand(b, "b", a, b);
     graph::common_device({a.node().get(), b.node().get()}, "matmul");
     if (a.dtype() != b.dtype())
         fail("matmul: a is {} {} and b is {} {}; expected one dtype", name(a.dtype()),
              graph::to_string(a.shape()), name(b.dtype()), graph::to_string(b.shape()));
+    ops::check_class(arithmetic, a.dtype());
     // Vectors as matrices: a [k] as [1, k], b [k] as [k, 1]; the axis is dropped at the end.
     const Tensor am = a.rank() == 1 ? a.unsqueeze(0) : a;
     const Tensor bm = b.rank() == 1 ? b.unsqueeze(1) : b;
@@ -75,7 +78,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                     "(32-bit indices)",
                     graph::to_string(a.shape()), graph::to_string(b.shape()), e,
                     kMaxContractionElements);
-        c = Tensor(graph::make_node(graph::op::Matmul{}, a.dtype(), out,
+        c = Tensor(graph::make_node(graph::op::Matmul{arithmetic}, a.dtype(), out,
                                     {graph::broadcast_node(am.node(), as, "matmul"),
                                      graph::broadcast_node(bm.node(), bs, "matmul")},
                                     &a.device()));
@@ -85,14 +88,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return c;
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias, MatmulClass arithmetic) {
     if (weight.rank() != 2)
         fail("linear: weight is {}; expected [out_features, in_features]",
              graph::to_string(weight.shape()));
     if (x.rank() == 0 || x.shape().back() != weight.shape()[1])
         fail("linear: x is {} and weight {}; expected x's last axis to be in_features = {}",
              graph::to_string(x.shape()), graph::to_string(weight.shape()), weight.shape()[1]);
-    Tensor y = matmul(x, weight.transpose(0, 1));
+    Tensor y = matmul(x, weight.transpose(0, 1), arithmetic);
     if (!bias) return y;
     if (bias->rank() != 1 || bias->shape()[0] != weight.shape()[0] || bias->dtype() != x.dtype())
         fail("linear: bias is {} {}; expected {} [{}] (out_features)", name(bias->dtype()),

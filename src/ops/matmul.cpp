@@ -366,6 +366,15 @@ const MatmulSchedule& matmul_variant(const std::string& n) {
     fail("matmul: no schedule named '{}'", n);
 }
 
+const std::vector<MatmulSchedule>& matmul_all_variants() {
+    static const std::vector<MatmulSchedule> all = [] {
+        std::vector<MatmulSchedule> points = matmul_variants();
+        for (const auto& s : matmul_tensor_core_variants()) points.push_back(s);
+        return points;
+    }();
+    return all;
+}
+
 const char* name(MatmulClass c) {
     return c == MatmulClass::tensor_core ? "tensor_core" : "exact";
 }

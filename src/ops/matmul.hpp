@@ -25,6 +25,7 @@
 #include "kiln/device.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/ir.hpp"
+#include "kiln/matmul_class.hpp"
 #include "kiln/tune.hpp"
 
 namespace kiln::ops {
@@ -96,15 +97,17 @@ const std::vector<MatmulSchedule>& matmul_variants();
 const std::vector<MatmulSchedule>& matmul_tensor_core_variants();
 // A point of either domain by name; kiln::Error if unknown.
 const MatmulSchedule& matmul_variant(const std::string& name);
+// Both domains in one list, the exact points first (one index space for a planner).
+const std::vector<MatmulSchedule>& matmul_all_variants();
 
-// The arithmetic class (docs/numerics.md), chosen by the caller, never by the tuner:
+// The arithmetic class (kiln/matmul_class.hpp), chosen by the caller, never by the tuner:
 //   exact        every point, device and backend gives the oracle's bits (above).
 //   tensor_core  f16/bf16 inputs only. On a CUDA device with tensor cores (sm_80 and later)
 //                each output is a chain of mma.m16n8k16 steps over k in 16s from p = 0
 //                (the last zero-padded), f32 accumulators: bit-identical among the class's
 //                points on one device, within kTensorCoreBound of the exact oracle. Elsewhere
 //                (CPU, OpenCL, older GPUs) it runs the exact class, which is within the bound.
-enum class MatmulClass : uint8_t { exact, tensor_core };
+using kiln::MatmulClass;
 const char* name(MatmulClass c);  // "exact", "tensor_core"
 // The stated bound of the tensor-core class: for each output,
 //   |c - oracle| <= kTensorCoreBound * k * sum_p |a_p * b_p|      (relative to f32's 2^-24)

@@ -43,7 +43,7 @@ std::string to_string(LaunchKind kind, const Schedule& s) {
         case LaunchKind::scatter:
             return fmt::format("b{}", s.block);
         case LaunchKind::contract:
-            return ops::matmul_variants().at(size_t(s.variant)).name;
+            return ops::matmul_all_variants().at(size_t(s.variant)).name;
         case LaunchKind::conv1d:
             return ops::conv1d_variants().at(size_t(s.variant)).name;
         case LaunchKind::attention:
@@ -105,9 +105,20 @@ std::vector<Schedule> domain_of(const Launch& l, const GraphView& g) {
         case LaunchKind::scatter:
             for (int b : {64, 128, 256}) d.push_back({.block = b});
             break;
-        case LaunchKind::contract:
-            add_points(d, ops::matmul_variants());
+        case LaunchKind::contract: {
+            // The tensor-core class's points (after the exact ones in matmul_all_variants) where
+            // the caller asked for it and the device has tensor cores; the exact ones otherwise.
+            const graph::Node& mm = g.node(l.contraction);
+            const bool tensor_core =
+                mm.as<graph::op::Matmul>()->arithmetic == MatmulClass::tensor_core && mm.device &&
+                ops::has_tensor_cores(*mm.device);
+            const size_t first = tensor_core ? ops::matmul_variants().size() : 0;
+            const auto& all = ops::matmul_all_variants();
+            const size_t end = tensor_core ? all.size() : ops::matmul_variants().size();
+            for (size_t v = first; v < end; ++v)
+                d.push_back({.block = all[v].threads(), .variant = int(v)});
             break;
+        }
         case LaunchKind::conv1d:
             add_points(d, ops::conv1d_variants());
             break;

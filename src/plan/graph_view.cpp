@@ -71,7 +71,9 @@ void add_payload(Hasher& h, const graph::Node& n) {
             } else if constexpr (std::is_same_v<P, op::Attention>) {
                 h.add(p.causal);
                 h.add(p.scale);
-            }  // Leaf and Matmul: the op itself (the payload's index) is all there is
+            } else if constexpr (std::is_same_v<P, op::Matmul>) {
+                h.add(static_cast<int>(p.arithmetic));
+            }  // Leaf: the op itself (the payload's index) is all there is
         },
         n.payload);
 }

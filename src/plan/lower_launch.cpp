@@ -204,7 +204,7 @@ class Writer {
                                      i32(b.transposed ? sh.k : sh.n)};
         const ops::MatmulTypes types{g_.node(a.source).dtype, DType::f32, a.transposed,
                                      b.transposed};
-        const ops::MatmulSchedule& point = ops::matmul_variants().at(size_t(s_.variant));
+        const ops::MatmulSchedule& point = ops::matmul_all_variants().at(size_t(s_.variant));
         ops::matmul_body(
             k_, views, types, point,
             [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& acc) {
@@ -806,7 +806,7 @@ int64_t grid_of(const Launch& l, const GraphView& g, const Schedule& s) {
             const ContractShape sh = contract_shape(g, l.contraction);
             return std::max<int64_t>(
                 1, ops::matmul_grid({sh.batch, sh.m, sh.n, sh.k},
-                                    ops::matmul_variants().at(size_t(s.variant))));
+                                    ops::matmul_all_variants().at(size_t(s.variant))));
         }
         case LaunchKind::conv1d:
             return std::max<int64_t>(

@@ -46,7 +46,7 @@ const char* name(LaunchKind k);
 //            fold's rounds of loads in flight per step)
 //   segments: block, threads (per segment), unroll
 //   scatter: block
-//   contract: variant (an index into ops::matmul_variants()); block is its threads
+//   contract: variant (an index into ops::matmul_all_variants()); block is its threads
 //   conv1d, attention: variant (into ops::conv1d_variants(), ops::attention_variants()); block
 //            is its threads
 struct Schedule {

@@ -88,7 +88,10 @@ double contraction_share(const Launch& l, const Schedule& s, const DeviceFacts& 
             return p.staged ? staged_share(4.0 * p.tq * p.tk) : (p.lockstep ? 0.1 : 0.02);
         }
         default: {
-            const ops::MatmulSchedule& p = ops::matmul_variants().at(size_t(s.variant));
+            const ops::MatmulSchedule& p = ops::matmul_all_variants().at(size_t(s.variant));
+            // A tensor-core point (CUDA only) runs at about twice the f32 rate with a warp
+            // tile's outputs per thread as large as a staged point's 8 x 8.
+            if (p.tensor_core()) return 2.0 * staged_share(p.wm * p.wn / 32.0);
             return f.gpu ? (p.staged ? staged_share(p.tm * p.tn) : 0.02) : (p.spread ? 1.0 : 0.15);
         }
     }
@@ -206,7 +209,7 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
         double padded = terms;
         if (l.kind == LaunchKind::contract) {
             const ContractShape c = contract_shape(g, l.contraction);
-            const ops::MatmulSchedule& p = ops::matmul_variants().at(size_t(s.variant));
+            const ops::MatmulSchedule& p = ops::matmul_all_variants().at(size_t(s.variant));
             padded = 2.0 * double(c.batch) * double(ceil_to(c.m, p.bm)) *
                      double(ceil_to(c.n, p.bn)) * double(c.k);
         }
