@@ -233,9 +233,9 @@ void staged_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
 // The memo key of a kernel: every comptime value it is built from (the test-only break switch
 // too, so a kernel built broken is never reused once the switch is off).
 std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
-    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}{}", name(t.input),
+    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}g{}{}", name(t.input),
                        name(t.output), layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn,
-                       s.staged, s.prefetch, s.spread, s.wm, s.wn,
+                       s.staged, s.prefetch, s.spread, s.wm, s.wn, s.stages,
                        conformance::break_switch("matmul_tile_edge") ? "/broken_edge" : "");
 }
 

@@ -17,6 +17,8 @@ constexpr int kWarp = 32;
 // u32 words each row of a pair tile is padded by: with bk 32 its rows lie 20 words apart, so a
 // fragment read (8 rows x 4 consecutive pairs) touches each of the 32 banks once.
 constexpr int kPairPad = 4;
+// The shared memory a block may declare statically (CUDA's limit without an opt-in).
+constexpr int64_t kMaxSharedBytes = 48 * 1024;
 
 // Input elements q and q + 1 along k of an operand line as one u32 (q's bits in the low half).
 // `element(q)` is the index of the line's element q. Unless `inside` (both below k, known),
@@ -44,6 +46,12 @@ void check_tensor_core_schedule(const MatmulSchedule& s) {
         fail("matmul schedule {}: bk {}; expected 16, 32, 48 or 64", s.name, s.bk);
     if (s.threads() > 1024)
         fail("matmul schedule {}: {} threads a block; expected at most 1024", s.name, s.threads());
+    const int64_t bytes = int64_t{s.bm + s.bn} * (s.bk / 2 + kPairPad) * 4 * s.stages;
+    if ((s.stages != 1 && s.stages != 2) || bytes > kMaxSharedBytes)
+        fail(
+            "matmul schedule {}: {} stages of shared tiles, {} bytes; expected 1 or 2 stages in "
+            "at most {} bytes",
+            s.name, s.stages, bytes, kMaxSharedBytes);
 }
 
 void tensor_core_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
@@ -53,8 +61,9 @@ void tensor_core_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes&
     const int pairs = bk / 2, ld = pairs + kPairPad;
     // A's tile holds bm rows of a step's k pairs, B's bn columns of them (n-major), so a warp
     // reads both fragments' pairs as single words.
-    auto a_tile = k.shared(DType::u32, int64_t{bm} * ld, "a_pairs");
-    auto b_tile = k.shared(DType::u32, int64_t{bn} * ld, "b_pairs");
+    const int a_size = bm * ld, b_size = bn * ld;  // one stage's tiles
+    auto a_tile = k.shared(DType::u32, int64_t{a_size} * s.stages, "a_pairs");
+    auto b_tile = k.shared(DType::u32, int64_t{b_size} * s.stages, "b_pairs");
     const BlockIndex block = block_index(k, p, s);
     struct {
         Var batch, a_base, b_base, i0, j0;
@@ -88,10 +97,17 @@ void tensor_core_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes&
                 return element_at(at.b_base, q, b_slots[i].line, p.ldb, t.b_transposed);
             });
     };
-    auto put = [&] {
-        for (size_t i = 0; i < a_slots.size(); ++i) store_slot(k, a_tile, a_slots[i], a_vals[i]);
-        for (size_t i = 0; i < b_slots.size(); ++i) store_slot(k, b_tile, b_slots[i], b_vals[i]);
-        k.barrier();
+    // The fetched pairs into the tiles of stage `stage` (the caller then waits at a barrier).
+    auto put = [&](const Expr& stage) {
+        auto store = [&](const Memory& tile, const TileSlot& slot, int size, const Expr& v) {
+            const Expr at_stage = s.stages == 1 ? Expr(slot.tile_at) : slot.tile_at + stage * size;
+            if (slot.has)
+                k.if_(*slot.has, [&] { tile[at_stage] = v; });
+            else
+                tile[at_stage] = v;
+        };
+        for (size_t i = 0; i < a_slots.size(); ++i) store(a_tile, a_slots[i], a_size, a_vals[i]);
+        for (size_t i = 0; i < b_slots.size(); ++i) store(b_tile, b_slots[i], b_size, b_vals[i]);
     };
 
     // The warp's tile and the lane's place in the mma fragments (g = lane / 4, tq = lane % 4).
@@ -107,17 +123,20 @@ void tensor_core_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes&
     for (int i = 0; i < mt * nt * 4; ++i) acc.push_back(k.let(DType::f32, 0.0f, "acc"));
     Var a_at = k.let((wy * s.wm + g) * ld + tq, "a_at");
     Var b_at = k.let((wx * s.wn + g) * ld + tq, "b_at");
-    // One mma step of 16 terms at pair `pair0` of the tiles, for every 16 x 8 piece of the warp.
-    auto step16 = [&](const Expr& pair0) {
+    // One mma step of 16 terms at pair `pair0` of stage `stage`'s tiles, for every 16 x 8 piece
+    // of the warp.
+    auto step16 = [&](const Expr& stage, const Expr& pair0) {
         std::vector<std::vector<Expr>> a(static_cast<size_t>(mt)), b(static_cast<size_t>(nt));
+        const Expr a_stage = s.stages == 1 ? Expr(0) : stage * a_size;
+        const Expr b_stage = s.stages == 1 ? Expr(0) : stage * b_size;
         for (int mi = 0; mi < mt; ++mi) {
-            Var base = k.let(a_at + mi * 16 * ld + pair0, "a_frag");
+            Var base = k.let(a_at + mi * 16 * ld + pair0 + a_stage, "a_frag");
             for (int half : {0, 4})
                 for (int row : {0, 8 * ld})
                     a[static_cast<size_t>(mi)].push_back(k.let(a_tile[base + row + half], "a"));
         }
         for (int ni = 0; ni < nt; ++ni) {
-            Var base = k.let(b_at + ni * 8 * ld + pair0, "b_frag");
+            Var base = k.let(b_at + ni * 8 * ld + pair0 + b_stage, "b_frag");
             for (int half : {0, 4})
                 b[static_cast<size_t>(ni)].push_back(k.let(b_tile[base + half], "b"));
         }
@@ -129,22 +148,53 @@ void tensor_core_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes&
             }
     };
     Var whole = k.let(p.k / bk * bk, "whole");  // terms in whole steps
+    // The next step's loads fly while this one is summed; a whole step's need no clamps.
+    auto fetch_next = [&](const Expr& p0) {
+        k.if_(
+            p0 + bk <= p.k - bk, [&] { fetch(p0 + bk, true); }, [&] { fetch(p0 + bk, false); });
+    };
+    auto sum_step = [&](const Expr& stage) {
+        for (int q = 0; q < bk; q += 16) step16(stage, Expr(q / 2));
+    };
+    // The last, short step's terms in mma steps of 16 (the last zero-padded).
+    auto sum_short_step = [&](const Expr& stage) {
+        k.for_(0, (p.k - whole + 15) / 16, [&](Expr q16) { step16(stage, q16 * 8); });
+    };
     fetch(0, false);
-    k.for_(
-        0, whole,
-        [&](Expr p0) {
-            put();
-            // The next step's loads fly while this one is summed; a whole step's need no clamps.
-            k.if_(
-                p0 + bk <= p.k - bk, [&] { fetch(p0 + bk, true); }, [&] { fetch(p0 + bk, false); });
-            for (int q = 0; q < bk; q += 16) step16(Expr(q / 2));
-            k.barrier();  // the step's tiles are read before the next step writes them
-        },
-        bk);
-    k.if_(whole < p.k, [&] {
-        put();
-        k.for_(0, (p.k - whole + 15) / 16, [&](Expr q16) { step16(q16 * 8); });
-    });
+    if (s.stages == 1) {
+        k.for_(
+            0, whole,
+            [&](Expr p0) {
+                put(0);
+                k.barrier();
+                fetch_next(p0);
+                sum_step(0);
+                k.barrier();  // the step's tiles are read before the next step writes them
+            },
+            bk);
+        k.if_(whole < p.k, [&] {
+            put(0);
+            k.barrier();
+            sum_short_step(0);
+        });
+    } else {
+        // Step i's pairs in stage i % 2: while a step is summed from one stage, the next step's
+        // are stored into the other, which every thread finished reading before the last
+        // barrier.
+        put(0);
+        k.barrier();
+        k.for_(
+            0, whole,
+            [&](Expr p0) {
+                Var stage = k.let(p0 / bk % 2, "stage");
+                fetch_next(p0);
+                sum_step(stage);
+                put(1 - stage);
+                k.barrier();
+            },
+            bk);
+        k.if_(whole < p.k, [&] { sum_short_step(whole / bk % 2); });
+    }
     for (int mi = 0; mi < mt; ++mi)
         for (int ni = 0; ni < nt; ++ni)
             for (int i = 0; i < 4; ++i) {
@@ -156,16 +206,25 @@ void tensor_core_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes&
 }
 
 const std::vector<MatmulSchedule>& matmul_tensor_core_variants() {
-    auto point = [](int bm, int bn, int wm, int wn) {
+    auto point = [](int bm, int bn, int wm, int wn, int bk = 32, int stages = 1) {
         MatmulSchedule s{
-            fmt::format("tc{}x{}_k32_w{}x{}", bm, bn, wm, wn), bm, bn, 32, 1, 1, true, true};
+            fmt::format("tc{}x{}_k{}_w{}x{}{}", bm, bn, bk, wm, wn, stages == 2 ? "_s2" : ""),
+            bm,
+            bn,
+            bk,
+            1,
+            1,
+            true,
+            true};
         s.wm = wm;
         s.wn = wn;
+        s.stages = stages;
         return s;
     };
     static const std::vector<MatmulSchedule> variants = {
-        point(128, 128, 64, 32), point(128, 256, 64, 64), point(64, 128, 32, 64),
-        point(64, 64, 32, 32),   point(32, 32, 16, 16),
+        point(128, 128, 64, 32),       point(128, 256, 64, 64),      point(64, 128, 32, 64),
+        point(64, 64, 32, 32),         point(32, 32, 16, 16),        point(128, 128, 64, 32, 32, 2),
+        point(64, 128, 32, 64, 32, 2), point(64, 64, 32, 32, 32, 2), point(128, 256, 64, 64, 16, 2),
     };
     return variants;
 }
