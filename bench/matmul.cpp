@@ -9,7 +9,6 @@
 //   bench_matmul [--device D] [--sizes 256,1024] [--dtype f32|f16|bf16]
 //                [--class exact|tensor_core] [--iters N] [--points p1,p2] [--json FILE]
 #include <chrono>
-#include <cstring>
 
 #include "bench_common.hpp"
 #include "kiln/buffer.hpp"
@@ -61,25 +60,8 @@ int run(int argc, char** argv) {
             for (const auto& name : split_list(flags.text("--points")))
                 points.push_back(&ops::matmul_variant(name));
         else
-            for (const auto& s : cls == ops::MatmulClass::tensor_core && ops::has_tensor_cores(d)
-                                     ? ops::matmul_tensor_core_variants()
-                                     : ops::matmul_variants())
-                points.push_back(&s);
+            for (const auto& s : ops::matmul_domain(d, cls)) points.push_back(&s);
         return points;
-    };
-    // The inputs in `input`, from f32 values (f16 and bf16 rounded to nearest even).
-    auto encoded = [&](const std::vector<float>& values) {
-        std::vector<uint8_t> bytes(values.size() * size_of(input));
-        for (size_t i = 0; i < values.size(); ++i) {
-            if (input == DType::f32) {
-                std::memcpy(bytes.data() + 4 * i, &values[i], 4);
-                continue;
-            }
-            const uint16_t h = input == DType::f16 ? semantics::f32_to_f16(values[i])
-                                                   : semantics::f32_to_bf16(values[i]);
-            std::memcpy(bytes.data() + 2 * i, &h, 2);
-        }
-        return bytes;
     };
     const CblasSgemm sgemm = openblas_sgemm();
     std::vector<Row> rows;
@@ -90,8 +72,8 @@ int run(int argc, char** argv) {
         const ops::MatmulShape shape{1, n, n, n};
         for (Device* d : selected_devices(flags)) {
             Buffer ab(*d, input, cells), bb(*d, input, cells);
-            ab.upload_bytes(encoded(a));
-            bb.upload_bytes(encoded(b));
+            ab.upload_bytes(semantics::encode_floats(input, a));
+            bb.upload_bytes(semantics::encode_floats(input, b));
             std::vector<uint8_t> first;
             for (const ops::MatmulSchedule* p : points_on(*d)) {
                 const auto r = ops::matmul_bench(*d, ab, {}, bb, {}, shape, DType::f32, *p, iters);

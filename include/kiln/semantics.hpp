@@ -4,6 +4,11 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "kiln/dtype.hpp"
 
 namespace kiln::semantics {
 
@@ -28,6 +33,21 @@ inline float bf16_to_f32(uint16_t h) {
 }
 inline uint16_t f32_to_bf16(float f) {
     return kiln_f32_to_bf16(f);
+}
+
+// `values` as the bytes of t (f32 as they are; f16 and bf16 rounded to nearest even), for
+// Buffer::upload_bytes. Any other t is the caller's error: only these three are floats.
+inline std::vector<uint8_t> encode_floats(DType t, std::span<const float> values) {
+    std::vector<uint8_t> bytes(values.size() * (t == DType::f32 ? 4 : 2));
+    for (size_t i = 0; i < values.size(); ++i) {
+        if (t == DType::f32) {
+            std::memcpy(bytes.data() + 4 * i, &values[i], 4);
+            continue;
+        }
+        const uint16_t h = t == DType::f16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+    return bytes;
 }
 
 }  // namespace kiln::semantics

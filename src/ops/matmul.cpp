@@ -279,20 +279,12 @@ MatmulTypes types_of(const Buffer& a, const MatmulOperand& av, const MatmulOpera
     return {a.dtype(), out, av.transposed, bv.transposed};
 }
 
-// The domain `cls` runs on `device`: the tensor-core points where it has tensor cores, the
-// exact ones otherwise (the tensor-core class runs its exact arithmetic there).
-const std::vector<MatmulSchedule>& domain(const Device& device, MatmulClass cls) {
-    return cls == MatmulClass::tensor_core && has_tensor_cores(device)
-               ? matmul_tensor_core_variants()
-               : matmul_variants();
-}
-
 Tuned<Buffer> make_tuned(Device& device, const Buffer& a, const MatmulOperand& av, const Buffer& b,
                          const MatmulOperand& bv, const MatmulShape& shape, DType out,
                          MatmulClass cls) {
     const MatmulTypes t = types_of(a, av, bv, out);
-    const std::vector<MatmulSchedule>& points = domain(device, cls);
-    const bool on_tensor_cores = &points == &matmul_tensor_core_variants();
+    const std::span<const MatmulSchedule> points = matmul_domain(device, cls);
+    const bool on_tensor_cores = points.front().tensor_core();
     Tuned<Buffer> tuned("matmul",
                         fmt::format("batch={},m={},n={},k={},in={},out={},layout={}{}", shape.batch,
                                     shape.m, shape.n, shape.k, name(t.input), name(t.output),
@@ -308,7 +300,7 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& a, const MatmulOperand& a
                                return kernels;
                            });
     tuned.variants(
-        table, [&device, &a, av, &b, bv, shape, out, &points](size_t i) -> Tuned<Buffer>::Closure {
+        table, [&device, &a, av, &b, bv, shape, out, points](size_t i) -> Tuned<Buffer>::Closure {
             return [&device, &a, av, &b, bv, shape, out, s = &points[i]](int iters) {
                 return matmul_bench(device, a, av, b, bv, shape, out, *s, iters);
             };
@@ -392,6 +384,13 @@ bool has_tensor_cores(const Device& device) {
     int version = 0;  // "sm_90": 90
     return info.backend == Backend::cuda &&
            std::sscanf(info.arch.c_str(), "sm_%d", &version) == 1 && version >= 80;
+}
+
+std::span<const MatmulSchedule> matmul_domain(const Device& device, MatmulClass cls) {
+    const std::span<const MatmulSchedule> all = matmul_all_variants();
+    const size_t exact = matmul_variants().size();
+    return cls == MatmulClass::tensor_core && has_tensor_cores(device) ? all.subspan(exact)
+                                                                       : all.first(exact);
 }
 
 BlockIndex block_index(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {

@@ -106,17 +106,14 @@ std::vector<Schedule> domain_of(const Launch& l, const GraphView& g) {
             for (int b : {64, 128, 256}) d.push_back({.block = b});
             break;
         case LaunchKind::contract: {
-            // The tensor-core class's points (after the exact ones in matmul_all_variants) where
-            // the caller asked for it and the device has tensor cores; the exact ones otherwise.
+            // The matmul's class on its device (ops::matmul_domain), as indices into
+            // ops::matmul_all_variants().
             const graph::Node& mm = g.node(l.contraction);
-            const bool tensor_core =
-                mm.as<graph::op::Matmul>()->arithmetic == MatmulClass::tensor_core && mm.device &&
-                ops::has_tensor_cores(*mm.device);
-            const size_t first = tensor_core ? ops::matmul_variants().size() : 0;
-            const auto& all = ops::matmul_all_variants();
-            const size_t end = tensor_core ? all.size() : ops::matmul_variants().size();
-            for (size_t v = first; v < end; ++v)
-                d.push_back({.block = all[v].threads(), .variant = int(v)});
+            const auto points =
+                ops::matmul_domain(*mm.device, mm.as<graph::op::Matmul>()->arithmetic);
+            const size_t first = size_t(points.data() - ops::matmul_all_variants().data());
+            for (size_t i = 0; i < points.size(); ++i)
+                d.push_back({.block = points[i].threads(), .variant = int(first + i)});
             break;
         }
         case LaunchKind::conv1d:

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <vector>
 
@@ -17,18 +16,7 @@ namespace kiln::test {
 
 // f32 values in `t` (f16 and bf16 rounded to nearest even).
 inline HostBuffer encode_floats(DType t, const std::vector<float>& values) {
-    HostBuffer h{t, std::vector<uint8_t>(values.size() * size_of(t))};
-    for (size_t i = 0; i < values.size(); ++i) {
-        const float v = values[i];
-        if (t == DType::f32) {
-            std::memcpy(h.bytes.data() + 4 * i, &v, 4);
-        } else {
-            const uint16_t bits =
-                t == DType::f16 ? semantics::f32_to_f16(v) : semantics::f32_to_bf16(v);
-            std::memcpy(h.bytes.data() + 2 * i, &bits, 2);
-        }
-    }
-    return h;
+    return HostBuffer{t, semantics::encode_floats(t, values)};
 }
 
 // Values of moderate and varied magnitude in `t` (normal * 2^e, e in [-6, 6]), with signed
