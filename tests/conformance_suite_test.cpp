@@ -77,6 +77,22 @@ TEST(ConformanceCompare, BitwiseWithNaNsMatchedByPlace) {
     EXPECT_TRUE(compare(DType::u8, a, {1, 2}));  // sizes differ
 }
 
+TEST(ConformanceCompare, WithinABoundPerElementWithNaNsMatchedByPlace) {
+    // 1 vs 1.0000001 (one f32 ulp, 1.19e-7) within 2e-7; 2 vs 2.5 within 0.5; NaN vs NaN.
+    const auto want = f32_bytes({0x3f800000, 0x40000000, 0x7fc00000});
+    EXPECT_FALSE(
+        compare_within(f32_bytes({0x3f800001, 0x40200000, 0x7fc00001}), want, {2e-7, 0.5, 0}));
+    // Outside: the ulp against a bound of 1e-7, 2.5 against 0.25, a number where a NaN is due.
+    const auto m =
+        compare_within(f32_bytes({0x3f800001, 0x40200000, 0x3f800000}), want, {1e-7, 0.25, 1e9});
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->index, 0);
+    EXPECT_EQ(m->count, 3);
+    EXPECT_EQ(m->want, "1 (0x3f800000) within 1e-07");
+    EXPECT_TRUE(compare_within(f32_bytes({0x7fc00000}), f32_bytes({0x3f800000}), {1e9}));
+    EXPECT_TRUE(compare_within(want, want, {1, 1}));  // a bound per element
+}
+
 TEST(ConformanceSuite, BadOptionsNameWhatIsKnown) {
     Options o;
     o.areas = {"nosuch"};

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "conformance/case.hpp"
+#include "conformance/compare.hpp"
 #include "kiln/buffer.hpp"
 #include "ops/attention.hpp"
 #include "ops/conv1d.hpp"
@@ -37,9 +38,9 @@ std::vector<TypePair> type_pairs(bool sweep) {
 }
 
 // The points a case runs: the first (the default) or, with --sweep, all.
-template <typename Schedule>
-std::vector<const Schedule*> points(const std::vector<Schedule>& domain, bool sweep) {
-    std::vector<const Schedule*> out;
+template <typename Domain>
+std::vector<const typename Domain::value_type*> points(const Domain& domain, bool sweep) {
+    std::vector<const typename Domain::value_type*> out;
     for (const auto& s : domain) {
         out.push_back(&s);
         if (!sweep) break;
@@ -66,6 +67,51 @@ std::string types_text(const TypePair& t) {
     return fmt::format("{}->{}", name(t.input), name(t.output));
 }
 
+// The tensor-core class where the device has tensor cores (elsewhere the class runs the exact
+// points, which matmul_case runs): bf16 inputs (with --sweep f16 too), f32 output, at the class's
+// first point (with --sweep every one), each within the class's bound of the oracle and
+// bit-identical to the class's first point.
+void tensor_core_points(CaseContext& ctx, const ops::MatmulShape& shape,
+                        const ops::MatmulOperand& av, const ops::MatmulOperand& bv) {
+    std::vector<DType> inputs{DType::bf16};
+    if (ctx.sweep) inputs.push_back(DType::f16);
+    for (DType input : inputs) {
+        const Bytes a = random_bytes(ctx, input, size_t(shape.batch * shape.m * shape.k));
+        const Bytes b = random_bytes(ctx, input, size_t(shape.batch * shape.k * shape.n));
+        const Bytes want = oracle::matmul(input, DType::f32, a, av, b, bv, shape);
+        const std::vector<double> bound =
+            oracle::matmul_tensor_core_bound(input, a, av, b, bv, shape);
+        const Buffer ab = device_buffer(ctx.device, input, a);
+        const Buffer bb = device_buffer(ctx.device, input, b);
+        Bytes first;
+        for (const auto* p :
+             points(ops::matmul_domain(ctx.device, ops::MatmulClass::tensor_core), ctx.sweep)) {
+            const Bytes got =
+                ops::matmul_bench(ctx.device, ab, av, bb, bv, shape, DType::f32, *p, 1)
+                    .output.download_bytes();
+            Result r = ctx.base;
+            r.member = "tensor_core";
+            r.schedule = fmt::format("{} {}->f32", p->name, name(input));
+            std::optional<Mismatch> m = compare_within(got, want, bound);
+            std::string what = "lie outside the tensor-core class's bound of the oracle";
+            if (!m && !first.empty()) {
+                m = compare(DType::f32, got, first);
+                what = "differ from the class's first point";
+            }
+            if (first.empty()) first = got;
+            if (m) {
+                r.status = Status::failed;
+                r.miscompile = true;
+                r.index = m->index;
+                r.got = m->got;
+                r.want = m->want;
+                r.detail = fmt::format("{} of {} elements {}", m->count, bound.size(), what);
+            }
+            ctx.report(std::move(r));
+        }
+    }
+}
+
 void matmul_case(CaseContext& ctx) {
     const Shape s = draw_shape(
         {Dim::choice({1, 2, 3}), Dim::range(1, 131), Dim::range(1, 133), Dim::range(1, 37)},
@@ -90,6 +136,7 @@ void matmul_case(CaseContext& ctx) {
                          got.download_bytes(), want);
         }
     }
+    if (ops::has_tensor_cores(ctx.device)) tensor_core_points(ctx, shape, av, bv);
 }
 
 void conv_case(CaseContext& ctx) {

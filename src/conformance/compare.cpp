@@ -1,6 +1,7 @@
 // compare: bitwise equality of results, NaNs in the same places.
 #include "conformance/compare.hpp"
 
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -62,6 +63,30 @@ std::optional<Mismatch> compare(DType t, const std::vector<uint8_t>& got,
         const uint8_t* e = want.data() + i * w;
         if (std::memcmp(g, e, w) == 0 || (is_nan(t, g) && is_nan(t, e))) continue;
         if (!first) first = Mismatch{int64_t(i), element_text(t, g), element_text(t, e), 0};
+        ++first->count;
+    }
+    return first;
+}
+
+std::optional<Mismatch> compare_within(const std::vector<uint8_t>& got,
+                                       const std::vector<uint8_t>& want,
+                                       const std::vector<double>& bound) {
+    if (got.size() != want.size() || want.size() != 4 * bound.size())
+        return Mismatch{-1, fmt::format("{} bytes", got.size()),
+                        fmt::format("{} bytes", 4 * bound.size()), 1};
+    std::optional<Mismatch> first;
+    for (size_t i = 0; i < bound.size(); ++i) {
+        const uint8_t* g = got.data() + 4 * i;
+        const uint8_t* e = want.data() + 4 * i;
+        float x, y;
+        std::memcpy(&x, g, 4);
+        std::memcpy(&y, e, 4);
+        const bool nan_g = is_nan(DType::f32, g), nan_e = is_nan(DType::f32, e);
+        if (nan_g ? nan_e : !nan_e && (x == y || std::fabs(double{x} - double{y}) <= bound[i]))
+            continue;
+        if (!first)
+            first = Mismatch{int64_t(i), element_text(DType::f32, g),
+                             fmt::format("{} within {}", element_text(DType::f32, e), bound[i]), 0};
         ++first->count;
     }
     return first;

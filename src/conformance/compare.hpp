@@ -1,7 +1,8 @@
 // The conformance suite's comparison: a result against its oracle, element by element. Floats
 // (f32, f16, bf16) must match bit for bit, except that a NaN matches any NaN (NaNs in the same
-// places); integers and bools must match exactly. The first differing element is reported with
-// both values.
+// places); integers and bools must match exactly. A class with a stated bound (matmul's tensor
+// cores) is compared within it instead. The first differing element is reported with both
+// values.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,12 @@ struct Mismatch {
 // Compares raw element bytes of `dtype`; nullopt when they agree.
 std::optional<Mismatch> compare(DType dtype, const std::vector<uint8_t>& got,
                                 const std::vector<uint8_t>& want);
+
+// Compares f32 results with the f32 oracle within a bound per element: |got - want| <= bound[i],
+// NaNs in the same places; nullopt when every element lies within.
+std::optional<Mismatch> compare_within(const std::vector<uint8_t>& got,
+                                       const std::vector<uint8_t>& want,
+                                       const std::vector<double>& bound);
 
 // One element's value as text: floats as their value and bits, integers in decimal.
 std::string element_text(DType dtype, const uint8_t* element);

@@ -16,4 +16,13 @@ std::vector<uint8_t> matmul(DType input, DType out, const std::vector<uint8_t>& 
                             const ops::MatmulOperand& av, const std::vector<uint8_t>& b,
                             const ops::MatmulOperand& bv, const ops::MatmulShape& shape);
 
+// The tensor-core class's bound for each output of the same problem (dense, batch x m x n):
+// ops::kTensorCoreBound * k * sum_p |a_p * b_p|, summed in double. A result of the class is
+// within it of matmul(input, f32, ...) in every output.
+std::vector<double> matmul_tensor_core_bound(DType input, const std::vector<uint8_t>& a,
+                                             const ops::MatmulOperand& av,
+                                             const std::vector<uint8_t>& b,
+                                             const ops::MatmulOperand& bv,
+                                             const ops::MatmulShape& shape);
+
 }  // namespace kiln::oracle
