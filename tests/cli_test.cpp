@@ -332,6 +332,21 @@ TEST_F(CliTest, ProfileOfTheMlpCaseRunsTwoContractionsBitIdentical) {
     EXPECT_EQ(count_of(r.output, "graph_contract"), 2u) << r.output;
 }
 
+// bf16 inputs in the tensor-core class: off tensor cores (this machine's devices) the class runs
+// the exact arithmetic, so the result is the oracle's bits; an integer dtype is refused.
+TEST_F(CliTest, ProfileOfTheMlpCaseInBf16WithTensorCoresOffThemIsBitIdentical) {
+    const CliRun r = kiln_cli({"profile", "mlp", "--rows", "9", "--n", "24", "--dtype", "bf16",
+                               "--tensor-cores", "--device", "cpu", "--json"},
+                              std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("\"bit_identical\": true")) << r.output;
+    EXPECT_EQ(count_of(r.output, "graph_contract"), 2u) << r.output;
+    const CliRun bad = kiln_cli({"profile", "matmul", "--dtype", "i32", "--device", "cpu"},
+                                std::chrono::seconds(60));
+    EXPECT_NE(bad.exit_status, 0);
+    EXPECT_THAT(bad.output, HasSubstr("inputs of dtype i32; expected f32, f16 or bf16"));
+}
+
 TEST_F(CliTest, ProfileOfTheConvAndAttentionCasesRunsOneLaunchEachBitIdentical) {
     // conv1d (bias and gelu after it, fused or not as the cost model finds cheaper) and causal
     // attention: one launch of the op each.

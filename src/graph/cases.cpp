@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "kiln/error.hpp"
+#include "ops/matmul.hpp"
 
 namespace kiln::graph {
 
@@ -14,8 +15,8 @@ bool is_gpu(const Device& d) {
     return d.info().backend == Backend::cuda || d.info().warp_size > 1;
 }
 
-Tensor input(Device& d, const Shape& shape, uint64_t seed) {
-    return Tensor::randn(shape, seed, DType::f32, d).resolve();
+Tensor input(Device& d, const Shape& shape, uint64_t seed, DType dtype) {
+    return Tensor::randn(shape, seed, dtype, d).resolve();
 }
 
 double bytes_of(const std::vector<Tensor>& ts) {
@@ -34,13 +35,16 @@ const std::vector<std::string>& case_names() {
 }
 
 Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
+    if (!is_float(o.dtype))
+        fail("profile {}: inputs of dtype {}; expected f32, f16 or bf16", name,
+             kiln::name(o.dtype));
     Case c;
     c.name = name;
     const int64_t rows = o.rows ? o.rows : 4096;
     const int64_t n = o.n ? o.n : 4096;
     if (name == "add_square") {
         const int64_t count = o.n ? o.n : (is_gpu(d) ? int64_t{1} << 26 : int64_t{1} << 24);
-        c.inputs = {input(d, {count}, 1), input(d, {count}, 2)};
+        c.inputs = {input(d, {count}, 1, o.dtype), input(d, {count}, 2, o.dtype)};
         c.build = [](const std::vector<Tensor>& in) {
             Tensor s = in[0] + in[1];
             return std::vector<Tensor>{s * s};
@@ -52,23 +56,24 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
             fail("profile mul_rank4: --shape has {} axes; expected 4", shape.size());
         Shape bshape = shape;
         bshape[1] = 1;
-        c.inputs = {input(d, shape, 3), input(d, bshape, 4)};
+        c.inputs = {input(d, shape, 3, o.dtype), input(d, bshape, 4, o.dtype)};
         c.build = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * in[1]}; };
         c.shape = fmt::format("{}", fmt::join(shape, "x"));
     } else if (name == "softmax") {
-        c.inputs = {input(d, {rows, n}, 5)};
+        c.inputs = {input(d, {rows, n}, 5, o.dtype)};
         c.build = [](const std::vector<Tensor>& in) {
             return std::vector<Tensor>{softmax(in[0], -1)};
         };
         c.shape = fmt::format("{}x{}", rows, n);
     } else if (name == "rms_norm") {
-        c.inputs = {input(d, {rows, n}, 5), input(d, {n}, 6)};
+        c.inputs = {input(d, {rows, n}, 5, o.dtype), input(d, {n}, 6, o.dtype)};
         c.build = [](const std::vector<Tensor>& in) {
             return std::vector<Tensor>{rms_norm(in[0], in[1], 1e-6)};
         };
         c.shape = fmt::format("{}x{}", rows, n);
     } else if (name == "layer_norm" || name == "gelu_mlp_epilogue") {
-        c.inputs = {input(d, {rows, n}, 5), input(d, {n}, 6), input(d, {n}, 7)};
+        c.inputs = {input(d, {rows, n}, 5, o.dtype), input(d, {n}, 6, o.dtype),
+                    input(d, {n}, 7, o.dtype)};
         if (name == "layer_norm")
             c.build = [](const std::vector<Tensor>& in) {
                 return std::vector<Tensor>{layer_norm(in[0], 1, &in[1], &in[2])};
@@ -80,21 +85,21 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
         c.shape = fmt::format("{}x{}", rows, n);
     } else if (name == "matmul") {
         const int64_t size = o.n ? o.n : (is_gpu(d) ? 1024 : 512);
-        c.inputs = {input(d, {size, size}, 8), input(d, {size, size}, 9)};
-        c.build = [](const std::vector<Tensor>& in) {
-            return std::vector<Tensor>{matmul(in[0], in[1])};
+        c.inputs = {input(d, {size, size}, 8, o.dtype), input(d, {size, size}, 9, o.dtype)};
+        c.build = [cls = o.arithmetic](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{matmul(in[0], in[1], cls)};
         };
         c.shape = fmt::format("{}x{}x{}", size, size, size);
         c.terms = double(size) * double(size) * double(size);
     } else if (name == "mlp") {
         // A transformer's feed-forward block: --rows tokens of --n features, 4n hidden.
         const int64_t tokens = o.rows ? o.rows : 128, width = o.n ? o.n : 384;
-        c.inputs = {input(d, {tokens, width}, 10), input(d, {4 * width, width}, 11),
-                    input(d, {4 * width}, 12), input(d, {width, 4 * width}, 13),
-                    input(d, {width}, 14)};
-        c.build = [](const std::vector<Tensor>& in) {
-            Tensor hidden = gelu(linear(in[0], in[1], &in[2]));
-            return std::vector<Tensor>{linear(hidden, in[3], &in[4])};
+        c.inputs = {input(d, {tokens, width}, 10, o.dtype),
+                    input(d, {4 * width, width}, 11, o.dtype), input(d, {4 * width}, 12, o.dtype),
+                    input(d, {width, 4 * width}, 13, o.dtype), input(d, {width}, 14, o.dtype)};
+        c.build = [cls = o.arithmetic](const std::vector<Tensor>& in) {
+            Tensor hidden = gelu(linear(in[0], in[1], &in[2], cls));
+            return std::vector<Tensor>{linear(hidden, in[3], &in[4], cls)};
         };
         c.shape = fmt::format("{}x{}", tokens, width);
         c.terms = 2.0 * double(tokens) * double(width) * double(4 * width);
@@ -111,8 +116,8 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
                 shape.size());
         const int64_t batch = shape[0], ci = shape[1], length = shape[2], co = shape[3],
                       kernel = shape[4];
-        c.inputs = {input(d, {batch, ci, length}, 15), input(d, {co, ci, kernel}, 16),
-                    input(d, {co}, 17)};
+        c.inputs = {input(d, {batch, ci, length}, 15, o.dtype),
+                    input(d, {co, ci, kernel}, 16, o.dtype), input(d, {co}, 17, o.dtype)};
         c.build = [kernel](const std::vector<Tensor>& in) {
             return std::vector<Tensor>{gelu(conv1d(in[0], in[1], &in[2], 1, kernel / 2))};
         };
@@ -125,7 +130,8 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
         if (shape.size() != 4)
             fail("profile attention: --shape has {} values; expected batch,heads,seq,head_dim",
                  shape.size());
-        c.inputs = {input(d, shape, 18), input(d, shape, 19), input(d, shape, 20)};
+        c.inputs = {input(d, shape, 18, o.dtype), input(d, shape, 19, o.dtype),
+                    input(d, shape, 20, o.dtype)};
         c.build = [](const std::vector<Tensor>& in) {
             return std::vector<Tensor>{scaled_dot_product_attention(in[0], in[1], in[2], true)};
         };
@@ -137,6 +143,8 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
         fail("no case '{}'; the cases are {}", name, fmt::join(case_names(), ", "));
     }
     c.bytes = bytes_of(c.inputs) + bytes_of(c.build(c.inputs));
+    c.exact = !((name == "matmul" || name == "mlp") && o.arithmetic == MatmulClass::tensor_core &&
+                ops::has_tensor_cores(d));
     return c;
 }
 

@@ -13,6 +13,8 @@
 //                       length,out_channels,kernel (GPU 16,256,4096,256,3; CPU 1,256,1024,256,3)
 //   attention           causal scaled_dot_product_attention of q, k, v: --shape batch,heads,
 //                       seq,head_dim (1,8,256,64)
+// Every case's inputs are in --dtype (f32 unless told); matmul and mlp take the caller's
+// arithmetic class (exact unless told: --tensor-cores).
 #pragma once
 
 #include <cstdint>
@@ -25,8 +27,10 @@
 namespace kiln::graph {
 
 struct CaseOptions {
-    int64_t n = 0, rows = 0;  // 0: the case's default for the device
-    Shape shape;              // mul_rank4, conv1d, attention; empty: the default
+    int64_t n = 0, rows = 0;   // 0: the case's default for the device
+    Shape shape;               // mul_rank4, conv1d, attention; empty: the default
+    DType dtype = DType::f32;  // the inputs' (a float dtype)
+    MatmulClass arithmetic = MatmulClass::exact;  // matmul's and mlp's contractions
 };
 
 struct Case {
@@ -36,6 +40,9 @@ struct Case {
     std::function<std::vector<Tensor>(const std::vector<Tensor>&)> build;
     double bytes = 0;  // the bytes a launch must move at least (inputs read once, outputs written)
     double terms = 0;  // the multiply-adds of its contractions
+    // Whether its results are the oracle's bits: not where the tensor-core class runs on tensor
+    // cores (within a bound of them instead, which the tests and conformance check).
+    bool exact = true;
 };
 
 const std::vector<std::string>& case_names();

@@ -15,7 +15,8 @@ namespace kiln::cli {
 struct CaseTiming {
     plan::ResolveReport miss;                      // the first resolve: compile and race inside
     std::shared_ptr<const plan::Executable> exec;  // what the miss built
-    bool checked = false;    // the oracle ran (not for contractions past kOracleTerms)
+    bool checked = false;    // the oracle ran (not for contractions past kOracleTerms, nor for
+                             // a case whose results lie within a bound of it: Case::exact)
     bool identical = false;  // every output bit-identical to the oracle (true when not checked)
     double hit_us = 0;       // median host us of a replay-hit resolve
     std::vector<double> launch_us;  // device us of each launch

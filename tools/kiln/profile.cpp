@@ -21,10 +21,10 @@ namespace kiln::cli {
 namespace {
 
 struct ProfileOptions {
-    std::string name, device, trace, shape;
+    std::string name, device, trace, shape, dtype = "f32";
     int64_t n = 0, rows = 0;
     int hits = 20;
-    bool json = false;
+    bool json = false, tensor_cores = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -80,8 +80,9 @@ void write_trace(const std::string& path, const plan::ResolveReport& miss,
 
 int run_profile(const ProfileOptions& opt) {
     Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
-    graph::CaseOptions co{opt.n, opt.rows,
-                          opt.shape.empty() ? graph::Shape{} : parse_shape(opt.shape)};
+    graph::CaseOptions co{
+        opt.n, opt.rows, opt.shape.empty() ? graph::Shape{} : parse_shape(opt.shape),
+        parse_dtype(opt.dtype), opt.tensor_cores ? MatmulClass::tensor_core : MatmulClass::exact};
     const graph::Case c = graph::make_case(opt.name, d, co);
     if (!opt.json)
         std::fprintf(stderr, "profiling %s %s on %s ...\n", c.name.c_str(), c.shape.c_str(),
@@ -95,7 +96,9 @@ int run_profile(const ProfileOptions& opt) {
     const std::vector<double>& us = t.launch_us;
     const double total = t.device_us();
     const std::string unchecked =
-        fmt::format("not checked (the host oracle would run {:.3g} multiply-adds)", c.terms);
+        c.exact
+            ? fmt::format("not checked (the host oracle would run {:.3g} multiply-adds)", c.terms)
+            : "not checked (the tensor-core class: within a bound of the oracle, not its bits)";
     if (!opt.trace.empty()) write_trace(opt.trace, miss, *exec, us);
 
     if (opt.json) {
@@ -170,6 +173,10 @@ Command add_profile_command(CLI::App& parent) {
     p->add_option("--shape", opt->shape,
                   "mul_rank4's shape (9,11,32,16), conv1d's batch,in_channels,length,"
                   "out_channels,kernel, attention's batch,heads,seq,head_dim");
+    p->add_option("--dtype", opt->dtype, "the inputs' dtype: f32 (default), f16 or bf16");
+    p->add_flag("--tensor-cores", opt->tensor_cores,
+                "matmul and mlp in the tensor-core class (f16/bf16; on tensor cores the results "
+                "lie within the class's bound of the oracle)");
     p->add_option("--hits", opt->hits, "replay hits to time (median)")
         ->check(CLI::Range(1, 100000));
     p->add_flag("--json", opt->json, "print one JSON object");
