@@ -99,6 +99,8 @@ const std::vector<MatmulSchedule>& matmul_variants();
 //   tc32x32_k32_w16x16      4 warps of 16 x 16 (small shapes: the most blocks)
 //   tc128x128_k32_w64x32_s2 tc64x128_k32_w32x64_s2 tc64x64_k32_w32x32_s2   ... with 2 stages
 //   tc128x256_k16_w64x64_s2 steps of 16 terms, 2 stages (the tiles of 32 would not fit twice)
+//   tc16x32_k32_w16x8       4 warps of 16 x 8  } few rows, long k (a few tokens through a
+//   tc16x16_k32_w16x8       2 warps of 16 x 8  } linear layer): blocks enough for every SM
 const std::vector<MatmulSchedule>& matmul_tensor_core_variants();
 // A point of either domain by name; kiln::Error if unknown.
 const MatmulSchedule& matmul_variant(const std::string& name);

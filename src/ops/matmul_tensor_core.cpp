@@ -225,6 +225,7 @@ const std::vector<MatmulSchedule>& matmul_tensor_core_variants() {
         point(128, 128, 64, 32),       point(128, 256, 64, 64),      point(64, 128, 32, 64),
         point(64, 64, 32, 32),         point(32, 32, 16, 16),        point(128, 128, 64, 32, 32, 2),
         point(64, 128, 32, 64, 32, 2), point(64, 64, 32, 32, 32, 2), point(128, 256, 64, 64, 16, 2),
+        point(16, 32, 16, 8),          point(16, 16, 16, 8),
     };
     return variants;
 }
