@@ -20,8 +20,11 @@ namespace op = graph::op;
 
 namespace {
 
-constexpr double kLatencyUs = 1.0;          // SIMT memory latency the loads in flight must cover
-constexpr int kResidentThreads = 2048;      // per SIMT unit
+constexpr double kLatencyUs = 1.0;      // SIMT memory latency the loads in flight must cover
+constexpr int kResidentThreads = 2048;  // per SIMT unit
+// Threads a SIMT unit needs to keep its tensor cores busy: 8 warps, each with a warp tile of
+// independent mma steps (SIMT arithmetic needs half of kResidentThreads).
+constexpr int kTensorCoreThreads = 256;
 constexpr double kUncoalesced = 0.25;       // bandwidth share of loads spread over 32 lines
 constexpr double kBarrierUs = 0.1;          // one barrier of a SIMT block
 constexpr double kCpuThreadStepUs = 0.002;  // one thread of a looped block crossing a tree step
@@ -89,9 +92,9 @@ double contraction_share(const Launch& l, const Schedule& s, const DeviceFacts& 
         }
         default: {
             const ops::MatmulSchedule& p = ops::matmul_all_variants().at(size_t(s.variant));
-            // A tensor-core point (CUDA only) runs at about twice the f32 rate with a warp
-            // tile's outputs per thread as large as a staged point's 8 x 8.
-            if (p.tensor_core()) return 2.0 * staged_share(p.wm * p.wn / 32.0);
+            // A tensor-core point (CUDA only) reaches about twice the f32 rate with 128 outputs
+            // a thread (a 64 x 64 warp tile), which reads each shared pair for the most of them.
+            if (p.tensor_core()) return 2.0 * std::clamp(p.wm * p.wn / 32.0 / 128.0, 0.1, 1.0);
             return f.gpu ? (p.staged ? staged_share(p.tm * p.tn) : 0.02) : (p.spread ? 1.0 : 0.15);
         }
     }
@@ -181,7 +184,10 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
             in_flight *=
                 s.cache ? std::min<double>(16, std::ceil(double(l.extent) / s.threads)) : s.unroll;
         bw_eff = std::min(1.0, resident * in_flight / (f.bandwidth * kLatencyUs));
-        rate_eff = std::min(1.0, resident / (units * kResidentThreads / 2));
+        const bool tensor_core = l.kind == LaunchKind::contract &&
+                                 ops::matmul_all_variants().at(size_t(s.variant)).tensor_core();
+        rate_eff = std::min(
+            1.0, resident / (units * (tensor_core ? kTensorCoreThreads : kResidentThreads / 2)));
         if (l.kind == LaunchKind::row) {
             const bool rows_contiguous = reduces_innermost(l);
             if ((s.threads == 1) == rows_contiguous) bw_eff *= kUncoalesced;
