@@ -1,9 +1,10 @@
 // Contractions in the graph: matmul and linear against the graph oracle on every device, every
 // schedule point and both forms (fused with its epilogue, split), operands read in place through
-// transposes and broadcast batches, epilogues fused into the contraction's launch, and bad shapes
-// and dtypes as kiln::Errors.
+// transposes and broadcast batches, prologues (casts, dequantization) and epilogues fused into the
+// contraction's launch, and bad shapes and dtypes as kiln::Errors.
 #include <gtest/gtest.h>
 
+#include "ops/matmul.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"
 #include "plan/realize.hpp"
@@ -78,6 +79,85 @@ TEST(GraphContract, AnEpilogueReadingTheProductElsewhereRunsAfterIt) {
     EXPECT_EQ(launch_kinds(), (std::vector{plan::LaunchKind::contract, plan::LaunchKind::map}));
 }
 
+Tensor q8_values(Device& d, int64_t n, int64_t k, uint64_t seed) {
+    std::vector<int8_t> v(static_cast<size_t>(n * k));
+    for (size_t i = 0; i < v.size(); ++i)
+        v[i] = static_cast<int8_t>(static_cast<int64_t>((i * 7919 + seed * 104729) % 255) - 127);
+    return Tensor::from_host(v, {n, k}, d);
+}
+
+TEST(GraphContract, CastsAndADequantizationFeedingAnOperandRunInTheContractionsLaunch) {
+    // The operands' prologues (a cast of a; b dequantized from int8 and scales, through reshapes
+    // and a broadcast) are computed where the kernel reads them, at every point of every device.
+    expect_graph_everywhere(
+        [](Device& d) {
+            Tensor a = finite_tensor(d, DType::f32, {37, 64}, 24).resolve();
+            Tensor scales = finite_tensor(d, DType::f32, {29, 2}, 25, 0.05f).resolve();
+            Tensor w = dequantize_q8_0(q8_values(d, 29, 64, 26).resolve(), scales);
+            return std::vector<Tensor>{linear(a.to(DType::bf16).to(DType::f32), w)};
+        },
+        /*sweep=*/true);
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Tensor a = finite_tensor(*d, DType::f32, {3, 21, 19}, 27).resolve();
+        Tensor b = finite_tensor(*d, DType::f32, {19, 23}, 28).resolve();
+        Tensor c = matmul(a.to(DType::f16), b.transpose(0, 1).to(DType::f16).transpose(0, 1));
+        const auto want = graph::evaluate({c.node()});
+        c.resolve();
+        EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::contract});
+        EXPECT_EQ(c.to_host_bytes(), want[0].bytes());
+        Tensor x = finite_tensor(*d, DType::f32, {5, 64}, 35).resolve();
+        Tensor scales = finite_tensor(*d, DType::f32, {24, 2}, 36, 0.05f).resolve();
+        Tensor y = linear(x, dequantize_q8_0(q8_values(*d, 24, 64, 37).resolve(), scales));
+        const auto want_y = graph::evaluate({y.node()});
+        y.resolve();
+        EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::contract});
+        EXPECT_EQ(y.to_host_bytes(), want_y[0].bytes());
+    }
+}
+
+TEST(GraphContract, APrologueInTheTensorCoreClassHasTheBitsOfItsOperandMaterialized) {
+    // On tensor cores the class is within a bound of the oracle, so the fused prologue is held to
+    // the same class's result with the operand written first (CPU and OpenCL: the oracle's bits).
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Tensor x = finite_tensor(*d, DType::bf16, {40, 96}, 29).resolve();
+        Tensor scales = finite_tensor(*d, DType::f16, {48, 3}, 30, 0.05f).resolve();
+        Tensor w = dequantize_q8_0(q8_values(*d, 48, 96, 31).resolve(), scales).to(DType::bf16);
+        Tensor fused = linear(x, w, nullptr, MatmulClass::tensor_core);
+        fused.resolve();
+        EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::contract});
+        Tensor w_written = w.resolve();
+        Tensor unfused = linear(x, w_written, nullptr, MatmulClass::tensor_core);
+        EXPECT_EQ(fused.to_host_bytes(), unfused.to_host_bytes());
+        if (!ops::has_tensor_cores(*d)) {
+            EXPECT_EQ(fused.to_host_bytes(), graph::evaluate({fused.node()})[0].bytes());
+        }
+    }
+}
+
+TEST(GraphContract, CostlyOrFoldedOperandsAreWrittenFirst) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Tensor a = finite_tensor(*d, DType::f32, {9, 12}, 32).resolve();
+        Tensor b = finite_tensor(*d, DType::f32, {12, 10}, 33).resolve();
+        // exp would run once per tile of the other side: a map launch writes it once.
+        Tensor e = matmul(exp(a), b);
+        auto want = graph::evaluate({e.node()});
+        e.resolve();
+        EXPECT_EQ(launch_kinds(), (std::vector{plan::LaunchKind::map, plan::LaunchKind::contract}));
+        EXPECT_EQ(e.to_host_bytes(), want[0].bytes());
+        // A product scaled feeds the next matmul from the first one's epilogue.
+        Tensor c = finite_tensor(*d, DType::f32, {10, 7}, 34).resolve();
+        Tensor f = matmul(matmul(a, b) * 0.5, c);
+        want = graph::evaluate({f.node()});
+        f.resolve();
+        EXPECT_EQ(launch_kinds(),
+                  (std::vector{plan::LaunchKind::contract, plan::LaunchKind::contract}));
+        EXPECT_EQ(f.to_host_bytes(), want[0].bytes());
+    }
+}
+
 TEST(GraphContract, AttentionWrittenFromPrimitivesMatchesTheOracle) {
     // softmax(q kᵀ / sqrt(d)) v: a contraction, a fused row launch, a contraction.
     expect_graph_everywhere([](Device& d) {
@@ -142,6 +222,21 @@ TEST(GraphContract, BadOperandsAreErrorsNamingTheShapes) {
     Tensor bad_bias = zeros({5});
     expect_error_naming("linear", [&] { linear(a, w, &bad_bias); }, {"bias is f32 [5]", "[7]"});
     expect_error_naming("linear", [&] { linear(a, zeros({7, 4})); }, {"in_features = 4"});
+    expect_error_naming("dequantize_q8_0",
+                        [&] {
+                            dequantize_q8_0(zeros({4, 64}), zeros({4, 2}));
+                        },
+                        {"values are f32 [4, 64]", "expected i8"});
+    expect_error_naming("dequantize_q8_0",
+                        [&] {
+                            dequantize_q8_0(zeros({4, 48}, DType::i8), zeros({4, 2}));
+                        },
+                        {"[4, 48]", "multiple of 32"});
+    expect_error_naming("dequantize_q8_0",
+                        [&] {
+                            dequantize_q8_0(zeros({4, 64}, DType::i8), zeros({4, 3}));
+                        },
+                        {"scales are f32 [4, 3]", "expected a float dtype and [4, 2]"});
 }
 
 }  // namespace

@@ -221,6 +221,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, MatmulClass arithmetic = MatmulC
 // x · weightᵀ (+ bias): weight [out_features, in_features], bias [out_features] (torch's linear).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr,
               MatmulClass arithmetic = MatmulClass::exact);
+// Q8_0 weights as two tensors: values i8 [..., k] (k a multiple of 32) and one scale for each 32
+// of them along k, scales [..., k/32] of a float dtype. The dequantized tensor is f32 [..., k],
+// f32(value) * f32(scale). A matmul or linear reading it computes each element as it reads it
+// (its prologue, docs/graph.md), so the f32 weights are never written to memory.
+Tensor dequantize_q8_0(const Tensor& values, const Tensor& scales);
 // torch.nn.functional.conv1d: x [n, c_in, length] (or [c_in, length]), weight [c_out,
 // c_in/groups, kernel], bias [c_out] -> [n, c_out, l_out] (or [c_out, l_out]), with
 // l_out = (length + 2*padding - dilation*(kernel-1) - 1) / stride + 1. Each output is

@@ -1,5 +1,5 @@
-// Contractions (matmul, linear, conv1d, scaled_dot_product_attention), concat, and indexing ops
-// (index_select, gather, embedding, scatter_add).
+// Contractions (matmul, linear, dequantize_q8_0, conv1d, scaled_dot_product_attention), concat, and
+// indexing ops (index_select, gather, embedding, scatter_add).
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/vector.h>
 
@@ -32,6 +32,10 @@ void bind_indexing(nb::module_& m, TensorClass& cls) {
         arg("x"), arg("weight"), arg("bias").none() = nb::none(), arg("tensor_cores") = false,
         "x @ weight.T (+ bias): weight [out_features, in_features] (torch's linear); "
         "tensor_cores as in matmul.");
+    m.def("dequantize_q8_0", &dequantize_q8_0, arg("values"), arg("scales"),
+          "Q8_0 weights: values i8 [..., k] (k a multiple of 32), scales [..., k/32] (a float "
+          "dtype), one scale for each 32 values -> f32 value * scale, [..., k]. A matmul or linear "
+          "reading it computes it as it reads each element (the f32 weights are never written).");
     m.def(
         "conv1d",
         [](const Tensor& x, const Tensor& weight, const Tensor* bias, int64_t stride,

@@ -257,6 +257,22 @@ def test_tensor_core_matmul_is_exact_off_tensor_cores_and_within_its_bound_on_th
                     tensor_cores=True)
 
 
+def test_a_linear_layer_of_q8_0_weights_matches_numpy(device):
+    rng = np.random.default_rng(14)
+    values_host = rng.integers(-127, 128, (24, 64), dtype=np.int8)
+    scales_host = (rng.random((24, 2)) * 0.02).astype(np.float32)
+    x_host = sample(np.float32, (5, 64), 15)
+    w = kiln.dequantize_q8_0(kiln.tensor(values_host, device=device),
+                             kiln.tensor(scales_host, device=device))
+    w_host = (values_host.astype(np.float32).reshape(24, 2, 32) * scales_host[:, :, None]).reshape(24, 64)
+    np.testing.assert_array_equal(w.numpy(), w_host)  # one f32 product each
+    y = kiln.linear(kiln.tensor(x_host, device=device), w)
+    np.testing.assert_allclose(y.numpy(), x_host.astype(np.float64) @ w_host.T, rtol=1e-5, atol=1e-5)
+    with pytest.raises(kiln.Error, match="multiple of 32"):
+        kiln.dequantize_q8_0(kiln.tensor(values_host[:, :48], device=device),
+                             kiln.tensor(scales_host, device=device))
+
+
 def numpy_conv1d(x, w, bias, stride, padding, dilation, groups):
     n, c_in, length = x.shape
     c_out, cg, kernel = w.shape

@@ -29,8 +29,8 @@ double bytes_of(const std::vector<Tensor>& ts) {
 
 const std::vector<std::string>& case_names() {
     static const std::vector<std::string> names{
-        "add_square",        "mul_rank4", "softmax", "layer_norm", "rms_norm",
-        "gelu_mlp_epilogue", "matmul",    "mlp",     "conv1d",     "attention"};
+        "add_square", "mul_rank4", "softmax",   "layer_norm", "rms_norm", "gelu_mlp_epilogue",
+        "matmul",     "mlp",       "q8_linear", "conv1d",     "attention"};
     return names;
 }
 
@@ -103,6 +103,22 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
         };
         c.shape = fmt::format("{}x{}", tokens, width);
         c.terms = 2.0 * double(tokens) * double(width) * double(4 * width);
+    } else if (name == "q8_linear") {
+        // --rows tokens through a linear layer with --n x --n Q8_0 weights, dequantized (and
+        // cast to --dtype) where the matmul reads them: its prologue.
+        const int64_t tokens = o.rows ? o.rows : 32, width = o.n ? o.n : 4096;
+        if (width % 32 != 0) fail("profile q8_linear: --n {}; expected a multiple of 32", width);
+        Tensor values = (Tensor::rand({width, width}, 22, DType::f32, d) * 254.0 - 127.0)
+                            .to(DType::i8)
+                            .resolve();
+        c.inputs = {input(d, {tokens, width}, 21, o.dtype), values,
+                    (input(d, {width, width / 32}, 23, DType::f32) * 0.01).resolve()};
+        c.build = [cls = o.arithmetic, dtype = o.dtype](const std::vector<Tensor>& in) {
+            const Tensor w = dequantize_q8_0(in[1], in[2]).to(dtype);
+            return std::vector<Tensor>{linear(in[0], w, nullptr, cls)};
+        };
+        c.shape = fmt::format("{}x{}x{}", tokens, width, width);
+        c.terms = double(tokens) * double(width) * double(width);
     } else if (name == "conv1d") {
         // --shape batch,in_channels,length,out_channels,kernel; padding keeps the length; bias
         // and gelu fused into the conv's store.
@@ -143,8 +159,8 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
         fail("no case '{}'; the cases are {}", name, fmt::join(case_names(), ", "));
     }
     c.bytes = bytes_of(c.inputs) + bytes_of(c.build(c.inputs));
-    c.exact = !((name == "matmul" || name == "mlp") && o.arithmetic == MatmulClass::tensor_core &&
-                ops::has_tensor_cores(d));
+    c.exact = !((name == "matmul" || name == "mlp" || name == "q8_linear") &&
+                o.arithmetic == MatmulClass::tensor_core && ops::has_tensor_cores(d));
     return c;
 }
 

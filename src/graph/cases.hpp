@@ -9,12 +9,14 @@
 //   matmul              a · b, square --n (f32)
 //   mlp                 linear(gelu(linear(x, w1, b1)), w2, b2): --rows tokens of --n features,
 //                       4n hidden (a transformer's feed-forward block)
+//   q8_linear           linear(x, dequantize_q8_0(values, scales)): --rows tokens (32) of --n
+//                       features (4096), --n x --n int8 weights with f32 scales (a prologue)
 //   conv1d              gelu(conv1d(x, w, bias)), same padding: --shape batch,in_channels,
 //                       length,out_channels,kernel (GPU 16,256,4096,256,3; CPU 1,256,1024,256,3)
 //   attention           causal scaled_dot_product_attention of q, k, v: --shape batch,heads,
 //                       seq,head_dim (1,8,256,64)
 // Every case's inputs are in --dtype (f32 unless told); matmul and mlp take the caller's
-// arithmetic class (exact unless told: --tensor-cores).
+// arithmetic class (exact unless told: --tensor-cores), and so does q8_linear.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,7 @@ struct CaseOptions {
     int64_t n = 0, rows = 0;   // 0: the case's default for the device
     Shape shape;               // mul_rank4, conv1d, attention; empty: the default
     DType dtype = DType::f32;  // the inputs' (a float dtype)
-    MatmulClass arithmetic = MatmulClass::exact;  // matmul's and mlp's contractions
+    MatmulClass arithmetic = MatmulClass::exact;  // matmul's, mlp's and q8_linear's
 };
 
 struct Case {

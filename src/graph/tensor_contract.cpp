@@ -3,7 +3,8 @@
 // ops::matmul's exact class, or its tensor-core class where the caller asks; its operands reach it
 // as views (transposes and broadcast batches cost no copy where the planner can read them in
 // place). Conv1d and Attention nodes are ops::conv1d's and ops::attention's exact class, reading
-// dense operands.
+// dense operands. dequantize_q8_0 writes Q8_0 weights' dequantization as maps a matmul's
+// operand can compute as it reads them.
 #include <fmt/format.h>
 
 #include <limits>
@@ -86,6 +87,27 @@ Tensor matmul(const Tensor& a, const Tensor& b, MatmulClass arithmetic) {
     if (a.rank() == 1) c = c.squeeze(static_cast<int64_t>(c.rank()) - 2);
     if (b.rank() == 1) c = c.squeeze(-1);
     return c;
+}
+
+Tensor dequantize_q8_0(const Tensor& values, const Tensor& scales) {
+    constexpr int64_t kBlock = 32;
+    if (values.dtype() != DType::i8 || values.rank() == 0 || values.shape().back() % kBlock != 0)
+        fail(
+            "dequantize_q8_0: values are {} {}; expected i8 with a last axis that is a multiple "
+            "of {}",
+            name(values.dtype()), graph::to_string(values.shape()), kBlock);
+    Shape blocks = values.shape();
+    blocks.back() /= kBlock;
+    if (!is_float(scales.dtype()) || scales.shape() != blocks)
+        fail("dequantize_q8_0: scales are {} {} for values {}; expected a float dtype and {}",
+             name(scales.dtype()), graph::to_string(scales.shape()),
+             graph::to_string(values.shape()), graph::to_string(blocks));
+    Shape per_value = blocks, per_block = blocks;
+    per_value.push_back(kBlock);
+    per_block.push_back(1);
+    const Tensor dequantized =
+        values.to(DType::f32).reshape(per_value) * scales.to(DType::f32).reshape(per_block);
+    return dequantized.reshape(values.shape());
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias, MatmulClass arithmetic) {

@@ -46,7 +46,7 @@ const char* layout_name(const MatmulTypes& t) {
 
 // The kernel's parameters, in launch order: the operands' views, then C's.
 struct Params : MatmulViews {
-    Memory c;
+    Memory a_buffer, b_buffer, c;
     Expr c_offset, c_batch, ldc;
 };
 
@@ -59,7 +59,10 @@ Params declare_params(KernelBuilder& k, const MatmulTypes& t) {
     Expr a_offset = i32("a_offset"), a_batch = i32("a_batch"), lda = i32("lda");
     Expr b_offset = i32("b_offset"), b_batch = i32("b_batch"), ldb = i32("ldb");
     Expr c_offset = i32("c_offset"), c_batch = i32("c_batch"), ldc = i32("ldc");
-    return {{a, b, batch, m, n, kk, a_offset, a_batch, lda, b_offset, b_batch, ldb},
+    return {{buffer_elements(a), buffer_elements(b), batch, m, n, kk, a_offset, a_batch, lda,
+             b_offset, b_batch, ldb},
+            a,
+            b,
             c,
             c_offset,
             c_batch,
@@ -82,9 +85,9 @@ void require_contract(KernelBuilder& k, const Params& p, const MatmulTypes& t) {
         return wide(off) + (wide(p.batch) - 1) * wide(bs) +
                (transposed ? c * wide(ld) + r : r * wide(ld) + c);
     };
-    k.require(last(p.a_offset, p.a_batch, p.lda, p.m, p.k, t.a_transposed) < wide(p.a.len()),
+    k.require(last(p.a_offset, p.a_batch, p.lda, p.m, p.k, t.a_transposed) < wide(p.a_buffer.len()),
               "a's view (m x k per batch) lies inside a");
-    k.require(last(p.b_offset, p.b_batch, p.ldb, p.k, p.n, t.b_transposed) < wide(p.b.len()),
+    k.require(last(p.b_offset, p.b_batch, p.ldb, p.k, p.n, t.b_transposed) < wide(p.b_buffer.len()),
               "b's view (k x n per batch) lies inside b");
     k.require(last(p.c_offset, p.c_batch, p.ldc, p.m, p.n, false) < wide(p.c.len()),
               "c's view (m x n per batch) lies inside c");
@@ -147,9 +150,9 @@ void direct_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
         k.for_(0, p.k, [&](Expr q) {
             std::vector<Expr> av, bv;
             for (const Var& base : a_row)
-                av.push_back(k.let(to_f32(p.a[base + wide(q) * a_step]), "a"));
+                av.push_back(k.let(to_f32(p.a(base + wide(q) * a_step)), "a"));
             for (const Var& base : b_col)
-                bv.push_back(k.let(to_f32(p.b[base + wide(q) * b_step]), "b"));
+                bv.push_back(k.let(to_f32(p.b(base + wide(q) * b_step)), "b"));
             acc.add_term(av, bv);
         });
     };
@@ -191,12 +194,12 @@ void staged_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
         for (size_t i = 0; i < a_slots.size(); ++i) {
             Expr term = min(p0 + a_slots[i].term, p.k - 1);
             a_vals[i] =
-                to_f32(p.a[element_at(at.a_base, a_slots[i].line, term, p.lda, t.a_transposed)]);
+                to_f32(p.a(element_at(at.a_base, a_slots[i].line, term, p.lda, t.a_transposed)));
         }
         for (size_t i = 0; i < b_slots.size(); ++i) {
             Expr term = min(p0 + b_slots[i].term, p.k - 1);
             b_vals[i] =
-                to_f32(p.b[element_at(at.b_base, term, b_slots[i].line, p.ldb, t.b_transposed)]);
+                to_f32(p.b(element_at(at.b_base, term, b_slots[i].line, p.ldb, t.b_transposed)));
         }
     };
     auto put = [&] {
@@ -391,6 +394,10 @@ std::span<const MatmulSchedule> matmul_domain(const Device& device, MatmulClass 
     const size_t exact = matmul_variants().size();
     return cls == MatmulClass::tensor_core && has_tensor_cores(device) ? all.subspan(exact)
                                                                        : all.first(exact);
+}
+
+ElementRead buffer_elements(const Memory& buffer) {
+    return [buffer](const Expr& e) { return buffer[e]; };
 }
 
 BlockIndex block_index(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {

@@ -149,11 +149,16 @@ void check_class(MatmulClass cls, DType input);
 ir::Kernel matmul_kernel(const MatmulTypes& types, const MatmulSchedule& schedule);
 
 // The kernel's work for a caller that declares its own parameters (a graph planner's launch):
-// the operands as views of buffers a and b (as in MatmulOperand, ld resolved) and the sizes, as
-// parameters or constants; `store(batch, row, col, acc)` runs once for each output in range with
-// its f32 value (the caller rounds it). Launched over matmul_grid() blocks of schedule.threads().
+// the operands as views (as in MatmulOperand, ld resolved) of arrays a and b of the input dtype,
+// and the sizes, as parameters or constants; `store(batch, row, col, acc)` runs once for each
+// output in range with its f32 value (the caller rounds it). Launched over matmul_grid() blocks of
+// schedule.threads(). `a(e)` is the array's element e: a buffer's (buffer_elements), or a value
+// computed there (a planner's prologue: a cast or a dequantization fused into the operand). It is
+// called in the scope where the element is used, with any index e the view reaches (in range).
+using ElementRead = std::function<Expr(const Expr& e)>;
+ElementRead buffer_elements(const Memory& buffer);
 struct MatmulViews {
-    Memory a, b;
+    ElementRead a, b;
     Expr batch, m, n, k;
     Expr a_offset, a_batch, lda, b_offset, b_batch, ldb;
 };

@@ -24,11 +24,11 @@ constexpr int64_t kMaxSharedBytes = 48 * 1024;
 // `element(q)` is the index of the line's element q. Unless `inside` (both below k, known),
 // each is read clamped (always in bounds) and zero past k, so a last, padded mma step adds
 // exact zeros.
-Expr pair_at(const Memory& m, const Expr& q, const Expr& k, bool inside,
+Expr pair_at(const ElementRead& m, const Expr& q, const Expr& k, bool inside,
              const std::function<Expr(const Expr&)>& element) {
     auto half = [&](const Expr& at) {
-        if (inside) return bitcast(DType::u32, m[element(at)]);
-        return select(at < k, bitcast(DType::u32, m[element(min(at, k - 1))]),
+        if (inside) return bitcast(DType::u32, m(element(at)));
+        return select(at < k, bitcast(DType::u32, m(element(min(at, k - 1)))),
                       constant(DType::u32, 0));
     };
     return half(q) | (half(q + 1) << 16);

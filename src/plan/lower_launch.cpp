@@ -190,8 +190,17 @@ class Writer {
         const ContractShape sh = contract_shape(g_, c);
         const ContractOperand a = contract_operand(g_, materialized_, c, 0);
         const ContractOperand b = contract_operand(g_, materialized_, c, 1);
-        const ops::MatmulViews views{buffer_for(a.source, Access::read),
-                                     buffer_for(b.source, Access::read),
+        // An operand materialized is its buffer; a prologue's elements are computed as read.
+        auto elements = [&](int source) -> ops::ElementRead {
+            if (materialized_[size_t(source)])
+                return ops::buffer_elements(buffer_for(source, Access::read));
+            return [this, source](const Expr& e) {
+                Index at(g_.node(source).shape, index_type_, as_index(e));
+                return value_at(source, at);
+            };
+        };
+        const ops::MatmulViews views{elements(a.source),
+                                     elements(b.source),
                                      i32(sh.batch),
                                      i32(sh.m),
                                      i32(sh.n),

@@ -190,11 +190,20 @@ struct Builder {
             if (is_grouped(g, n) && forms[group_of.at(n)] == GroupForm::split) materialize(n);
         }
         for (int o : g.outputs) materialize(o);
-        // A contraction reads its operands from buffers, through the views it can read in place.
-        for (const FoldGroup& gr : groups)
-            if (gr.contraction)
-                for (size_t which = 0; which < g.inputs[size_t(gr.folds[0])].size(); ++which)
-                    materialize(contract_operand(g, materialized, gr.folds[0], int(which)).source);
+        // A contraction reads its operands from buffers, through the views it can read in place;
+        // in the fused form a matmul's operand may instead be a prologue computed as it is read.
+        for (size_t gi = 0; gi < groups.size(); ++gi) {
+            const FoldGroup& gr = groups[gi];
+            if (!gr.contraction) continue;
+            for (size_t which = 0; which < g.inputs[size_t(gr.folds[0])].size(); ++which) {
+                const int source =
+                    contract_operand(g, materialized, gr.folds[0], int(which)).source;
+                const bool prologue = forms[gi] == GroupForm::fused &&
+                                      g.node(gr.folds[0]).as<op::Matmul>() &&
+                                      prologue_fusible(g, materialized, source);
+                if (!prologue) materialize(source);
+            }
+        }
 
         // Settle who computes each materialized node: a map launch needs every fold it reads
         // materialized; a group's launch needs those of other groups materialized and can write

@@ -19,7 +19,8 @@ void realize(const std::vector<graph::NodeRef>& outputs);
 
 // Process-wide planner options, read from the environment at first use:
 //   KILN_RACE=0    rank by the cost model only (default: race the best kRaceTop points)
-//   KILN_FUSE=0    run every fold group split (default: the cost model chooses)
+//   KILN_FUSE=0    run every fold group split, contractions without epilogues or prologues
+//                  (default: the cost model chooses)
 //   KILN_WIDE_INDEX=1  index arithmetic in i64 even where i32 would do (the path tensors past
 //                  2^31 elements take, for testing it on small ones)
 struct Options {
