@@ -1,6 +1,7 @@
 // conv1d and scaled_dot_product_attention as graph ops: against the graph oracle on every device,
 // every schedule point of their launches and both forms (fused with the maps after them, split),
-// their epilogues in the op's own launch, and bad shapes, parameters and dtypes as kiln::Errors.
+// their epilogues and prologues in the op's own launch, and bad shapes, parameters and dtypes as
+// kiln::Errors.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -60,6 +61,28 @@ TEST(GraphConv1d, BiasAndActivationRunInTheConvsLaunch) {
         Tensor bias = finite_tensor(*d, DType::f32, {6}, 10).resolve();
         Tensor y = gelu(conv1d(x, w, &bias, 1, 1));
         test::expect_one_fused_launch(y, plan::LaunchKind::conv1d);
+    }
+}
+
+TEST(GraphConvAttention, CastsAndScalingsOfTheOperandsRunInTheOpsLaunch) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Tensor x = finite_tensor(*d, DType::f32, {2, 6, 37}, 40).resolve();
+        Tensor w = finite_tensor(*d, DType::f32, {8, 6, 3}, 41).resolve();
+        Tensor y = conv1d((x * 0.5).to(DType::bf16), w.to(DType::bf16), nullptr, 1, 1);
+        auto want = graph::evaluate({y.node()});
+        y.resolve();
+        EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::conv1d});
+        EXPECT_EQ(y.to_host_bytes(), want[0].bytes());
+        Tensor q = finite_tensor(*d, DType::f32, {1, 2, 19, 16}, 42).resolve();
+        Tensor k = finite_tensor(*d, DType::f32, {1, 2, 23, 16}, 43).resolve();
+        Tensor v = finite_tensor(*d, DType::f32, {1, 2, 23, 16}, 44).resolve();
+        Tensor o = scaled_dot_product_attention(q.to(DType::f16), k.to(DType::f16),
+                                                v.to(DType::f16), /*causal=*/true);
+        want = graph::evaluate({o.node()});
+        o.resolve();
+        EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::attention});
+        EXPECT_EQ(o.to_host_bytes(), want[0].bytes());
     }
 }
 

@@ -107,7 +107,7 @@ void check_shared(const AttentionTypes& t, const AttentionSchedule& s) {
 // The kernel's parameters, in launch order: q, k, v, o, then the sizes.
 struct KernelParams {
     AttentionViews views;
-    Memory o;
+    Memory q, k, v, o;
 };
 
 KernelParams declare_params(KernelBuilder& k, const AttentionTypes& t) {
@@ -119,7 +119,12 @@ KernelParams declare_params(KernelBuilder& k, const AttentionTypes& t) {
     Expr batch = i32("batch"), heads = i32("heads"), kv_heads = i32("kv_heads");
     Expr seq_q = i32("seq_q"), seq_k = i32("seq_k"), causal = i32("causal");
     Expr scale = k.scalar("scale", DType::f32);
-    return {{q, kk, v, batch, heads, kv_heads, seq_q, seq_k, causal, scale}, o};
+    return {{buffer_elements(q), buffer_elements(kk), buffer_elements(v), batch, heads, kv_heads,
+             seq_q, seq_k, causal, scale},
+            q,
+            kk,
+            v,
+            o};
 }
 
 // Whether a buffer's length is exactly the product of the factors (each >= 1), in i64 without
@@ -145,11 +150,11 @@ void require_contract(KernelBuilder& k, const KernelParams& kp, int head_dim) {
     k.require(p.causal == 0 || p.causal == 1, "causal is 0 or 1");
     k.require(p.causal == 0 || p.seq_q <= p.seq_k, "a causal launch has seq_q <= seq_k");
     const Expr d = head_dim;
-    k.require(holds_exactly(p.q, {p.batch, p.heads, p.seq_q, d}),
+    k.require(holds_exactly(kp.q, {p.batch, p.heads, p.seq_q, d}),
               "q holds batch x heads x seq_q x head_dim elements");
-    k.require(holds_exactly(p.k, {p.batch, p.kv_heads, p.seq_k, d}),
+    k.require(holds_exactly(kp.k, {p.batch, p.kv_heads, p.seq_k, d}),
               "k holds batch x kv_heads x seq_k x head_dim elements");
-    k.require(holds_exactly(p.v, {p.batch, p.kv_heads, p.seq_k, d}),
+    k.require(holds_exactly(kp.v, {p.batch, p.kv_heads, p.seq_k, d}),
               "v holds batch x kv_heads x seq_k x head_dim elements");
     k.require(holds_exactly(kp.o, {p.batch, p.heads, p.seq_q, d}),
               "o holds batch x heads x seq_q x head_dim elements");
@@ -166,7 +171,7 @@ void direct_form(KernelBuilder& k, const Params& p, const AttentionTypes& t) {
         Var kv_at = k.let(kv_row(p, row / p.seq_q) * p.seq_k * D, "kv_at");
         Var limit = k.let(key_limit(p, batch_keys(k, p, row / p.seq_q), i), "limit");
         std::vector<Var> q, acc;
-        for (int d = 0; d < D; ++d) q.push_back(k.let(to_f32(p.q[q_at + d]), "q"));
+        for (int d = 0; d < D; ++d) q.push_back(k.let(to_f32(p.q(q_at + d)), "q"));
         for (int d = 0; d < D; ++d) acc.push_back(k.let(DType::f32, 0.0f, "acc"));
         Var m = k.let(DType::f32, kMinusInf, "m");
         Var l = k.let(DType::f32, 0.0f, "l");
@@ -179,7 +184,7 @@ void direct_form(KernelBuilder& k, const Params& p, const AttentionTypes& t) {
                 k.for_(0, n, [&](Expr j) {
                     Var key = k.let(kv_at + (t0 + j) * D, "key");
                     Var dot = k.let(DType::f32, 0.0f, "dot");
-                    for (int d = 0; d < D; ++d) dot = fma(q[d], to_f32(p.k[key + d]), dot);
+                    for (int d = 0; d < D; ++d) dot = fma(q[d], to_f32(p.k(key + d)), dot);
                     Var sj = k.let(dot * p.scale, "s_j");
                     s[j] = sj;
                     m_new = max(m_new, sj);
@@ -191,7 +196,7 @@ void direct_form(KernelBuilder& k, const Params& p, const AttentionTypes& t) {
                     Var pj = k.let(exp(s[j] - m_new), "p_j");
                     l = l + pj;
                     Var value = k.let(kv_at + (t0 + j) * D, "value");
-                    for (int d = 0; d < D; ++d) acc[d] = fma(pj, to_f32(p.v[value + d]), acc[d]);
+                    for (int d = 0; d < D; ++d) acc[d] = fma(pj, to_f32(p.v(value + d)), acc[d]);
                 });
                 m = m_new;
             },

@@ -45,6 +45,7 @@
 #include "kiln/dsl.hpp"
 #include "kiln/ir.hpp"
 #include "kiln/tune.hpp"
+#include "ops/kernel_parts.hpp"
 
 namespace kiln::ops {
 
@@ -125,12 +126,12 @@ ir::Kernel attention_kernel(const AttentionTypes& types, const AttentionSchedule
 // sizes as expressions (parameters or constants; Q, K and V dense as above); each output's f32
 // value acc[d] / l goes to store(e, value) with e its index in a dense batch x heads x seq_q x
 // head_dim O, once per output, never for a row past seq_q. The caller checks the sizes
-// (attention_kernel's contract).
+// (attention_kernel's contract). Q, K and V as ElementReads (ops/kernel_parts.hpp).
 // key_length, when set, gives batch b's key length (1 to seq_k, i32; the caller checks it): that
 // batch's rows see only its first key_length(b) keys, the later ones masked as causal masks them
 // (a padded batch of sequences). It is called once per thread.
 struct AttentionViews {
-    Memory q, k, v;
+    ElementRead q, k, v;
     Expr batch, heads, kv_heads, seq_q, seq_k, causal, scale;
     std::function<Expr(const Expr& batch)> key_length = {};
 };

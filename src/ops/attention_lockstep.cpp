@@ -28,7 +28,7 @@ void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
     Var shared_keys = k.let(key_limit(p, keys, i0), "shared_keys");
     Var end = k.let(key_limit(p, keys, min(i0 + R, p.seq_q) - 1), "end");
     std::vector<Var> q, acc;
-    for (int d = 0; d < D; ++d) q.push_back(k.let(to_f32(p.q[q_at + d]), "q"));
+    for (int d = 0; d < D; ++d) q.push_back(k.let(to_f32(p.q(q_at + d)), "q"));
     for (int d = 0; d < D; ++d) acc.push_back(k.let(DType::f32, 0.0f, "acc"));
     Var m = k.let(DType::f32, kMinusInf, "m");
     Var l = k.let(DType::f32, 0.0f, "l");
@@ -42,7 +42,7 @@ void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
         k.for_(0, keys, [&](Expr j) {
             Var key = k.let(kv_at + (t0 + j) * D, "key");
             Var dot = k.let(DType::f32, 0.0f, "dot");
-            for (int d = 0; d < D; ++d) dot = fma(q[d], to_f32(p.k[key + d]), dot);
+            for (int d = 0; d < D; ++d) dot = fma(q[d], to_f32(p.k(key + d)), dot);
             Var sj = k.let(dot * p.scale, "s_j");
             scores[j * R + th] = sj;
             m_new = whole ? max(m_new, sj) : select(j < own, max(m_new, sj), m_new.expr());
@@ -59,11 +59,11 @@ void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
             Var value = k.let(kv_at + (t0 + j) * D, "value");
             if (whole) {
                 l = l + pj;
-                for (int d = 0; d < D; ++d) acc[d] = fma(pj, to_f32(p.v[value + d]), acc[d]);
+                for (int d = 0; d < D; ++d) acc[d] = fma(pj, to_f32(p.v(value + d)), acc[d]);
                 return;
             }
             std::vector<Var> v;
-            for (int d = 0; d < D; ++d) v.push_back(k.let(to_f32(p.v[value + d]), "v"));
+            for (int d = 0; d < D; ++d) v.push_back(k.let(to_f32(p.v(value + d)), "v"));
             Var has = k.let(j < own, "has");
             l = select(has, l + pj, l.expr());
             for (int d = 0; d < D; ++d) acc[d] = select(has, fma(pj, v[d], acc[d]), acc[d].expr());

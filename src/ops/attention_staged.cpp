@@ -175,13 +175,13 @@ class Staged {
                     Var r = k_.let(e / kDimStep, "r");
                     Var dd = k_.let(e % kDimStep, "dd");
                     Expr row = min(at_.i0 + r, p_.seq_q - 1);
-                    tiles_.q[dd * g_.q_ld + r] = to_f32(p_.q[at_.q_at + row * D_ + dim(dd)]);
+                    tiles_.q[dd * g_.q_ld + r] = to_f32(p_.q(at_.q_at + row * D_ + dim(dd)));
                 });
                 each_slot(k_, kKeyBlock * kDimStep, T, [&](Expr e) {
                     Var j = k_.let(e / kDimStep, "j");
                     Var dd = k_.let(e % kDimStep, "dd");
                     Expr key = min(t0 + j, p_.seq_k - 1);
-                    tiles_.k[dd * g_.k_ld + j] = to_f32(p_.k[at_.kv_at + key * D_ + dim(dd)]);
+                    tiles_.k[dd * g_.k_ld + j] = to_f32(p_.k(at_.kv_at + key * D_ + dim(dd)));
                 });
                 k_.barrier();
                 const Expr dims = ragged ? min(D_ - d0, kDimStep) : Expr(kDimStep);
@@ -218,7 +218,7 @@ class Staged {
                     Var d = k_.let(e % g_.width, "d");
                     Expr key = min(t0 + j0 + jj, p_.seq_k - 1);
                     Expr dim = g_.width > D_ ? min(d, Expr(D_ - 1)) : d.expr();
-                    tiles_.v[jj * g_.v_ld + d] = to_f32(p_.v[at_.kv_at + key * D_ + dim]);
+                    tiles_.v[jj * g_.v_ld + d] = to_f32(p_.v(at_.kv_at + key * D_ + dim));
                 });
                 k_.barrier();
                 k_.for_(0, kKeyStep, [&](Expr jj) {

@@ -37,7 +37,7 @@ void check_types(const Conv1dTypes& t) {
 // The kernel's parameters, in launch order: x, w and the sizes as conv1d_body reads them, then y
 // and its view.
 struct Params : Conv1dViews {
-    Memory y;
+    Memory x_buffer, w_buffer, y;
     Expr y_offset, y_batch, y_channel;
 };
 
@@ -51,8 +51,10 @@ Params declare_params(KernelBuilder& k, const Conv1dTypes& t) {
     Expr padding = i32("padding"), dilation = i32("dilation"), groups = i32("groups");
     Expr x_offset = i32("x_offset"), x_batch = i32("x_batch"), x_channel = i32("x_channel");
     Expr y_offset = i32("y_offset"), y_batch = i32("y_batch"), y_channel = i32("y_channel");
-    return {{x, w, batch, c_in, length, c_out, kernel, stride, padding, dilation, groups, x_offset,
-             x_batch, x_channel},
+    return {{buffer_elements(x), buffer_elements(w), batch, c_in, length, c_out, kernel, stride,
+             padding, dilation, groups, x_offset, x_batch, x_channel},
+            x,
+            w,
             y,
             y_offset,
             y_batch,
@@ -83,9 +85,9 @@ void require_contract(KernelBuilder& k, const Params& p) {
               "offsets and strides are >= 0");
     k.require(wide(p.x_offset) + (wide(p.batch) - 1) * wide(p.x_batch) +
                       (wide(p.c_in) - 1) * wide(p.x_channel) + wide(p.length) - 1 <
-                  wide(p.x.len()),
+                  wide(p.x_buffer.len()),
               "x's view (batch x in_channels x length) lies inside x");
-    k.require(wide(p.c_out) * wide(p.c_in / p.groups) * wide(p.kernel) <= wide(p.w.len()),
+    k.require(wide(p.c_out) * wide(p.c_in / p.groups) * wide(p.kernel) <= wide(p.w_buffer.len()),
               "w holds out_channels x in_channels/groups x kernel");
     k.require(wide(p.y_offset) + (wide(p.batch) - 1) * wide(p.y_batch) +
                       (wide(p.c_out) - 1) * wide(p.y_channel) + l_out - 1 <
@@ -167,8 +169,8 @@ void direct_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const
         Var w_at = k.let(ic * p.kernel, "w_at");
         k.for_(r_lo, r_hi, [&](Expr r) {
             std::vector<Expr> wv;
-            for (const Var& row : rows) wv.push_back(k.let(to_f32(p.w[row + w_at + r]), "w"));
-            acc.add_term(wv, {k.let(to_f32(p.x[x_at + r * p.dilation]), "x")});
+            for (const Var& row : rows) wv.push_back(k.let(to_f32(p.w(row + w_at + r)), "w"));
+            acc.add_term(wv, {k.let(to_f32(p.x(x_at + r * p.dilation)), "x")});
         });
     });
 }
@@ -212,11 +214,11 @@ void spread_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const
             k.for_(0, p.kernel, [&](Expr r) {
                 std::vector<Expr> wv, xv, has;
                 for (const Var& row : rows)
-                    wv.push_back(k.let(to_f32(p.w[row + w_at + wide(r)]), "w"));
+                    wv.push_back(k.let(to_f32(p.w(row + w_at + wide(r))), "w"));
                 if (!clamp) {
                     Var offset = k.let(x_at + wide(r) * wide(p.dilation), "offset");
                     for (const Var& start : starts)
-                        xv.push_back(k.let(to_f32(p.x[start + offset]), "x"));
+                        xv.push_back(k.let(to_f32(p.x(start + offset)), "x"));
                     acc.add_term(wv, xv);
                     return;
                 }
@@ -225,7 +227,7 @@ void spread_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const
                     Var pos = k.let(start + offset, "pos");
                     has.push_back(pos >= 0 && pos < p.length);
                     const Expr inside = min(max(pos.expr(), Expr(0)), p.length - 1);
-                    xv.push_back(k.let(to_f32(p.x[x_at + wide(inside)]), "x"));
+                    xv.push_back(k.let(to_f32(p.x(x_at + wide(inside))), "x"));
                 }
                 acc.add_term_where(wv, xv, has);
             });
@@ -276,11 +278,11 @@ void staged_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const
     // Copies the step from term p0 into the tiles (steps in order: the slots' taps advance).
     auto put = [&](const Expr& p0) {
         for (const TileSlot& slot : w_slots)
-            store_slot(k, w_tile, slot, to_f32(p.w[slot.line + min(p0 + slot.term, at.terms - 1)]));
+            store_slot(k, w_tile, slot, to_f32(p.w(slot.line + min(p0 + slot.term, at.terms - 1))));
         for (size_t i = 0; i < x_slots.size(); ++i) {
             Expr pos = min(max(x_slots[i].line + slot_r[i] * p.dilation, 0), p.length - 1);
             Expr channel = min(slot_ic[i].expr(), at.cg - 1);
-            store_slot(k, x_tile, x_slots[i], to_f32(p.x[at.x_base + channel * p.x_channel + pos]));
+            store_slot(k, x_tile, x_slots[i], to_f32(p.x(at.x_base + channel * p.x_channel + pos)));
             slot_r[i] = slot_r[i] + step_r;
             Var wrap = k.let(slot_r[i] >= p.kernel, "wrap");
             slot_r[i] = select(wrap, slot_r[i] - p.kernel, slot_r[i]);

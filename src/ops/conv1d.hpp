@@ -33,6 +33,7 @@
 #include "kiln/dsl.hpp"
 #include "kiln/ir.hpp"
 #include "kiln/tune.hpp"
+#include "ops/kernel_parts.hpp"
 
 namespace kiln::ops {
 
@@ -119,9 +120,10 @@ ir::Kernel conv1d_kernel(const Conv1dTypes& types, const Conv1dSchedule& schedul
 // The kernel's work for a caller that writes y itself (a graph planner's epilogue): x, w and the
 // sizes as expressions (parameters or constants), x read through its view; each output's f32
 // value goes to store(n, oc, t, acc), once per output, never for a channel or position past the
-// end. The caller checks the sizes (conv1d_kernel's contract).
+// end. The caller checks the sizes (conv1d_kernel's contract). x and w as ElementReads
+// (ops/kernel_parts.hpp).
 struct Conv1dViews {
-    Memory x, w;
+    ElementRead x, w;
     Expr batch, c_in, length, c_out, kernel, stride, padding, dilation, groups;
     Expr x_offset, x_batch, x_channel;
 };

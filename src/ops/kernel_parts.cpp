@@ -3,6 +3,10 @@
 
 namespace kiln::ops {
 
+ElementRead buffer_elements(const Memory& buffer) {
+    return [buffer](const Expr& e) { return buffer[e]; };
+}
+
 bool is_input_float(DType t) {
     return t == DType::f32 || t == DType::f16 || t == DType::bf16;
 }

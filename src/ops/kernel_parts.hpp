@@ -1,12 +1,21 @@
-// Pieces the ops build their kernels from: the float dtypes an input may have (storage types,
-// computed in f32), exact widening to f32, and runs of shared tiles read a vector at a time.
+// Pieces the ops build their kernels from: operands as element readers, the float dtypes an
+// input may have (storage types, computed in f32), exact widening to f32, and runs of shared tiles
+// read a vector at a time.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "kiln/dsl.hpp"
 
 namespace kiln::ops {
+
+// A contraction body's operand: `read(e)` is element e of a dense array of the op's input dtype,
+// a buffer's (buffer_elements) or a value computed there (a graph planner's prologue: a cast or a
+// dequantization fused into the operand). It is called in the scope where the element is used,
+// with indices in range.
+using ElementRead = std::function<Expr(const Expr& e)>;
+ElementRead buffer_elements(const Memory& buffer);
 
 // f32, f16 or bf16: the float dtypes an op's inputs may have.
 bool is_input_float(DType t);

@@ -396,10 +396,6 @@ std::span<const MatmulSchedule> matmul_domain(const Device& device, MatmulClass 
                                                                        : all.first(exact);
 }
 
-ElementRead buffer_elements(const Memory& buffer) {
-    return [buffer](const Expr& e) { return buffer[e]; };
-}
-
 BlockIndex block_index(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
     Var tiles_m = k.let((p.m + (s.bm - 1)) / s.bm, "tiles_m");
     Var tiles_n = k.let((p.n + (s.bn - 1)) / s.bn, "tiles_n");

@@ -27,6 +27,7 @@
 #include "kiln/ir.hpp"
 #include "kiln/matmul_class.hpp"
 #include "kiln/tune.hpp"
+#include "ops/kernel_parts.hpp"
 
 namespace kiln::ops {
 
@@ -152,11 +153,7 @@ ir::Kernel matmul_kernel(const MatmulTypes& types, const MatmulSchedule& schedul
 // the operands as views (as in MatmulOperand, ld resolved) of arrays a and b of the input dtype,
 // and the sizes, as parameters or constants; `store(batch, row, col, acc)` runs once for each
 // output in range with its f32 value (the caller rounds it). Launched over matmul_grid() blocks of
-// schedule.threads(). `a(e)` is the array's element e: a buffer's (buffer_elements), or a value
-// computed there (a planner's prologue: a cast or a dequantization fused into the operand). It is
-// called in the scope where the element is used, with any index e the view reaches (in range).
-using ElementRead = std::function<Expr(const Expr& e)>;
-ElementRead buffer_elements(const Memory& buffer);
+// schedule.threads(); a and b as ElementReads (ops/kernel_parts.hpp).
 struct MatmulViews {
     ElementRead a, b;
     Expr batch, m, n, k;

@@ -3,8 +3,7 @@
 // seen through the views between that node and the operand that cost nothing to read in place (a
 // transpose of the last two axes, a broadcast batch, leading unit axes). Whatever is not such a
 // view is the array read: the planner materializes it, or computes it where it is read (a
-// prologue: prologue_fusible). Conv1d and Attention read their operands
-// dense, as they are.
+// prologue: prologue_fusible). Conv1d and Attention read their operands as dense arrays.
 #pragma once
 
 #include <cstdint>
@@ -42,9 +41,9 @@ struct ContractOperand {
 ContractOperand contract_operand(const GraphView& g, const std::vector<char>& materialized,
                                  int node, int which);
 
-// Whether a Matmul's operand source (contract_operand's) may stay unmaterialized, computed where
-// the kernel reads each element (a prologue): maps and views (at least one map) that need only
-// materialized nodes and constants, each map cheap (a cast, add, sub, mul, min, max, a
+// Whether a contraction's operand source (contract_operand's) may stay unmaterialized, computed
+// where the kernel reads each element (a prologue): maps and views (at least one map) that need
+// only materialized nodes and constants, each map cheap (a cast, add, sub, mul, min, max, a
 // comparison, a select, neg, abs, relu, square, rounding; no division or function a math library
 // computes), at most kMaxPrologueNodes nodes. A kernel reads an operand element once per tile of
 // the other side, so the prologue runs that many times: only cheap ones are worth it. Casts and

@@ -184,21 +184,23 @@ class Writer {
 
     static Expr i32(int64_t v) { return constant(DType::i32, static_cast<int32_t>(v)); }
 
+    // A contraction's operand as its kernel reads it: a materialized node's buffer, or a
+    // prologue's value computed at each element read (dense, row-major in the node's shape).
+    ops::ElementRead elements(int source) {
+        if (materialized_[size_t(source)])
+            return ops::buffer_elements(buffer_for(source, Access::read));
+        return [this, source](const Expr& e) {
+            Index at(g_.node(source).shape, index_type_, as_index(e));
+            return value_at(source, at);
+        };
+    }
+
     // ops::matmul's work at the point's variant, reading the operands in place.
     void write_contract() {
         const int c = l_.contraction;
         const ContractShape sh = contract_shape(g_, c);
         const ContractOperand a = contract_operand(g_, materialized_, c, 0);
         const ContractOperand b = contract_operand(g_, materialized_, c, 1);
-        // An operand materialized is its buffer; a prologue's elements are computed as read.
-        auto elements = [&](int source) -> ops::ElementRead {
-            if (materialized_[size_t(source)])
-                return ops::buffer_elements(buffer_for(source, Access::read));
-            return [this, source](const Expr& e) {
-                Index at(g_.node(source).shape, index_type_, as_index(e));
-                return value_at(source, at);
-            };
-        };
         const ops::MatmulViews views{elements(a.source),
                                      elements(b.source),
                                      i32(sh.batch),
@@ -227,8 +229,8 @@ class Writer {
         const int c = l_.contraction;
         const ops::Conv1dShape sh = conv1d_shape(g_, c);
         const int x = g_.inputs[size_t(c)][0], w = g_.inputs[size_t(c)][1];
-        const ops::Conv1dViews views{buffer_for(x, Access::read),
-                                     buffer_for(w, Access::read),
+        const ops::Conv1dViews views{elements(x),
+                                     elements(w),
                                      i32(sh.batch),
                                      i32(sh.in_channels),
                                      i32(sh.length),
@@ -258,9 +260,9 @@ class Writer {
         const ops::AttentionShape sh = attention_shape(g_, c);
         const ops::AttentionOptions options = attention_options(g_, c);
         const auto& in = g_.inputs[size_t(c)];
-        ops::AttentionViews views{buffer_for(in[0], Access::read),
-                                  buffer_for(in[1], Access::read),
-                                  buffer_for(in[2], Access::read),
+        ops::AttentionViews views{elements(in[0]),
+                                  elements(in[1]),
+                                  elements(in[2]),
                                   i32(sh.batch),
                                   i32(sh.heads),
                                   i32(sh.kv_heads),

@@ -191,16 +191,15 @@ struct Builder {
         }
         for (int o : g.outputs) materialize(o);
         // A contraction reads its operands from buffers, through the views it can read in place;
-        // in the fused form a matmul's operand may instead be a prologue computed as it is read.
+        // in the fused form an operand may instead be a prologue computed as it is read.
         for (size_t gi = 0; gi < groups.size(); ++gi) {
             const FoldGroup& gr = groups[gi];
             if (!gr.contraction) continue;
             for (size_t which = 0; which < g.inputs[size_t(gr.folds[0])].size(); ++which) {
                 const int source =
                     contract_operand(g, materialized, gr.folds[0], int(which)).source;
-                const bool prologue = forms[gi] == GroupForm::fused &&
-                                      g.node(gr.folds[0]).as<op::Matmul>() &&
-                                      prologue_fusible(g, materialized, source);
+                const bool prologue =
+                    forms[gi] == GroupForm::fused && prologue_fusible(g, materialized, source);
                 if (!prologue) materialize(source);
             }
         }
