@@ -2,9 +2,11 @@
 // schedule point and both forms (fused with its epilogue, split), operands read in place through
 // transposes and broadcast batches, prologues (casts, dequantization) and epilogues fused into the
 // contraction's launch, and bad shapes and dtypes as kiln::Errors.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "ops/matmul.hpp"
+#include "plan/choose.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"
 #include "plan/realize.hpp"
@@ -101,12 +103,12 @@ TEST(GraphContract, CastsAndADequantizationFeedingAnOperandRunInTheContractionsL
         SCOPED_TRACE(d->info().id);
         Tensor a = finite_tensor(*d, DType::f32, {3, 21, 19}, 27).resolve();
         Tensor b = finite_tensor(*d, DType::f32, {19, 23}, 28).resolve();
-        Tensor c = matmul(a.to(DType::f16), b.transpose(0, 1).to(DType::f16).transpose(0, 1));
-        const auto want = graph::evaluate({c.node()});
-        c.resolve();
-        EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::contract});
-        EXPECT_EQ(c.to_host_bytes(), want[0].bytes());
-        Tensor x = finite_tensor(*d, DType::f32, {5, 64}, 35).resolve();
+        test::expect_one_fused_launch(
+            matmul(a.to(DType::f16), b.transpose(0, 1).to(DType::f16).transpose(0, 1)),
+            plan::LaunchKind::contract);
+        // One row reads each element of the weight once: the planner computes it where it is
+        // read on any device.
+        Tensor x = finite_tensor(*d, DType::f32, {1, 64}, 35).resolve();
         Tensor scales = finite_tensor(*d, DType::f32, {24, 2}, 36, 0.05f).resolve();
         Tensor y = linear(x, dequantize_q8_0(q8_values(*d, 24, 64, 37).resolve(), scales));
         const auto want_y = graph::evaluate({y.node()});
@@ -116,12 +118,37 @@ TEST(GraphContract, CastsAndADequantizationFeedingAnOperandRunInTheContractionsL
     }
 }
 
+TEST(GraphContract, ADequantizationThatManyRowTilesWouldRepeatIsWrittenFirst) {
+    // A prologue runs once per tile of the other side: for a row or a few it is computed where the
+    // kernel reads it; for 4096 rows (tens of tiles) a map launch writes the weight once.
+    Device& d = cpu_device();
+    Tensor scales = finite_tensor(d, DType::f32, {1024, 32}, 40, 0.05f).resolve();
+    Tensor w = dequantize_q8_0(q8_values(d, 1024, 1024, 41).resolve(), scales);
+    const plan::DeviceFacts h200_like{4.0e6, 2.5, 6.0e7, true, 132};
+    const plan::DeviceFacts two_cores{2.0e4, 5.0, 1.0e5, false, 2};
+    using Kinds = std::vector<plan::LaunchKind>;
+    const Kinds fused{plan::LaunchKind::contract};
+    const Kinds written_first{plan::LaunchKind::map, plan::LaunchKind::contract};
+    for (const auto& [facts, name] : {std::pair{h200_like, "gpu"}, std::pair{two_cores, "cpu"}}) {
+        for (const auto& [rows, want] :
+             {std::pair{int64_t{1}, fused}, {int64_t{4096}, written_first}}) {
+            SCOPED_TRACE(fmt::format("{} facts, {} rows", name, rows));
+            Tensor x = finite_tensor(d, DType::f32, {rows, 1024}, 42).resolve();
+            const auto g = plan::view_graph(test::nodes_of({linear(x, w)}));
+            Kinds kinds;
+            for (const auto& l : plan::choose_plan(g, facts, /*fuse=*/true).launches)
+                kinds.push_back(l.kind);
+            EXPECT_EQ(kinds, want);
+        }
+    }
+}
+
 TEST(GraphContract, APrologueInTheTensorCoreClassHasTheBitsOfItsOperandMaterialized) {
     // On tensor cores the class is within a bound of the oracle, so the fused prologue is held to
     // the same class's result with the operand written first (CPU and OpenCL: the oracle's bits).
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);
-        Tensor x = finite_tensor(*d, DType::bf16, {40, 96}, 29).resolve();
+        Tensor x = finite_tensor(*d, DType::bf16, {1, 96}, 29).resolve();
         Tensor scales = finite_tensor(*d, DType::f16, {48, 3}, 30, 0.05f).resolve();
         Tensor w = dequantize_q8_0(q8_values(*d, 48, 96, 31).resolve(), scales).to(DType::bf16);
         Tensor fused = linear(x, w, nullptr, MatmulClass::tensor_core);

@@ -69,20 +69,16 @@ TEST(GraphConvAttention, CastsAndScalingsOfTheOperandsRunInTheOpsLaunch) {
         SCOPED_TRACE(d->info().id);
         Tensor x = finite_tensor(*d, DType::f32, {2, 6, 37}, 40).resolve();
         Tensor w = finite_tensor(*d, DType::f32, {8, 6, 3}, 41).resolve();
-        Tensor y = conv1d((x * 0.5).to(DType::bf16), w.to(DType::bf16), nullptr, 1, 1);
-        auto want = graph::evaluate({y.node()});
-        y.resolve();
-        EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::conv1d});
-        EXPECT_EQ(y.to_host_bytes(), want[0].bytes());
+        test::expect_one_fused_launch(
+            conv1d((x * 0.5).to(DType::bf16), w.to(DType::bf16), nullptr, 1, 1),
+            plan::LaunchKind::conv1d);
         Tensor q = finite_tensor(*d, DType::f32, {1, 2, 19, 16}, 42).resolve();
         Tensor k = finite_tensor(*d, DType::f32, {1, 2, 23, 16}, 43).resolve();
         Tensor v = finite_tensor(*d, DType::f32, {1, 2, 23, 16}, 44).resolve();
-        Tensor o = scaled_dot_product_attention(q.to(DType::f16), k.to(DType::f16),
-                                                v.to(DType::f16), /*causal=*/true);
-        want = graph::evaluate({o.node()});
-        o.resolve();
-        EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::attention});
-        EXPECT_EQ(o.to_host_bytes(), want[0].bytes());
+        test::expect_one_fused_launch(
+            scaled_dot_product_attention(q.to(DType::f16), k.to(DType::f16), v.to(DType::f16),
+                                         /*causal=*/true),
+            plan::LaunchKind::attention);
     }
 }
 

@@ -350,6 +350,8 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         staged(64, 64, 8, 8, 8, true),
         staged(128, 128, 8, 8, 8, true),
         direct(8, 128, 8, 4, true),
+        staged(8, 32, 64, 1, 1, true),
+        staged(32, 32, 64, 2, 2, true),
     };
     return variants;
 }

@@ -91,6 +91,8 @@ struct MatmulSchedule {
 //   s128x128_k8_t8x8         staged, 256 threads of 8x8
 //   s64x64_k8_t8x8_p s128x128_k8_t8x8_p   ... with prefetch
 //   d8x128_t8x4_s            direct, 32 threads of 8x4 with spread columns (for CPUs)
+//   s8x32_k64_t1x1_p         } few rows, long k: steps of 64 terms with prefetch, so each
+//   s32x32_k64_t2x2_p        } thread has a step's loads in flight (a GPU's bandwidth needs them)
 const std::vector<MatmulSchedule>& matmul_variants();
 // The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
 //   tc128x128_k32_w64x32    8 warps of 64 x 32

@@ -143,4 +143,17 @@ std::string print(const GraphView& g) {
     return out;
 }
 
+std::set<int> reach(const GraphView& g, int start, const std::function<bool(int)>& stop) {
+    std::set<int> seen;
+    std::vector<int> work{start};
+    while (!work.empty()) {
+        const int n = work.back();
+        work.pop_back();
+        if (!seen.insert(n).second) continue;
+        if (n != start && stop(n)) continue;
+        for (int in : g.inputs[static_cast<size_t>(n)]) work.push_back(in);
+    }
+    return seen;
+}
+
 }  // namespace kiln::plan

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,5 +32,9 @@ GraphView view_graph(const std::vector<graph::NodeRef>& outputs);
 
 // A readable listing of the graph, one node per line (for dumps and errors).
 std::string print(const GraphView& g);
+
+// Nodes reachable from `start` (included) through its inputs, stopping at (and including) nodes
+// other than start that `stop` says are boundaries.
+std::set<int> reach(const GraphView& g, int start, const std::function<bool(int)>& stop);
 
 }  // namespace kiln::plan

@@ -39,21 +39,6 @@ bool is_grouped(const GraphView& g, int i) {
     return is_fold(g, i) || is_contraction(g, i);
 }
 
-// Nodes reachable from `start` (included) through inlined nodes, stopping at (and including)
-// nodes `stop` says are boundaries.
-std::set<int> reach(const GraphView& g, int start, const std::function<bool(int)>& stop) {
-    std::set<int> seen;
-    std::vector<int> work{start};
-    while (!work.empty()) {
-        const int n = work.back();
-        work.pop_back();
-        if (!seen.insert(n).second) continue;
-        if (n != start && stop(n)) continue;
-        for (int in : g.inputs[static_cast<size_t>(n)]) work.push_back(in);
-    }
-    return seen;
-}
-
 // The folds and contractions node n's value needs, through nodes that are not materialized.
 std::set<int> folds_needed(const GraphView& g, int n, const std::vector<char>& materialized) {
     std::set<int> out;

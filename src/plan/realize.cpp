@@ -12,6 +12,7 @@
 #include "ir/hash.hpp"
 #include "kiln/error.hpp"
 #include "kiln/tune.hpp"
+#include "plan/choose.hpp"
 #include "plan/device_facts.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/lower_launch.hpp"
@@ -63,46 +64,6 @@ State& state() {
 }
 
 thread_local std::shared_ptr<const Executable> last;
-
-std::vector<char> materialized_set(const GraphView& g, const Plan& plan) {
-    std::vector<char> m(g.size(), 0);
-    for (int l : g.leaves) m[size_t(l)] = 1;
-    for (int n : plan.materialized) m[size_t(n)] = 1;
-    return m;
-}
-
-// A plan's estimated time, each launch at its best point.
-double plan_cost(const GraphView& g, const Plan& plan, const DeviceFacts& f) {
-    const auto m = materialized_set(g, plan);
-    double us = 0;
-    for (const auto& l : plan.launches)
-        us += estimate(g, m, l, l.domain.at(rank_points(g, m, l, f).front()), f).us;
-    return us;
-}
-
-// Each fold group's form: the cheapest by the cost model of fused, split and segments (where
-// the group allows it), one group at a time from all fused.
-Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse) {
-    const auto groups = fold_groups(g);
-    std::vector<GroupForm> forms(groups.size(), fuse ? GroupForm::fused : GroupForm::split);
-    Plan best = partition_or_split(g, groups, forms);
-    double best_cost = plan_cost(g, best, f);
-    for (size_t i = 0; i < groups.size(); ++i) {
-        for (GroupForm alt : {GroupForm::split, GroupForm::segments}) {
-            if (forms[i] == alt || (alt != GroupForm::split && !fuse)) continue;
-            std::vector<GroupForm> tried = forms;
-            tried[i] = alt;
-            Plan p = partition_or_split(g, groups, tried);
-            const double cost = plan_cost(g, p, f);
-            if (cost < best_cost) {
-                best = std::move(p);
-                best_cost = cost;
-                forms = tried;
-            }
-        }
-    }
-    return best;
-}
 
 struct Candidate {
     size_t point;

@@ -9,6 +9,7 @@
 
 #include "graph/fold_order.hpp"
 #include "ops/attention.hpp"
+#include "ops/ceil_div.hpp"
 #include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "plan/contract.hpp"
@@ -95,9 +96,80 @@ double contraction_share(const Launch& l, const Schedule& s, const DeviceFacts& 
             // A tensor-core point (CUDA only) reaches about twice the f32 rate with 128 outputs
             // a thread (a 64 x 64 warp tile), which reads each shared pair for the most of them.
             if (p.tensor_core()) return 2.0 * std::clamp(p.wm * p.wn / 32.0 / 128.0, 0.1, 1.0);
-            return f.gpu ? (p.staged ? staged_share(p.tm * p.tn) : 0.02) : (p.spread ? 1.0 : 0.15);
+            // A staged thread reads tm + tn shared values for its tm x tn terms, and a unit
+            // reads shared memory at a quarter of its fma rate.
+            const double shared_bound = p.tm * p.tn / (4.0 * (p.tm + p.tn));
+            return f.gpu ? (p.staged ? std::clamp(shared_bound, 0.1, 1.0) : 0.02)
+                         : (p.spread ? 1.0 : 0.15);
         }
     }
+}
+
+// What reading one element of a materialized node costs inside a prologue, in flops: its index
+// arithmetic and the load's issue.
+constexpr double kPrologueReadFlops = 4;
+
+// The flops of one element of operand source `source` computed where it is read (a prologue):
+// its maps' weights and kPrologueReadFlops per materialized node it reads.
+double prologue_element_flops(const GraphView& g, const std::vector<char>& materialized,
+                              int source) {
+    double flops = 0;
+    for (int n : reach(g, source, [&](int i) { return bool(materialized[size_t(i)]); })) {
+        if (materialized[size_t(n)])
+            flops += kPrologueReadFlops;
+        else if (const auto* m = g.node(n).as<op::Map>())
+            flops += weight(m->op);
+    }
+    return flops;
+}
+
+// How many times a contraction launch at point s reads each element of its operands (in
+// operand order): once per block tile along the other side for a staged point, once per thread
+// tile there for a direct one (conv1d's x once more per tap; attention's q once, k and v once
+// per block of query rows, or per row where each thread walks the keys alone).
+std::vector<double> operand_read_factors(const GraphView& g, const Launch& l, const Schedule& s) {
+    auto tiles = [](int64_t extent, int tile) {
+        return double(ops::ceil_div(extent, int64_t{tile}));
+    };
+    const int node = l.contraction;
+    switch (l.kind) {
+        case LaunchKind::conv1d: {
+            const ops::Conv1dShape c = conv1d_shape(g, node);
+            const ops::Conv1dSchedule& p = ops::conv1d_variants().at(size_t(s.variant));
+            return {
+                tiles(c.out_channels / c.params.groups, p.staged ? p.bm : p.tm) * double(c.kernel),
+                tiles(c.out_length(), p.staged ? p.bn : p.tn) * double(c.batch)};
+        }
+        case LaunchKind::attention: {
+            const ops::AttentionShape a = attention_shape(g, node);
+            const ops::AttentionSchedule& p = ops::attention_variants().at(size_t(s.variant));
+            const int64_t kv_heads = a.kv_heads > 0 ? a.kv_heads : a.heads;
+            const double per_kv = tiles(a.seq_q, p.staged || p.lockstep ? p.rows : 1) *
+                                  double(a.heads) / double(kv_heads);
+            return {1.0, per_kv, per_kv};
+        }
+        default: {
+            const ContractShape c = contract_shape(g, node);
+            const ops::MatmulSchedule& p = ops::matmul_all_variants().at(size_t(s.variant));
+            return {tiles(c.n, p.staged ? p.bn : p.tn), tiles(c.m, p.staged ? p.bm : p.tm)};
+        }
+    }
+}
+
+// The flops a contraction launch's prologues add at point s beyond computing each element once
+// (what traffic() counts, as a map launch writing the operand would): every later read of an
+// element computes it again.
+double prologue_recompute_flops(const GraphView& g, const std::vector<char>& materialized,
+                                const Launch& l, const Schedule& s) {
+    double flops = 0;
+    const std::vector<double> factors = operand_read_factors(g, l, s);
+    for (size_t which = 0; which < factors.size(); ++which) {
+        const int source = contract_operand(g, materialized, l.contraction, int(which)).source;
+        if (materialized[size_t(source)]) continue;
+        flops += prologue_element_flops(g, materialized, source) * double(g.node(source).numel()) *
+                 (factors[which] - 1);
+    }
+    return flops;
 }
 
 struct Traffic {
@@ -178,16 +250,28 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
         const double resident = std::min<double>(double(grid) * s.block, units * kResidentThreads);
         double in_flight = 4;  // bytes per thread
         if (l.kind == LaunchKind::map) in_flight *= s.per_thread * s.vector;
+        // A staged matmul point's thread issues its share of a step's tiles before the barrier.
+        if (l.kind == LaunchKind::contract) {
+            const ops::MatmulSchedule& p = ops::matmul_all_variants().at(size_t(s.variant));
+            if (p.staged)
+                in_flight = double(p.bm + p.bn) * p.bk * (p.tensor_core() ? 2 : 4) / p.threads();
+        }
         // A row's thread has `unroll` loads in flight; the cached form issues all of its
         // elements' loads before the first fold.
         if (l.kind == LaunchKind::row)
             in_flight *=
                 s.cache ? std::min<double>(16, std::ceil(double(l.extent) / s.threads)) : s.unroll;
         bw_eff = std::min(1.0, resident * in_flight / (f.bandwidth * kLatencyUs));
-        const bool tensor_core = l.kind == LaunchKind::contract &&
-                                 ops::matmul_all_variants().at(size_t(s.variant)).tensor_core();
-        rate_eff = std::min(
-            1.0, resident / (units * (tensor_core ? kTensorCoreThreads : kResidentThreads / 2)));
+        // Threads a unit needs for its full rate: fewer for tensor cores, and fewer for a staged
+        // matmul thread whose tile's independent sums (up to 4) each take a lane's issue slot.
+        double needed = kResidentThreads / 2;
+        if (l.kind == LaunchKind::contract) {
+            const ops::MatmulSchedule& p = ops::matmul_all_variants().at(size_t(s.variant));
+            needed = p.tensor_core() ? kTensorCoreThreads
+                     : p.staged      ? needed / std::min(p.tm * p.tn, 4)
+                                     : needed;
+        }
+        rate_eff = std::min(1.0, resident / (units * needed));
         if (l.kind == LaunchKind::row) {
             const bool rows_contiguous = reduces_innermost(l);
             if ((s.threads == 1) == rows_contiguous) bw_eff *= kUncoalesced;
@@ -219,13 +303,27 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
             padded = 2.0 * double(c.batch) * double(ceil_to(c.m, p.bm)) *
                      double(ceil_to(c.n, p.bn)) * double(c.k);
         }
+        // A prologue runs again at every later read of its element, beside the terms.
         const double share = contraction_share(l, s, f);
-        const double epilogue = std::max(0.0, e.flops - terms);
+        const double epilogue =
+            std::max(0.0, e.flops - terms) + prologue_recompute_flops(g, materialized, l, s);
         e.flops = padded + epilogue;
         compute_us = padded / (f.flops * std::max(rate_eff * share, 1e-6)) +
                      epilogue / (f.flops * std::max(rate_eff, 1e-6));
     }
-    e.us = f.launch_us + std::max(memory_us, compute_us) + extra;
+    double steps_us = 0;
+    if (f.gpu && l.kind == LaunchKind::contract) {
+        // A staged point's block waits for each k-step's tiles in turn (its prefetch hides one
+        // step's loads behind the step before, not more): a latency a step, in waves of the
+        // blocks resident at once.
+        const ops::MatmulSchedule& p = ops::matmul_all_variants().at(size_t(s.variant));
+        if (p.staged) {
+            const double resident_blocks = units * std::max(1, kResidentThreads / s.block);
+            const double steps = double(ops::ceil_div(contract_shape(g, l.contraction).k, p.bk));
+            steps_us = std::ceil(double(grid) / resident_blocks) * steps * kLatencyUs;
+        }
+    }
+    e.us = f.launch_us + std::max({memory_us, compute_us, steps_us}) + extra;
     return e;
 }
 

@@ -1,11 +1,12 @@
 // roofline: the cost model. A launch at a schedule point costs
-//     launch time + max(bytes / effective bandwidth, flops / effective rate)
+//     launch time + max(bytes / effective bandwidth, flops / effective rate, [k-steps])
 // where bytes are the buffers it reads (once per pass over them) and writes, flops count the
 // inlined ops (a transcendental as 20), and the effective rates scale the device's measured ones
 // by how well the point can use them:
 //   - SIMT devices need about bandwidth x latency (1 us) bytes in flight: threads resident at
 //     once (at most 2048 per unit) times the bytes each has in flight (elements per thread x
-//     vector width for maps; one element a fold step for rows);
+//     vector width for maps; one element a fold step for rows; its share of a step's tiles for
+//     a staged matmul point);
 //   - a thread per row reads a row alone, so on SIMT devices a warp's loads of rows laid out
 //     contiguously touch 32 lines at once (a quarter of the bandwidth), while rows that are
 //     columns of the data (a reduced axis that is not innermost) read coalesced;
@@ -13,10 +14,16 @@
 //   - on CPUs a block's threads run as loops on one core: blocks spread over the cores, and
 //     a thread group sharing a row runs its threads one after another between the tree's steps.
 //   - a contraction counts 2·m·n·k flops plus those of the outputs its last tiles compute past
-//     the edges; SIMT points run at a share of the rate that grows with the thread's tile (direct
-//     points, reading every term from memory, at a fifth of the smallest staged share), and
-//     a CPU runs the point whose threads are the lanes of its vectors at the full rate, the
-//     others at a sixth of it.
+//     the edges; SIMT points run at a share of the rate that grows with the thread's tile (a
+//     staged thread reads tm + tn shared values for tm·tn terms, at a quarter of the fma rate;
+//     direct points, reading every term from memory, at a fifth of the smallest staged share),
+//     and a CPU runs the point whose threads are the lanes of its vectors at the full rate, the
+//     others at a sixth of it. A staged thread's independent sums (up to 4) lower the threads a
+//     unit needs for its rate, and a staged block waits a latency for each k-step's tiles (the
+//     third term of the max);
+//   - an operand computed where the kernel reads it (a prologue) runs its maps, and an index and
+//     a load per node it reads, every time an element is read (once per tile of the other side):
+//     the reads after the first are its cost beyond a map launch writing the operand.
 // It ranks points; the tuner races the best few and measures.
 #pragma once
 

@@ -1,0 +1,51 @@
+// choose: each fold group's form by the cost model (see choose.hpp).
+#include "plan/choose.hpp"
+
+#include "plan/partition.hpp"
+#include "plan/roofline.hpp"
+
+namespace kiln::plan {
+
+namespace {
+
+// A plan's estimated time, each launch at its best point.
+double plan_cost(const GraphView& g, const Plan& plan, const DeviceFacts& f) {
+    const auto m = materialized_set(g, plan);
+    double us = 0;
+    for (const auto& l : plan.launches)
+        us += estimate(g, m, l, l.domain.at(rank_points(g, m, l, f).front()), f).us;
+    return us;
+}
+
+}  // namespace
+
+std::vector<char> materialized_set(const GraphView& g, const Plan& plan) {
+    std::vector<char> m(g.size(), 0);
+    for (int l : g.leaves) m[size_t(l)] = 1;
+    for (int n : plan.materialized) m[size_t(n)] = 1;
+    return m;
+}
+
+Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse) {
+    const auto groups = fold_groups(g);
+    std::vector<GroupForm> forms(groups.size(), fuse ? GroupForm::fused : GroupForm::split);
+    Plan best = partition_or_split(g, groups, forms);
+    double best_cost = plan_cost(g, best, f);
+    for (size_t i = 0; i < groups.size(); ++i) {
+        for (GroupForm alt : {GroupForm::split, GroupForm::segments}) {
+            if (forms[i] == alt || (alt != GroupForm::split && !fuse)) continue;
+            std::vector<GroupForm> tried = forms;
+            tried[i] = alt;
+            Plan p = partition_or_split(g, groups, tried);
+            const double cost = plan_cost(g, p, f);
+            if (cost < best_cost) {
+                best = std::move(p);
+                best_cost = cost;
+                forms = tried;
+            }
+        }
+    }
+    return best;
+}
+
+}  // namespace kiln::plan

@@ -1,0 +1,21 @@
+// choose: a graph's plan by the cost model. Each fold group (a contraction with its epilogue and
+// prologues is one) takes the form, fused, split or segments, whose plan the roofline estimates
+// cheapest, each launch at its best point.
+#pragma once
+
+#include <vector>
+
+#include "plan/device_facts.hpp"
+#include "plan/graph_view.hpp"
+#include "plan/plan.hpp"
+
+namespace kiln::plan {
+
+// Which nodes of g have buffers in `plan`: its leaves and what it materializes.
+std::vector<char> materialized_set(const GraphView& g, const Plan& plan);
+
+// The plan of g whose estimated time on a device with these facts is least, over the forms of
+// one fold group at a time from all fused (`fuse` false: every group split).
+Plan choose_plan(const GraphView& g, const DeviceFacts& facts, bool fuse);
+
+}  // namespace kiln::plan
