@@ -124,21 +124,16 @@ TEST(GraphContract, ADequantizationThatManyRowTilesWouldRepeatIsWrittenFirst) {
     Device& d = cpu_device();
     Tensor scales = finite_tensor(d, DType::f32, {1024, 32}, 40, 0.05f).resolve();
     Tensor w = dequantize_q8_0(q8_values(d, 1024, 1024, 41).resolve(), scales);
-    const plan::DeviceFacts h200_like{4.0e6, 2.5, 6.0e7, true, 132};
-    const plan::DeviceFacts two_cores{2.0e4, 5.0, 1.0e5, false, 2};
     using Kinds = std::vector<plan::LaunchKind>;
     const Kinds fused{plan::LaunchKind::contract};
     const Kinds written_first{plan::LaunchKind::map, plan::LaunchKind::contract};
-    for (const auto& [facts, name] : {std::pair{h200_like, "gpu"}, std::pair{two_cores, "cpu"}}) {
+    for (const auto& [facts, name] :
+         {std::pair{test::kH200LikeFacts, "gpu"}, std::pair{test::kTwoCoreFacts, "cpu"}}) {
         for (const auto& [rows, want] :
              {std::pair{int64_t{1}, fused}, {int64_t{4096}, written_first}}) {
             SCOPED_TRACE(fmt::format("{} facts, {} rows", name, rows));
             Tensor x = finite_tensor(d, DType::f32, {rows, 1024}, 42).resolve();
-            const auto g = plan::view_graph(test::nodes_of({linear(x, w)}));
-            Kinds kinds;
-            for (const auto& l : plan::choose_plan(g, facts, /*fuse=*/true).launches)
-                kinds.push_back(l.kind);
-            EXPECT_EQ(kinds, want);
+            EXPECT_EQ(test::planned_kinds({linear(x, w)}, facts), want);
         }
     }
 }

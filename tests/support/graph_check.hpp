@@ -11,6 +11,8 @@
 #include "everywhere.hpp"
 #include "graph/oracle.hpp"
 #include "kiln/tensor.hpp"
+#include "plan/choose.hpp"
+#include "plan/device_facts.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"
 #include "plan/realize.hpp"
@@ -55,6 +57,20 @@ inline std::vector<graph::NodeRef> nodes_of(const std::vector<Tensor>& ts) {
     std::vector<graph::NodeRef> out;
     for (const auto& t : ts) out.push_back(t.node());
     return out;
+}
+
+// Fixed facts for tests of the planner's choices: a device's own facts are measured, and a test
+// that runs beside others on a loaded machine would see them move.
+inline const plan::DeviceFacts kH200LikeFacts{4.0e6, 2.5, 6.0e7, true, 132};
+inline const plan::DeviceFacts kTwoCoreFacts{2.0e4, 5.0, 1.0e5, false, 2};
+
+// The kinds of the launches the planner chooses for ts's graph under `facts`, fusion on.
+inline std::vector<plan::LaunchKind> planned_kinds(const std::vector<Tensor>& ts,
+                                                   const plan::DeviceFacts& facts) {
+    std::vector<plan::LaunchKind> kinds;
+    for (const auto& l : plan::choose_plan(plan::view_graph(nodes_of(ts)), facts, true).launches)
+        kinds.push_back(l.kind);
+    return kinds;
 }
 
 // Resolves build(d)'s tensors on every device and compares them with the oracle; with `sweep`,
