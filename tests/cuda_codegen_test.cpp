@@ -30,6 +30,11 @@ size_t count_of(const std::string& text, const std::string& what) {
 }
 
 // Each source compiles with NVRTC for sm_90 (the test is skipped where NVRTC is missing).
+// A CUDA source's kernels, without the prelude.
+std::string kernel_of(const std::string& source) {
+    return source.substr(source.find("__global__"));
+}
+
 void expect_nvrtc_compiles(std::initializer_list<std::string> sources) {
     std::string why;
     if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
@@ -213,9 +218,6 @@ TEST(CudaCodegen, VectorAccessesTestAlignmentOnlyWhereItIsNotKnown) {
     };
     const std::string known = build(false, true), tested = build(false, false);
     const std::string streamed = build(true, false);
-    auto kernel_of = [](const std::string& source) {  // without the prelude
-        return source.substr(source.find("__global__"));
-    };
     EXPECT_EQ(count_of(kernel_of(known), "& 15ull"), 0u) << known;
     EXPECT_EQ(count_of(kernel_of(known), "*(const float4*)kiln_at;"), 1u) << known;
     EXPECT_EQ(count_of(kernel_of(known), "*(float4*)kiln_at = kiln_v;"), 1u) << known;
@@ -254,6 +256,36 @@ TEST(CudaCodegen, TilesAreDeclaredAlignedSoTheirVectorAccessesNeedNoTest) {
     EXPECT_EQ(count_of(kernel, "*(const float4*)kiln_at;"), 1u) << kernel;
     EXPECT_EQ(count_of(tested.substr(tested.find("__global__")), "& 15ull"), 2u) << tested;
     expect_nvrtc_compiles({known, tested});
+}
+
+// 2-byte elements: CUDA loads 8 of them as one uint4 (4 words, element 2w in word w's low
+// half), behind a 16-byte alignment test where the index's alignment is not known; OpenCL as one
+// ushort8.
+TEST(CudaCodegen, TwoByteVectorLoadsAreOneWideLoad) {
+    auto build = [](bool known) {
+        KernelBuilder k("half_vector", 64);
+        auto x = k.input("x", DType::bf16);
+        auto y = k.output("y", DType::f32);
+        Expr off = k.scalar("off", DType::i32);
+        Var i = k.let(known ? k.absolute_pos() * 8 : k.absolute_pos() * 8 + off, "i");
+        k.if_(i + 7 < x.len(), [&] {
+            const std::vector<Var> v = k.load_vector(x, i, 8, "v");
+            y[i] = cast(DType::f32, v[0]) + cast(DType::f32, v[7]);
+        });
+        return k.finish();
+    };
+    const ir::Kernel known = build(true), tested = build(false);
+    const std::string cuda_known = generate_source(Backend::cuda, std::vector{known});
+    const std::string cuda_tested = generate_source(Backend::cuda, std::vector{tested});
+    EXPECT_EQ(count_of(kernel_of(cuda_known), "*(const uint4*)kiln_at;"), 1u) << cuda_known;
+    EXPECT_EQ(count_of(kernel_of(cuda_known), "& 15ull"), 0u) << cuda_known;
+    EXPECT_EQ(count_of(kernel_of(cuda_known), "= (uint16_t)(kiln_v.x >> 0);"), 1u) << cuda_known;
+    EXPECT_EQ(count_of(kernel_of(cuda_known), "= (uint16_t)(kiln_v.w >> 16);"), 1u) << cuda_known;
+    EXPECT_EQ(count_of(kernel_of(cuda_tested), "& 15ull"), 1u) << cuda_tested;
+    EXPECT_EQ(count_of(kernel_of(cuda_tested), "kiln_at[7]"), 1u) << cuda_tested;
+    const std::string opencl = generate_source(Backend::opencl, std::vector{tested});
+    EXPECT_EQ(count_of(opencl, "const ushort8 kiln_v = vload8(0, kiln_at);"), 1u) << opencl;
+    expect_nvrtc_compiles({cuda_known, cuda_tested});
 }
 
 TEST(CudaCodegen, OpenClWritesVectorStoresWithVstore) {

@@ -105,13 +105,18 @@ TEST(DslErrors, FoldScheduleMustFit) {
                 HasSubstr("power of two"));
 }
 
-TEST(DslErrors, VectorLoadsNeedAWidthOf2Or4AndA4ByteType) {
+TEST(DslErrors, VectorLoadsNeedAWidthOf2Or4OfA4ByteTypeOr4Or8OfA2ByteType) {
     KernelBuilder k("vec");
     auto a = k.input("a", DType::u32);
     auto h = k.input("h", DType::f16);
+    auto b = k.input("b", DType::u8);
     auto out = k.output("out", DType::u32);
     EXPECT_THAT(error_of([&] { k.load_vector(a, 0, 3); }), HasSubstr("3 u32 elements"));
-    EXPECT_THAT(error_of([&] { k.load_vector(h, 0, 4); }), HasSubstr("4 f16 elements"));
+    EXPECT_THAT(error_of([&] { k.load_vector(a, 0, 8); }), HasSubstr("8 u32 elements"));
+    EXPECT_THAT(error_of([&] { k.load_vector(h, 0, 2); }),
+                HasSubstr("2 f16 elements; expected 2 or 4 of a 4-byte type, or 4 or 8 of a "
+                          "2-byte type"));
+    EXPECT_THAT(error_of([&] { k.load_vector(b, 0, 4); }), HasSubstr("4 u8 elements"));
     EXPECT_THAT(error_of([&] { k.load_vector(out, 0, 4); }), HasSubstr("write only"));
     EXPECT_THAT(error_of([&] { k.load_vector(a, Expr(1.5f), 4); }),
                 HasSubstr("indices are integers"));

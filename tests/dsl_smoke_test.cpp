@@ -30,62 +30,69 @@ TEST(Smoke, ScaleOnEveryDevice) {
     }
 }
 
-// load_vector, every width and 4-byte dtype, from a buffer and from a shared tile, at aligned and
-// unaligned indices (off = 0 or 1, a launch argument) on every device: the same elements that
-// element loads give.
-TEST(Smoke, VectorLoadsOnEveryDevice) {
+// load_vector of `width` elements of t (E: the elements' host type), from a buffer and from a
+// shared tile, at aligned and unaligned indices (off = 0 or 1, a launch argument) on every device:
+// the same elements that element loads give.
+template <typename E>
+void expect_vector_loads_everywhere(DType t, int width) {
     const int block = 64;
-    for (DType t : {DType::u32, DType::i32, DType::f32}) {
-        for (int width : {2, 4}) {
-            KernelBuilder k(fmt::format("vector_{}_{}", name(t), width), block);
-            auto x = k.input("x", t);
-            auto y = k.output("y", t);  // element i*width + j: x[i*width + off + j]
-            auto z = k.output("z", t);  // element t*width + j: x[max(t*width - off, 0) + j]
-            Expr off = k.scalar("off", DType::i32);
-            auto tile = k.shared(t, int64_t{block} * width, "tile");
-            Var i = k.let(k.absolute_pos(), "i");
-            Var lane = k.let(k.thread_index(), "lane");
-            k.if_(i * width + off + width <= x.len() && i * width + width <= y.len(), [&] {
-                auto v = k.load_vector(x, i * width + off, width, "v");
-                for (int j = 0; j < width; ++j) y[i * width + j] = v[static_cast<size_t>(j)];
-            });
-            for (int j = 0; j < width; ++j) tile[lane * width + j] = x[lane * width + j];
-            k.barrier();
-            k.if_(i < block, [&] {
-                auto v = k.load_vector(tile, max(lane * width - off, 0), width, "s");
-                for (int j = 0; j < width; ++j) z[lane * width + j] = v[static_cast<size_t>(j)];
-            });
-            auto kernel = k.finish();
-            const size_t n = 1001;  // ragged against the widths
-            std::vector<uint32_t> h(n);
+    KernelBuilder k(fmt::format("vector_{}_{}", name(t), width), block);
+    auto x = k.input("x", t);
+    auto y = k.output("y", t);  // element i*width + j: x[i*width + off + j]
+    auto z = k.output("z", t);  // element t*width + j: x[max(t*width - off, 0) + j]
+    Expr off = k.scalar("off", DType::i32);
+    auto tile = k.shared(t, int64_t{block} * width, "tile");
+    Var i = k.let(k.absolute_pos(), "i");
+    Var lane = k.let(k.thread_index(), "lane");
+    k.if_(i * width + off + width <= x.len() && i * width + width <= y.len(), [&] {
+        auto v = k.load_vector(x, i * width + off, width, "v");
+        for (int j = 0; j < width; ++j) y[i * width + j] = v[static_cast<size_t>(j)];
+    });
+    for (int j = 0; j < width; ++j) tile[lane * width + j] = x[lane * width + j];
+    k.barrier();
+    k.if_(i < block, [&] {
+        auto v = k.load_vector(tile, max(lane * width - off, 0), width, "s");
+        for (int j = 0; j < width; ++j) z[lane * width + j] = v[static_cast<size_t>(j)];
+    });
+    auto kernel = k.finish();
+    const size_t n = 1001;  // ragged against the widths
+    // Distinct bit patterns with a clear top exponent bit: no NaN in any float dtype.
+    const E mask = sizeof(E) == 4 ? E(0x3fffffffu) : E(0x3bffu);
+    std::vector<E> h(n);
+    for (size_t j = 0; j < n; ++j) h[j] = E((E(j * 2654435761u) & mask) | 1u);
+    for (Device* d : devices()) {
+        auto c = compile(*d, kernel);
+        for (int o : {0, 1}) {
+            SCOPED_TRACE(fmt::format("{} {} width {} off {}", d->info().id, name(t), width, o));
+            Buffer bx(*d, t, n), by(*d, t, n), bz(*d, t, size_t(block) * width);
+            bx.upload_raw(h.data(), t, n);
+            by.upload_raw(std::vector<E>(n, 0).data(), t, n);
+            c->launch(static_cast<int64_t>((n + block - 1) / block), {bx, by, bz, o});
+            std::vector<E> gy(n), gz(size_t(block) * width);
+            by.download_raw(gy.data(), t, n);
+            bz.download_raw(gz.data(), t, gz.size());
+            const size_t whole = (n - static_cast<size_t>(o)) / width * width;
             for (size_t j = 0; j < n; ++j)
-                h[j] = (static_cast<uint32_t>(j * 2654435761u) & 0x3fffffffu) | 1u;  // no NaN
-            for (Device* d : devices()) {
-                auto c = compile(*d, kernel);
-                for (int o : {0, 1}) {
-                    SCOPED_TRACE(
-                        fmt::format("{} {} width {} off {}", d->info().id, name(t), width, o));
-                    Buffer bx(*d, t, n), by(*d, t, n), bz(*d, t, size_t(block) * width);
-                    bx.upload_raw(h.data(), t, n);
-                    by.upload_raw(std::vector<uint32_t>(n, 0).data(), t, n);
-                    c->launch(static_cast<int64_t>((n + block - 1) / block), {bx, by, bz, o});
-                    std::vector<uint32_t> gy(n), gz(size_t(block) * width);
-                    by.download_raw(gy.data(), t, n);
-                    bz.download_raw(gz.data(), t, gz.size());
-                    const size_t whole = (n - static_cast<size_t>(o)) / width * width;
-                    for (size_t j = 0; j < n; ++j)
-                        ASSERT_EQ(gy[j], j < whole ? h[j + static_cast<size_t>(o)] : 0u) << j;
-                    for (size_t j = 0; j < gz.size(); ++j) {
-                        const size_t lane_start = j / width * width;
-                        const size_t from = lane_start >= static_cast<size_t>(o)
-                                                ? lane_start - static_cast<size_t>(o)
-                                                : 0;
-                        ASSERT_EQ(gz[j], h[from + j % width]) << j;
-                    }
-                }
+                ASSERT_EQ(gy[j], j < whole ? h[j + static_cast<size_t>(o)] : E(0)) << j;
+            for (size_t j = 0; j < gz.size(); ++j) {
+                const size_t lane_start = j / width * width;
+                const size_t from =
+                    lane_start >= static_cast<size_t>(o) ? lane_start - static_cast<size_t>(o) : 0;
+                ASSERT_EQ(gz[j], h[from + j % width]) << j;
             }
         }
     }
+}
+
+TEST(Smoke, VectorLoadsOnEveryDevice) {
+    for (DType t : {DType::u32, DType::i32, DType::f32})
+        for (int width : {2, 4}) expect_vector_loads_everywhere<uint32_t>(t, width);
+}
+
+// 2-byte elements: 4 or 8 of them (8 or 16 bytes), one wide load on CUDA split into halves.
+TEST(Smoke, VectorLoadsOfTwoByteElementsOnEveryDevice) {
+    for (DType t : {DType::f16, DType::bf16})
+        for (int width : {4, 8}) expect_vector_loads_everywhere<uint16_t>(t, width);
 }
 
 // store_vector, every width and 4-byte dtype, plain and streaming, into a buffer and into a

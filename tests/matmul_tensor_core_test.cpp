@@ -96,15 +96,20 @@ size_t view_index(const ops::MatmulOperand& v, int64_t b, int64_t r, int64_t c, 
 
 // Each shape and layout through every tensor-core point on each device with tensor cores: the
 // points agree bit for bit and lie within the bound; a half output is the f32 output rounded.
-void expect_points_on_tensor_cores(DType input, bool at, bool bt, uint64_t seed) {
+// Views at odd offsets and strides, and (`aligned`) at offsets and strides of 16 bytes, where
+// operands contiguous along k are read 8 elements a load.
+void expect_points_on_tensor_cores(DType input, bool at, bool bt, uint64_t seed, bool aligned) {
+    auto round8 = [](int64_t v) { return (v + 7) / 8 * 8; };
     for (Device* d : devices()) {
         if (!ops::has_tensor_cores(*d)) continue;
         for (const auto& s : kShapes) {
-            const ops::MatmulOperand av{3, 0, (at ? s.m : s.k) + 2, at};
-            ops::MatmulOperand bv{1, 0, (bt ? s.k : s.n) + 1, bt};
+            const int64_t lda = aligned ? round8(at ? s.m : s.k) : (at ? s.m : s.k) + 2;
+            const int64_t ldb = aligned ? round8(bt ? s.k : s.n) : (bt ? s.k : s.n) + 1;
+            const ops::MatmulOperand av{aligned ? 0 : 3, 0, lda, at};
+            ops::MatmulOperand bv{aligned ? 0 : 1, 0, ldb, bt};
             ops::MatmulOperand avb = av;
-            avb.batch_stride = (at ? s.k * (s.m + 2) : s.m * (s.k + 2)) + 5;
-            bv.batch_stride = (bt ? s.n * (s.k + 1) : s.k * (s.n + 1)) + 5;
+            avb.batch_stride = (at ? s.k : s.m) * lda + (aligned ? 8 : 5);
+            bv.batch_stride = (bt ? s.n : s.k) * ldb + (aligned ? 8 : 5);
             const size_t a_count = view_index(avb, s.batch - 1, s.m - 1, s.k - 1, s.m, s.k) + 1;
             const size_t b_count = view_index(bv, s.batch - 1, s.k - 1, s.n - 1, s.k, s.n) + 1;
             const HostBuffer a = random_values(input, a_count, seed++);
@@ -135,13 +140,16 @@ void expect_points_on_tensor_cores(DType input, bool at, bool bt, uint64_t seed)
 }
 
 TEST(MatmulTensorCore, Bf16PointsAgreeAndStayWithinTheBoundOnTensorCores) {
-    expect_points_on_tensor_cores(DType::bf16, false, false, 1);
-    expect_points_on_tensor_cores(DType::bf16, true, true, 100);
+    expect_points_on_tensor_cores(DType::bf16, false, false, 1, false);
+    expect_points_on_tensor_cores(DType::bf16, true, true, 100, false);
+    expect_points_on_tensor_cores(DType::bf16, false, true, 150, true);
+    expect_points_on_tensor_cores(DType::bf16, true, true, 170, true);
 }
 
 TEST(MatmulTensorCore, F16PointsAgreeAndStayWithinTheBoundOnTensorCores) {
-    expect_points_on_tensor_cores(DType::f16, false, true, 200);
-    expect_points_on_tensor_cores(DType::f16, true, false, 300);
+    expect_points_on_tensor_cores(DType::f16, false, true, 200, false);
+    expect_points_on_tensor_cores(DType::f16, true, false, 300, false);
+    expect_points_on_tensor_cores(DType::f16, false, true, 350, true);
 }
 
 // The entry with the class: on tensor cores within the bound (and tuned over the class's

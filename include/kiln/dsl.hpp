@@ -196,9 +196,9 @@ class KernelBuilder {
     void if_(const Expr& cond, const std::function<void()>& then_body);
     void if_(const Expr& cond, const std::function<void()>& then_body,
              const std::function<void()>& else_body);
-    // Elements index, index+1, ... of m (width 2 or 4 of a 4-byte dtype) as new locals: one
-    // wide load where the target has one and the address is aligned to width*4 bytes, element
-    // loads otherwise (the same values).
+    // Elements index, index+1, ... of m (width 2 or 4 of a 4-byte dtype; 4 or 8 of a 2-byte
+    // one) as new locals: one wide load where the target has one and the address is aligned to
+    // the whole vector, element loads otherwise (the same values).
     std::vector<Var> load_vector(const Memory& m, const Expr& index, int width,
                                  const std::string& name = "");
     // Stores values (2 or 4, for a 4-byte dtype) into elements index, index+1, ... of m: one

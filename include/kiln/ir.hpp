@@ -200,9 +200,10 @@ struct Barrier {
     bool warp = false;
 };
 inline constexpr int kWarpBarrierGroup = 32;  // threads a warp barrier syncs
-// Declares `locals` (2 or 4 of them, of mem's dtype, which has 4 bytes) and gives them the
-// consecutive elements index, index+1, ... of mem: one wide load where the target has one and
-// the address is aligned to the whole vector, one load per element otherwise (same values).
+// Declares `locals` (2 or 4 of them for a 4-byte dtype of mem, 4 or 8 for a 2-byte one) and
+// gives them the consecutive elements index, index+1, ... of mem: one wide load where the target
+// has one and the address is aligned to the whole vector, one load per element otherwise (same
+// values).
 struct LoadVector {
     MemRef mem;
     ExprRef index;
@@ -301,5 +302,8 @@ ExprRef float_const(DType type, double value);
 bool is_const(const ExprRef& e, int64_t* value = nullptr);
 const ArrayInfo& array_info(const Kernel& k, MemRef mem);  // shared or local memory
 DType mem_dtype(const Kernel& k, MemRef mem);
+// Whether a LoadVector may read `width` elements of `t`: 2 or 4 of a 4-byte dtype, 4 or 8 of
+// a 2-byte one (at most 16 bytes).
+bool loadable_vector(DType t, int width);
 
 }  // namespace kiln::ir

@@ -14,9 +14,18 @@ namespace {
 // The members of a CUDA vector type (float4 and its kin), in element order.
 constexpr const char* kCudaParts[] = {"x", "y", "z", "w"};
 
-// The vector type of `width` elements of t: uint4, int2, float4, ...
+// The vector type of `width` elements of a 4-byte t: uint4, int2, float4, ...
 std::string vector_type(DType t, size_t width) {
     return fmt::format("{}{}", t == DType::f32 ? "float" : t == DType::i32 ? "int" : "uint", width);
+}
+
+// A wide load's type for `width` elements of t: a 4-byte t's vector type; 2-byte elements (f16,
+// bf16, held as uint16_t) as OpenCL's ushortN, or on CUDA as width/2 32-bit words, element 2w
+// in word w's low half.
+std::string load_type(const Dialect& d, DType t, size_t width) {
+    if (size_of(t) == 4) return vector_type(t, width);
+    if (d.vector_load == VectorLoad::vload) return fmt::format("ushort{}", width);
+    return vector_type(DType::u32, width / 2);
 }
 
 // The address space of a vector access's pointer: OpenCL pointers name theirs; CUDA's are
@@ -37,13 +46,14 @@ void aligned_or_elements(Emitter& e, const MemRef& m, const ExprRef& index, size
     const int start = m.space == MemSpace::global   ? e.d.buffer_alignment
                       : m.space == MemSpace::shared ? e.d.tile_alignment
                                                     : 0;
-    const bool known = start >= static_cast<int>(width) * 4 &&
+    const size_t bytes = width * static_cast<size_t>(size_of(mem_dtype(e.k, m)));
+    const bool known = start >= static_cast<int>(bytes) &&
                        e.divisibility.of(index) % static_cast<int64_t>(width) == 0;
     if (known) {
         wide();
         return;
     }
-    e.open(fmt::format("if ((((unsigned long long)kiln_at) & {}ull) == 0ull)", width * 4 - 1));
+    e.open(fmt::format("if ((((unsigned long long)kiln_at) & {}ull) == 0ull)", bytes - 1));
     wide();
     --e.depth;
     e.line("} else {");
@@ -109,7 +119,8 @@ void Emitter::load_vector(const stmt::LoadVector& n) {
             line(fmt::format("{} = {};", local(n.locals[i]),
                              hinted_load(n.mem, fmt::format("{}[{}]", base, i))));
     };
-    const std::string vec = vector_type(t, width);
+    const std::string vec = load_type(d, t, width);
+    const bool halves = size_of(t) == 2;
     open("");
     line(fmt::format("const {}{}* kiln_at = &{}[{}];", vector_space(d, n.mem), c_mem_type(t),
                      mem(n.mem), expr(n.index)));
@@ -122,7 +133,10 @@ void Emitter::load_vector(const stmt::LoadVector& n) {
                 line(fmt::format("const {} kiln_v = {};", vec,
                                  load_at(n.mem, fmt::format("(const {}*)kiln_at", vec))));
                 for (size_t i = 0; i < width; ++i)
-                    line(fmt::format("{} = kiln_v.{};", local(n.locals[i]), kCudaParts[i]));
+                    line(halves
+                             ? fmt::format("{} = (uint16_t)(kiln_v.{} >> {});", local(n.locals[i]),
+                                           kCudaParts[i / 2], 16 * (i % 2))
+                             : fmt::format("{} = kiln_v.{};", local(n.locals[i]), kCudaParts[i]));
             };
             aligned_or_elements(*this, n.mem, n.index, width, wide, [&] { from("kiln_at"); });
             break;

@@ -253,9 +253,11 @@ Var KernelBuilder::let(DType type, const Expr& init, const std::string& name) {
 std::vector<Var> KernelBuilder::load_vector(const Memory& m, const Expr& index, int width,
                                             const std::string& name) {
     const Expr first = m[index];  // checks that m is readable and the index an integer
-    if ((width != 2 && width != 4) || size_of(m.dtype()) != 4)
-        fail("kernel {}: load_vector of {} {} elements; expected 2 or 4 of a 4-byte type",
-             kernel_.name, width, kiln::name(m.dtype()));
+    if (!ir::loadable_vector(m.dtype(), width))
+        fail(
+            "kernel {}: load_vector of {} {} elements; expected 2 or 4 of a 4-byte type, or "
+            "4 or 8 of a 2-byte type",
+            kernel_.name, width, kiln::name(m.dtype()));
     check_constant_index(m.ref(), index, width);
     std::vector<Var> vars;
     std::vector<int> ids;

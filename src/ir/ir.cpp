@@ -173,6 +173,11 @@ const ArrayInfo& array_info(const Kernel& k, MemRef mem) {
     fail("kernel {}: array_info of a global buffer", k.name);
 }
 
+bool loadable_vector(DType t, int width) {
+    if (size_of(t) == 4) return width == 2 || width == 4;
+    return size_of(t) == 2 && (width == 4 || width == 8);
+}
+
 DType mem_dtype(const Kernel& k, MemRef mem) {
     if (mem.space == MemSpace::global) return k.params.at(static_cast<size_t>(mem.id)).dtype;
     return array_info(k, mem).type;

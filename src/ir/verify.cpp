@@ -32,9 +32,11 @@ struct Verifier {
         if (!is_integer(index->type))
             error(fmt::format("vector {} index {} is {}; expected an integer", what, text(index),
                               name(index->type)));
-        if ((width != 2 && width != 4) || size_of(t) != 4)
-            error(fmt::format("vector {} of {} {} elements; expected 2 or 4 of a 4-byte type", what,
-                              width, name(t)));
+        if (std::string_view(what) == "store" ? (width != 2 && width != 4) || size_of(t) != 4
+                                              : !loadable_vector(t, static_cast<int>(width)))
+            error(fmt::format(
+                "vector {} of {} {} elements; expected 2 or 4 of a 4-byte type{}", what, width,
+                name(t), std::string_view(what) == "store" ? "" : ", or 4 or 8 of a 2-byte type"));
         return t;
     }
 

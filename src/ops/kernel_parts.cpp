@@ -4,7 +4,9 @@
 namespace kiln::ops {
 
 ElementRead buffer_elements(const Memory& buffer) {
-    return [buffer](const Expr& e) { return buffer[e]; };
+    ElementRead read([buffer](const Expr& e) { return buffer[e]; });
+    read.buffer = buffer;
+    return read;
 }
 
 bool is_input_float(DType t) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/dsl.hpp"
@@ -13,8 +15,18 @@ namespace kiln::ops {
 // A contraction body's operand: `read(e)` is element e of a dense array of the op's input dtype,
 // a buffer's (buffer_elements) or a value computed there (a graph planner's prologue: a cast or a
 // dequantization fused into the operand). It is called in the scope where the element is used,
-// with indices in range.
-using ElementRead = std::function<Expr(const Expr& e)>;
+// with indices in range. A buffer's reader also names the buffer, so a body may read several
+// elements at once (KernelBuilder::load_vector).
+struct ElementRead {
+    template <typename F>
+    requires std::is_invocable_r_v<Expr, const F&, const Expr&> &&
+        (!std::is_same_v<std::decay_t<F>, ElementRead>)ElementRead(F read)
+        : read(std::move(read)) {}
+    Expr operator()(const Expr& e) const { return read(e); }
+
+    std::function<Expr(const Expr& e)> read;
+    std::optional<Memory> buffer;  // where the elements are this buffer's
+};
 ElementRead buffer_elements(const Memory& buffer);
 
 // f32, f16 or bf16: the float dtypes an op's inputs may have.

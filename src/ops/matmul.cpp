@@ -100,10 +100,18 @@ void require_contract(KernelBuilder& k, const Params& p, const MatmulTypes& t) {
 // tile's corner.
 struct Place {
     Expr batch, a_base, b_base, i0, j0, ty, tx;
-    // The thread's c-th column of C (before clamping): side by side, or bn/tn apart if spread.
-    Expr column(const MatmulSchedule& s, int c) const {
-        return s.spread ? j0 + tx + c * (s.bn / s.tn) : j0 + tx * s.tn + c;
+    // The thread's c-th column of C (before clamping), relative to the tile's: side by side;
+    // bn/tn apart if spread; in quads (staged, tn a multiple of 4 above 4) 4 side by side, the
+    // quads 4*bn/tn apart, so 8 adjacent threads read a row of the shared B tile as 128
+    // contiguous bytes (no bank conflicts for 16-byte reads).
+    Expr column_in_tile(const MatmulSchedule& s, int c) const {
+        const int across = s.bn / s.tn;
+        if (s.spread) return tx + c * across;
+        if (quads(s)) return tx * 4 + (c / 4) * (across * 4) + c % 4;
+        return tx * s.tn + c;
     }
+    Expr column(const MatmulSchedule& s, int c) const { return j0 + column_in_tile(s, c); }
+    static bool quads(const MatmulSchedule& s) { return s.staged && s.tn > 4 && s.tn % 4 == 0; }
 };
 
 Place place(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
@@ -208,10 +216,16 @@ void staged_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
         k.barrier();
     };
     Var a_at = k.let(at.ty * s.tm, "a_at");
-    Var b_at = k.let(at.tx * s.tn, "b_at");
+    // The thread's B values of a term: one run of tn, or tn/4 quads.
+    const int b_run = Place::quads(s) ? 4 : s.tn;
+    std::vector<Var> b_at;
+    for (int c = 0; c < s.tn; c += b_run) b_at.push_back(k.let(at.column_in_tile(s, c), "b_at"));
     auto term = [&](const Expr& q) {
         const std::vector<Expr> av = read_run(k, a_tile, q * a_ld + a_at, s.tm, "a");
-        acc.add_term(av, read_run(k, b_tile, q * b_ld + b_at, s.tn, "b"));
+        std::vector<Expr> bv;
+        for (const Var& b : b_at)
+            for (const Expr& v : read_run(k, b_tile, q * b_ld + b, b_run, "b")) bv.push_back(v);
+        acc.add_term(av, bv);
     };
     Var whole = k.let(p.k / bk * bk, "whole");  // terms in whole steps
     if (s.prefetch) fetch(0);
@@ -352,6 +366,7 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         direct(8, 128, 8, 4, true),
         staged(8, 32, 64, 1, 1, true),
         staged(32, 32, 64, 2, 2, true),
+        staged(64, 64, 16, 8, 8, true),
     };
     return variants;
 }

@@ -66,7 +66,8 @@ struct MatmulSchedule {
     std::string name;
     int bm = 64, bn = 64;  // block tile (outputs), multiples of tm and tn (or wm and wn)
     int bk = 8;            // staged only: k-steps per shared tile (a power of two, 1 to 64)
-    int tm = 4, tn = 4;    // thread tile (outputs held in registers), 1 to 8 each
+    int tm = 4, tn = 4;    // thread tile (outputs held in registers), 1 to 8 each; staged
+                           // with tn 8, a thread's columns are two quads bn/2 apart
     bool staged = true;
     bool prefetch = false;  // staged only: the next step's loads in flight during this step
     // direct only: a thread's tn columns lie bn/tn apart instead of side by side, so adjacent
@@ -93,6 +94,7 @@ struct MatmulSchedule {
 //   d8x128_t8x4_s            direct, 32 threads of 8x4 with spread columns (for CPUs)
 //   s8x32_k64_t1x1_p         } few rows, long k: steps of 64 terms with prefetch, so each
 //   s32x32_k64_t2x2_p        } thread has a step's loads in flight (a GPU's bandwidth needs them)
+//   s64x64_k16_t8x8_p        64 threads of 8x8, steps of 16 terms with prefetch
 const std::vector<MatmulSchedule>& matmul_variants();
 // The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
 //   tc128x128_k32_w64x32    8 warps of 64 x 32
@@ -104,6 +106,7 @@ const std::vector<MatmulSchedule>& matmul_variants();
 //   tc128x256_k16_w64x64_s2 steps of 16 terms, 2 stages (the tiles of 32 would not fit twice)
 //   tc16x32_k32_w16x8       4 warps of 16 x 8  } few rows, long k (a few tokens through a
 //   tc16x16_k32_w16x8       2 warps of 16 x 8  } linear layer): blocks enough for every SM
+//   tc256x128_k32_w64x64    8 warps of 64 x 64, A's tile the taller
 const std::vector<MatmulSchedule>& matmul_tensor_core_variants();
 // A point of either domain by name; kiln::Error if unknown.
 const MatmulSchedule& matmul_variant(const std::string& name);

@@ -2,6 +2,7 @@
 // pairs, each warp's tile summed by mma.m16n8k16 steps (ir::stmt::Mma) over k in 16s from p = 0.
 #include "ops/matmul_tensor_core.hpp"
 
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -32,6 +33,84 @@ Expr pair_at(const ElementRead& m, const Expr& q, const Expr& k, bool inside,
                       constant(DType::u32, 0));
     };
     return half(q) | (half(q + 1) << 16);
+}
+
+// What a thread stages of one operand: `lines` lines (rows of A or columns of B) of a step's
+// `pairs` pairs each, into a pair tile whose lines are `ld` words apart.
+struct OperandShape {
+    ElementRead read;
+    int lines, pairs, ld;
+    bool k_contiguous;  // consecutive elements along k are adjacent in memory
+    int threads;
+    std::function<Expr(const Expr&)> clamped_line;  // a tile line's operand line, in range
+};
+
+// The slots a thread fills of one operand's tile, each `width` pairs: 4 (read as one 16-byte
+// vector load) where the operand is a buffer contiguous along k, else 1; and the pairs in
+// flight between a step's fetch and its put.
+struct Staging {
+    int width = 1;
+    std::vector<TileSlot> slots;
+    std::vector<std::vector<Var>> pairs;  // by slot
+    std::optional<Memory> buffer;
+
+    // Loads the slots' pairs of the step from p0 on (`inside`: the whole step lies below k);
+    // element(line, q) is the index of element q of the operand line.
+    void fetch(KernelBuilder& k, const Expr& p0, const Expr& k_terms, bool inside,
+               const std::function<Expr(const Expr&, const Expr&)>& element) {
+        for (size_t i = 0; i < slots.size(); ++i) {
+            const TileSlot& slot = slots[i];
+            auto at = [&](const Expr& q) { return element(slot.line, q); };
+            if (width == 4 && inside) {
+                const std::vector<Var> v = k.load_vector(*buffer, at(p0 + slot.term), 8, "h");
+                for (size_t j = 0; j < 4; ++j)
+                    pairs[i][j] =
+                        bitcast(DType::u32, v[2 * j]) | (bitcast(DType::u32, v[2 * j + 1]) << 16);
+                continue;
+            }
+            for (int j = 0; j < width; ++j)
+                pairs[i][size_t(j)] = pair_at(read, p0 + slot.term + 2 * j, k_terms, inside, at);
+        }
+    }
+    // Stores the pairs into the tile from `offset` (a stage's first word).
+    void put(KernelBuilder& k, const Memory& tile, const Expr& offset) const {
+        for (size_t i = 0; i < slots.size(); ++i) {
+            const Expr at = slots[i].tile_at + offset;
+            auto store = [&] {
+                if (width == 4)
+                    k.store_vector(tile, at, {pairs[i][0], pairs[i][1], pairs[i][2], pairs[i][3]});
+                else
+                    tile[at] = pairs[i][0];
+            };
+            if (slots[i].has)
+                k.if_(*slots[i].has, store);
+            else
+                store();
+        }
+    }
+
+    ElementRead read;
+};
+
+// Consecutive threads take consecutive pairs (or runs of 4) along the operand's contiguous
+// dimension.
+Staging stage_operand(KernelBuilder& k, const OperandShape& o) {
+    Staging st{.read = o.read};
+    st.buffer = o.read.buffer;
+    st.width = st.buffer && o.k_contiguous && o.pairs % 4 == 0 ? 4 : 1;
+    const int runs = o.pairs / st.width;  // a line's slots
+    st.slots = tile_slots(k, o.lines * runs, o.threads, [&](const Expr& e) {
+        Var line = k.let(o.k_contiguous ? e / runs : e % o.lines, "line");
+        Var c = k.let((o.k_contiguous ? e % runs : e / o.lines) * st.width, "c");
+        return TileSlot{k.let(line * o.ld + c, "tile_at"),
+                        k.let(o.clamped_line(line), "operand_line"), k.let(c * 2, "q"),
+                        std::nullopt};
+    });
+    for (size_t i = 0; i < st.slots.size(); ++i) {
+        st.pairs.emplace_back();
+        for (int j = 0; j < st.width; ++j) st.pairs.back().push_back(k.let(DType::u32, 0, "pair"));
+    }
+    return st;
 }
 
 }  // namespace
@@ -70,44 +149,26 @@ void tensor_core_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes&
     } at{block.batch, k.let(p.a_offset + block.batch * p.a_batch, "a_base"),
          k.let(p.b_offset + block.batch * p.b_batch, "b_base"), k.let(block.tile_m * bm, "i0"),
          k.let(block.tile_n * bn, "j0")};
-    // Consecutive threads take consecutive pairs along each operand's contiguous dimension.
-    const std::vector<TileSlot> a_slots = tile_slots(k, bm * pairs, T, [&](const Expr& e) {
-        Var r = k.let(t.a_transposed ? e % bm : e / pairs, "r");
-        Var c = k.let(t.a_transposed ? e / bm : e % pairs, "c");
-        return TileSlot{k.let(r * ld + c, "a_tile_at"), k.let(min(at.i0 + r, p.m - 1), "a_row"),
-                        k.let(c * 2, "q"), std::nullopt};
-    });
-    const std::vector<TileSlot> b_slots = tile_slots(k, bn * pairs, T, [&](const Expr& e) {
-        Var n = k.let(t.b_transposed ? e / pairs : e % bn, "n");
-        Var c = k.let(t.b_transposed ? e % pairs : e / bn, "c");
-        return TileSlot{k.let(n * ld + c, "b_tile_at"), k.let(min(at.j0 + n, p.n - 1), "b_col"),
-                        k.let(c * 2, "q"), std::nullopt};
-    });
-    std::vector<Var> a_vals, b_vals;
-    for (size_t i = 0; i < a_slots.size(); ++i) a_vals.push_back(k.let(DType::u32, 0, "a_pair"));
-    for (size_t i = 0; i < b_slots.size(); ++i) b_vals.push_back(k.let(DType::u32, 0, "b_pair"));
+    // Each operand's share of a step's pairs; A's lines are rows of C, B's columns.
+    Staging a = stage_operand(k, {p.a, bm, pairs, ld, !t.a_transposed, T,
+                                  [&](const Expr& line) { return min(at.i0 + line, p.m - 1); }});
+    Staging b = stage_operand(k, {p.b, bn, pairs, ld, t.b_transposed, T,
+                                  [&](const Expr& line) { return min(at.j0 + line, p.n - 1); }});
+    auto a_element = [&](const Expr& row, const Expr& q) {
+        return element_at(at.a_base, row, q, p.lda, t.a_transposed);
+    };
+    auto b_element = [&](const Expr& col, const Expr& q) {
+        return element_at(at.b_base, q, col, p.ldb, t.b_transposed);
+    };
     // The step's pairs from p0 on; `inside`: the whole step lies below k.
     auto fetch = [&](const Expr& p0, bool inside) {
-        for (size_t i = 0; i < a_slots.size(); ++i)
-            a_vals[i] = pair_at(p.a, p0 + a_slots[i].term, p.k, inside, [&](const Expr& q) {
-                return element_at(at.a_base, a_slots[i].line, q, p.lda, t.a_transposed);
-            });
-        for (size_t i = 0; i < b_slots.size(); ++i)
-            b_vals[i] = pair_at(p.b, p0 + b_slots[i].term, p.k, inside, [&](const Expr& q) {
-                return element_at(at.b_base, q, b_slots[i].line, p.ldb, t.b_transposed);
-            });
+        a.fetch(k, p0, p.k, inside, a_element);
+        b.fetch(k, p0, p.k, inside, b_element);
     };
     // The fetched pairs into the tiles of stage `stage` (the caller then waits at a barrier).
     auto put = [&](const Expr& stage) {
-        auto store = [&](const Memory& tile, const TileSlot& slot, int size, const Expr& v) {
-            const Expr at_stage = s.stages == 1 ? Expr(slot.tile_at) : slot.tile_at + stage * size;
-            if (slot.has)
-                k.if_(*slot.has, [&] { tile[at_stage] = v; });
-            else
-                tile[at_stage] = v;
-        };
-        for (size_t i = 0; i < a_slots.size(); ++i) store(a_tile, a_slots[i], a_size, a_vals[i]);
-        for (size_t i = 0; i < b_slots.size(); ++i) store(b_tile, b_slots[i], b_size, b_vals[i]);
+        a.put(k, a_tile, s.stages == 1 ? Expr(0) : stage * a_size);
+        b.put(k, b_tile, s.stages == 1 ? Expr(0) : stage * b_size);
     };
 
     // The warp's tile and the lane's place in the mma fragments (g = lane / 4, tq = lane % 4).
@@ -225,7 +286,7 @@ const std::vector<MatmulSchedule>& matmul_tensor_core_variants() {
         point(128, 128, 64, 32),       point(128, 256, 64, 64),      point(64, 128, 32, 64),
         point(64, 64, 32, 32),         point(32, 32, 16, 16),        point(128, 128, 64, 32, 32, 2),
         point(64, 128, 32, 64, 32, 2), point(64, 64, 32, 32, 32, 2), point(128, 256, 64, 64, 16, 2),
-        point(16, 32, 16, 8),          point(16, 16, 16, 8),
+        point(16, 32, 16, 8),          point(16, 16, 16, 8),         point(256, 128, 64, 64),
     };
     return variants;
 }
