@@ -303,7 +303,9 @@ bool is_const(const ExprRef& e, int64_t* value = nullptr);
 const ArrayInfo& array_info(const Kernel& k, MemRef mem);  // shared or local memory
 DType mem_dtype(const Kernel& k, MemRef mem);
 // Whether a LoadVector may read `width` elements of `t`: 2 or 4 of a 4-byte dtype, 4 or 8 of
-// a 2-byte one (at most 16 bytes).
+// a 2-byte one (at most 16 bytes); and whether a StoreVector may write them: 2 or 4 of a 4-byte
+// dtype.
 bool loadable_vector(DType t, int width);
+bool storable_vector(DType t, int width);
 
 }  // namespace kiln::ir

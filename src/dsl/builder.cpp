@@ -272,7 +272,7 @@ std::vector<Var> KernelBuilder::load_vector(const Memory& m, const Expr& index, 
 
 void KernelBuilder::store_vector(const Memory& m, const Expr& index,
                                  const std::vector<Expr>& values) {
-    if ((values.size() != 2 && values.size() != 4) || size_of(m.dtype()) != 4)
+    if (!ir::storable_vector(m.dtype(), static_cast<int>(values.size())))
         fail("kernel {}: store_vector of {} {} elements; expected 2 or 4 of a 4-byte type",
              kernel_.name, values.size(), kiln::name(m.dtype()));
     check_constant_index(m.ref(), index, static_cast<int64_t>(values.size()));

@@ -173,9 +173,12 @@ const ArrayInfo& array_info(const Kernel& k, MemRef mem) {
     fail("kernel {}: array_info of a global buffer", k.name);
 }
 
+bool storable_vector(DType t, int width) {
+    return size_of(t) == 4 && (width == 2 || width == 4);
+}
+
 bool loadable_vector(DType t, int width) {
-    if (size_of(t) == 4) return width == 2 || width == 4;
-    return size_of(t) == 2 && (width == 4 || width == 8);
+    return storable_vector(t, width) || (size_of(t) == 2 && (width == 4 || width == 8));
 }
 
 DType mem_dtype(const Kernel& k, MemRef mem) {

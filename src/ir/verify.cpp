@@ -32,11 +32,11 @@ struct Verifier {
         if (!is_integer(index->type))
             error(fmt::format("vector {} index {} is {}; expected an integer", what, text(index),
                               name(index->type)));
-        if (std::string_view(what) == "store" ? (width != 2 && width != 4) || size_of(t) != 4
-                                              : !loadable_vector(t, static_cast<int>(width)))
-            error(fmt::format(
-                "vector {} of {} {} elements; expected 2 or 4 of a 4-byte type{}", what, width,
-                name(t), std::string_view(what) == "store" ? "" : ", or 4 or 8 of a 2-byte type"));
+        const bool store = std::string_view(what) == "store";
+        const int w = static_cast<int>(width);
+        if (store ? !storable_vector(t, w) : !loadable_vector(t, w))
+            error(fmt::format("vector {} of {} {} elements; expected 2 or 4 of a 4-byte type{}",
+                              what, width, name(t), store ? "" : ", or 4 or 8 of a 2-byte type"));
         return t;
     }
 

@@ -2,7 +2,6 @@
 // pairs, each warp's tile summed by mma.m16n8k16 steps (ir::stmt::Mma) over k in 16s from p = 0.
 #include "ops/matmul_tensor_core.hpp"
 
-#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -52,7 +51,6 @@ struct Staging {
     int width = 1;
     std::vector<TileSlot> slots;
     std::vector<std::vector<Var>> pairs;  // by slot
-    std::optional<Memory> buffer;
 
     // Loads the slots' pairs of the step from p0 on (`inside`: the whole step lies below k);
     // element(line, q) is the index of element q of the operand line.
@@ -62,7 +60,7 @@ struct Staging {
             const TileSlot& slot = slots[i];
             auto at = [&](const Expr& q) { return element(slot.line, q); };
             if (width == 4 && inside) {
-                const std::vector<Var> v = k.load_vector(*buffer, at(p0 + slot.term), 8, "h");
+                const std::vector<Var> v = k.load_vector(*read.buffer, at(p0 + slot.term), 8, "h");
                 for (size_t j = 0; j < 4; ++j)
                     pairs[i][j] =
                         bitcast(DType::u32, v[2 * j]) | (bitcast(DType::u32, v[2 * j + 1]) << 16);
@@ -96,8 +94,7 @@ struct Staging {
 // dimension.
 Staging stage_operand(KernelBuilder& k, const OperandShape& o) {
     Staging st{.read = o.read};
-    st.buffer = o.read.buffer;
-    st.width = st.buffer && o.k_contiguous && o.pairs % 4 == 0 ? 4 : 1;
+    st.width = o.read.buffer && o.k_contiguous && o.pairs % 4 == 0 ? 4 : 1;
     const int runs = o.pairs / st.width;  // a line's slots
     st.slots = tile_slots(k, o.lines * runs, o.threads, [&](const Expr& e) {
         Var line = k.let(o.k_contiguous ? e / runs : e % o.lines, "line");
