@@ -152,6 +152,38 @@ TEST(MatmulTensorCore, F16PointsAgreeAndStayWithinTheBoundOnTensorCores) {
     expect_points_on_tensor_cores(DType::f16, false, true, 350, true);
 }
 
+// The interpreter runs the mma step (each product added in k order, within the class's bound of
+// the hardware), so every point's fragment layout and staging is checked on the host too: ragged
+// shapes, both layouts of each operand, views at odd and at 16-byte-aligned offsets.
+TEST(MatmulTensorCore, InterpretedPointsStayWithinTheBound) {
+    constexpr ops::MatmulShape shapes[] = {{1, 1, 1, 1}, {2, 37, 45, 16}, {1, 40, 33, 70}};
+    uint64_t seed = 400;
+    for (const auto* p : tensor_core_points())
+        for (const auto& s : shapes)
+            for (int layout = 0; layout < 4; ++layout) {
+                const bool at = layout & 1, bt = layout & 2, aligned = layout == 2;
+                SCOPED_TRACE(fmt::format("{} a{} b{} m={} n={} k={}", p->name, at ? "t" : "n",
+                                         bt ? "t" : "n", s.m, s.n, s.k));
+                const int64_t lda = (at ? s.m : s.k) + (aligned ? 0 : 3);
+                const int64_t ldb = aligned ? (s.k + 7) / 8 * 8 : (bt ? s.k : s.n) + 1;
+                const ops::MatmulOperand av{aligned ? 0 : 1, (at ? s.k : s.m) * lda, lda, at};
+                const ops::MatmulOperand bv{aligned ? 8 : 2, (bt ? s.n : s.k) * ldb, ldb, bt};
+                const HostBuffer a = random_values(
+                    DType::bf16, view_index(av, s.batch - 1, s.m - 1, s.k - 1, s.m, s.k) + 1,
+                    seed++);
+                const HostBuffer b = random_values(
+                    DType::bf16, view_index(bv, s.batch - 1, s.k - 1, s.n - 1, s.k, s.n) + 1,
+                    seed++);
+                const ops::MatmulOperand c{0, s.m * s.n, s.n, false};
+                const auto out =
+                    interpret(ops::matmul_kernel({DType::bf16, DType::f32, at, bt}, *p),
+                              ops::matmul_grid(s, *p),
+                              {a, b, test::poisoned(DType::f32, size_t(s.batch * s.m * s.n))},
+                              ops::matmul_scalars(s, av, bv, c));
+                EXPECT_TRUE(within_bound(out[2], a, av, b, bv, s));
+            }
+}
+
 // The entry with the class: on tensor cores within the bound (and tuned over the class's
 // points), elsewhere the exact class's bits.
 // The entry, with a winner recorded beforehand in a private tuner: a point of the class's domain

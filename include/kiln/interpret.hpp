@@ -1,7 +1,9 @@
 // kiln::interpret: runs any kernel on the host, giving the bits every device gives — the oracle of
 // a kernel nobody wrote a C++ reference for. It reads the IR itself (not generated source):
 // kiln's scalar semantics for every dtype, folds in their canonical order, shared tiles and
-// barriers, every statement kind.
+// barriers, every statement kind. One exception: a tensor-core mma step's bits are the hardware's;
+// the interpreter adds each of its products in k order with fmaf, which lies within the
+// tensor-core class's bound of them (so a kernel's fragment layout can be checked on the host).
 //
 //   std::vector<kiln::HostBuffer> out = kiln::interpret(kernel, grid, {x, y}, {2.0f});
 //   std::vector<float> y_values = out[1].values<float>();

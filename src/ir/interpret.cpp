@@ -1,6 +1,8 @@
 // interpret: the block executor (statements per thread, or across the block where threads meet).
 #include "ir/interpret.hpp"
 
+#include <bit>
+#include <cmath>
 #include <memory>
 #include <unordered_map>
 
@@ -9,6 +11,7 @@
 #include "ir/tape.hpp"
 #include "ir/visit.hpp"
 #include "kiln/error.hpp"
+#include "kiln/semantics.hpp"
 
 namespace kiln::ir {
 namespace {
@@ -186,10 +189,7 @@ class Interpreter {
     }
     void exec(const stmt::Fold& n, int t) { fold(n, t, 1); }
     void exec(const stmt::Mma&, int) {
-        fail(
-            "kernel {}: a tensor-core mma step; the interpreter runs the exact class only "
-            "(mma runs on a CUDA device with tensor cores)",
-            k_.name);
+        fail("kernel {}: a tensor-core mma step reached inside code run per thread", k_.name);
     }
 
     // --- the canonical fold ------------------------------------------------------------------
@@ -236,8 +236,10 @@ class Interpreter {
         if (!s) return false;
         auto it = meets_.find(s.get());
         if (it != meets_.end()) return it->second;
-        const bool m = contains_barrier(s) ||
-                       contains(s, [](const StmtNode& n) { return reads_other_threads(n); });
+        const bool m =
+            contains_barrier(s) || contains(s, [](const StmtNode& n) {
+                return reads_other_threads(n) || std::holds_alternative<stmt::Mma>(n.node);
+            });
         meets_.emplace(s.get(), m);
         return m;
     }
@@ -307,6 +309,47 @@ class Interpreter {
         for (int t = 0; t < threads_; ++t) local(t, n.local) = values[static_cast<size_t>(t)];
     }
     void across(const stmt::Let& n) { assign_after_all(n); }
+    // A warp's mma step (ir::stmt::Mma's fragment layout), each warp's fragments gathered from
+    // its 32 threads. Each output is C, then one fmaf per product in k order: not a tensor
+    // core's bits (the hardware adds its 16 products its own way) but within the class's bound
+    // of them, so a kernel's fragment layout can be checked on the host.
+    void across(const stmt::Mma& n) {
+        if (threads_ % stmt::kWarpBarrierGroup != 0)
+            fail("kernel {}: an mma step in a block of {} threads; expected a multiple of {}",
+                 k_.name, threads_, stmt::kWarpBarrierGroup);
+        auto half = [&](Slot word, int hi) {
+            const auto bits = static_cast<uint16_t>(static_cast<uint32_t>(word) >> (16 * hi));
+            return n.input == DType::bf16 ? semantics::bf16_to_f32(bits)
+                                          : semantics::f16_to_f32(bits);
+        };
+        for (int w = 0; w < threads_; w += stmt::kWarpBarrierGroup) {
+            float a[16][16], b[16][8], d[16][8];
+            for (int lane = 0; lane < stmt::kWarpBarrierGroup; ++lane) {
+                const int t = w + lane, g = lane / 4, q = lane % 4;
+                for (int i = 0; i < 4; ++i) {  // A(g + 8*(i%2), 2q + 8*(i/2) + h)
+                    const Slot word = eval(n.a[size_t(i)], t);
+                    for (int h = 0; h < 2; ++h)
+                        a[g + 8 * (i % 2)][2 * q + 8 * (i / 2) + h] = half(word, h);
+                }
+                for (int i = 0; i < 2; ++i) {  // B(2q + 8*i + h, g)
+                    const Slot word = eval(n.b[size_t(i)], t);
+                    for (int h = 0; h < 2; ++h) b[2 * q + 8 * i + h][g] = half(word, h);
+                }
+                for (int i = 0; i < 4; ++i)  // D(g + 8*(i/2), 2q + i%2)
+                    d[g + 8 * (i / 2)][2 * q + i % 2] =
+                        slot_as_f32(DType::f32, local(t, n.acc[size_t(i)]));
+            }
+            for (int r = 0; r < 16; ++r)
+                for (int c = 0; c < 8; ++c)
+                    for (int p = 0; p < 16; ++p) d[r][c] = std::fma(a[r][p], b[p][c], d[r][c]);
+            for (int lane = 0; lane < stmt::kWarpBarrierGroup; ++lane) {
+                const int g = lane / 4, q = lane % 4;
+                for (int i = 0; i < 4; ++i)
+                    local(w + lane, n.acc[size_t(i)]) =
+                        std::bit_cast<uint32_t>(d[g + 8 * (i / 2)][2 * q + i % 2]);
+            }
+        }
+    }
     void across(const stmt::Assign& n) { assign_after_all(n); }
     template <typename N>
     void across(const N& n) {  // Store, LoadVector, StoreVector: never meeting points

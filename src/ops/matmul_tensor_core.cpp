@@ -7,108 +7,19 @@
 #include <fmt/format.h>
 
 #include "ops/contraction.hpp"
+#include "ops/tensor_core_parts.hpp"
 
 namespace kiln::ops {
 namespace {
 
 using namespace contraction;
+using namespace tensor_core;
 
-constexpr int kWarp = 32;
 // u32 words each row of a pair tile is padded by: with bk 32 its rows lie 20 words apart, so a
 // fragment read (8 rows x 4 consecutive pairs) touches each of the 32 banks once.
 constexpr int kPairPad = 4;
 // The shared memory a block may declare statically (CUDA's limit without an opt-in).
 constexpr int64_t kMaxSharedBytes = 48 * 1024;
-
-// Input elements q and q + 1 along k of an operand line as one u32 (q's bits in the low half).
-// `element(q)` is the index of the line's element q. Unless `inside` (both below k, known),
-// each is read clamped (always in bounds) and zero past k, so a last, padded mma step adds
-// exact zeros.
-Expr pair_at(const ElementRead& m, const Expr& q, const Expr& k, bool inside,
-             const std::function<Expr(const Expr&)>& element) {
-    auto half = [&](const Expr& at) {
-        if (inside) return bitcast(DType::u32, m(element(at)));
-        return select(at < k, bitcast(DType::u32, m(element(min(at, k - 1)))),
-                      constant(DType::u32, 0));
-    };
-    return half(q) | (half(q + 1) << 16);
-}
-
-// What a thread stages of one operand: `lines` lines (rows of A or columns of B) of a step's
-// `pairs` pairs each, into a pair tile whose lines are `ld` words apart.
-struct OperandShape {
-    ElementRead read;
-    int lines, pairs, ld;
-    bool k_contiguous;  // consecutive elements along k are adjacent in memory
-    int threads;
-    std::function<Expr(const Expr&)> clamped_line;  // a tile line's operand line, in range
-};
-
-// The slots a thread fills of one operand's tile, each `width` pairs: 4 (read as one 16-byte
-// vector load) where the operand is a buffer contiguous along k, else 1; and the pairs in
-// flight between a step's fetch and its put.
-struct Staging {
-    int width = 1;
-    std::vector<TileSlot> slots;
-    std::vector<std::vector<Var>> pairs;  // by slot
-
-    // Loads the slots' pairs of the step from p0 on (`inside`: the whole step lies below k);
-    // element(line, q) is the index of element q of the operand line.
-    void fetch(KernelBuilder& k, const Expr& p0, const Expr& k_terms, bool inside,
-               const std::function<Expr(const Expr&, const Expr&)>& element) {
-        for (size_t i = 0; i < slots.size(); ++i) {
-            const TileSlot& slot = slots[i];
-            auto at = [&](const Expr& q) { return element(slot.line, q); };
-            if (width == 4 && inside) {
-                const std::vector<Var> v = k.load_vector(*read.buffer, at(p0 + slot.term), 8, "h");
-                for (size_t j = 0; j < 4; ++j)
-                    pairs[i][j] =
-                        bitcast(DType::u32, v[2 * j]) | (bitcast(DType::u32, v[2 * j + 1]) << 16);
-                continue;
-            }
-            for (int j = 0; j < width; ++j)
-                pairs[i][size_t(j)] = pair_at(read, p0 + slot.term + 2 * j, k_terms, inside, at);
-        }
-    }
-    // Stores the pairs into the tile from `offset` (a stage's first word).
-    void put(KernelBuilder& k, const Memory& tile, const Expr& offset) const {
-        for (size_t i = 0; i < slots.size(); ++i) {
-            const Expr at = slots[i].tile_at + offset;
-            auto store = [&] {
-                if (width == 4)
-                    k.store_vector(tile, at, {pairs[i][0], pairs[i][1], pairs[i][2], pairs[i][3]});
-                else
-                    tile[at] = pairs[i][0];
-            };
-            if (slots[i].has)
-                k.if_(*slots[i].has, store);
-            else
-                store();
-        }
-    }
-
-    ElementRead read;
-};
-
-// Consecutive threads take consecutive pairs (or runs of 4) along the operand's contiguous
-// dimension.
-Staging stage_operand(KernelBuilder& k, const OperandShape& o) {
-    Staging st{.read = o.read};
-    st.width = o.read.buffer && o.k_contiguous && o.pairs % 4 == 0 ? 4 : 1;
-    const int runs = o.pairs / st.width;  // a line's slots
-    st.slots = tile_slots(k, o.lines * runs, o.threads, [&](const Expr& e) {
-        Var line = k.let(o.k_contiguous ? e / runs : e % o.lines, "line");
-        Var c = k.let((o.k_contiguous ? e % runs : e / o.lines) * st.width, "c");
-        return TileSlot{k.let(line * o.ld + c, "tile_at"),
-                        k.let(o.clamped_line(line), "operand_line"), k.let(c * 2, "q"),
-                        std::nullopt};
-    });
-    for (size_t i = 0; i < st.slots.size(); ++i) {
-        st.pairs.emplace_back();
-        for (int j = 0; j < st.width; ++j) st.pairs.back().push_back(k.let(DType::u32, 0, "pair"));
-    }
-    return st;
-}
 
 }  // namespace
 

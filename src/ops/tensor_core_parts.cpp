@@ -1,0 +1,74 @@
+// Pieces of the tensor-core class's kernels: operand pairs and the staging of shared pair tiles.
+#include "ops/tensor_core_parts.hpp"
+
+namespace kiln::ops::tensor_core {
+
+using contraction::TileSlot;
+
+Expr pair_at(const ElementRead& m, const Expr& q, const Expr& k, bool inside,
+             const std::function<Expr(const Expr&)>& element) {
+    auto half = [&](const Expr& at) {
+        if (inside) return bitcast(DType::u32, m(element(at)));
+        return select(at < k, bitcast(DType::u32, m(element(min(at, k - 1)))),
+                      constant(DType::u32, 0));
+    };
+    return half(q) | (half(q + 1) << 16);
+}
+
+Expr pack_pair(DType input, const Expr& lo, const Expr& hi) {
+    auto half = [&](const Expr& v) { return bitcast(DType::u32, cast(input, v)); };
+    return half(lo) | (half(hi) << 16);
+}
+
+void Staging::fetch(KernelBuilder& k, const Expr& p0, const Expr& k_terms, bool inside,
+                    const std::function<Expr(const Expr&, const Expr&)>& element) {
+    for (size_t i = 0; i < slots.size(); ++i) {
+        const TileSlot& slot = slots[i];
+        auto at = [&](const Expr& q) { return element(slot.line, q); };
+        if (width == 4 && inside) {
+            const std::vector<Var> v = k.load_vector(*read.buffer, at(p0 + slot.term), 8, "h");
+            for (size_t j = 0; j < 4; ++j)
+                pairs[i][j] =
+                    bitcast(DType::u32, v[2 * j]) | (bitcast(DType::u32, v[2 * j + 1]) << 16);
+            continue;
+        }
+        for (int j = 0; j < width; ++j)
+            pairs[i][size_t(j)] = pair_at(read, p0 + slot.term + 2 * j, k_terms, inside, at);
+    }
+}
+
+void Staging::put(KernelBuilder& k, const Memory& tile, const Expr& offset) const {
+    for (size_t i = 0; i < slots.size(); ++i) {
+        const Expr at = slots[i].tile_at + offset;
+        auto store = [&] {
+            if (width == 4)
+                k.store_vector(tile, at, {pairs[i][0], pairs[i][1], pairs[i][2], pairs[i][3]});
+            else
+                tile[at] = pairs[i][0];
+        };
+        if (slots[i].has)
+            k.if_(*slots[i].has, store);
+        else
+            store();
+    }
+}
+
+Staging stage_operand(KernelBuilder& k, const OperandShape& o) {
+    Staging st{.read = o.read};
+    st.width = o.read.buffer && o.k_contiguous && o.pairs % 4 == 0 ? 4 : 1;
+    const int runs = o.pairs / st.width;  // a line's slots
+    st.slots = contraction::tile_slots(k, o.lines * runs, o.threads, [&](const Expr& e) {
+        Var line = k.let(o.k_contiguous ? e / runs : e % o.lines, "line");
+        Var c = k.let((o.k_contiguous ? e % runs : e / o.lines) * st.width, "c");
+        return TileSlot{k.let(line * o.ld + c, "tile_at"),
+                        k.let(o.clamped_line(line), "operand_line"), k.let(c * 2, "q"),
+                        std::nullopt};
+    });
+    for (size_t i = 0; i < st.slots.size(); ++i) {
+        st.pairs.emplace_back();
+        for (int j = 0; j < st.width; ++j) st.pairs.back().push_back(k.let(DType::u32, 0, "pair"));
+    }
+    return st;
+}
+
+}  // namespace kiln::ops::tensor_core

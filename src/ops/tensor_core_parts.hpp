@@ -1,0 +1,58 @@
+// Pieces the tensor-core class's kernels (matmul's, attention's) build from: operand elements as
+// u32 pairs of 16-bit values (mma's operand words), and a block's staging of an operand's lines
+// into a shared pair tile, 4 pairs a load where the operand is a buffer contiguous along k.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "kiln/dsl.hpp"
+#include "ops/contraction.hpp"
+#include "ops/kernel_parts.hpp"
+
+namespace kiln::ops::tensor_core {
+
+inline constexpr int kWarp = 32;
+
+// Input elements q and q + 1 along k of an operand line as one u32 (q's bits in the low half).
+// `element(q)` is the index of the line's element q. Unless `inside` (both below k, known),
+// each is read clamped (always in bounds) and zero past k, so a last, padded mma step adds
+// exact zeros.
+Expr pair_at(const ElementRead& m, const Expr& q, const Expr& k, bool inside,
+             const std::function<Expr(const Expr&)>& element);
+
+// Two f32 values rounded to `input` (f16 or bf16) as one u32, lo's bits in the low half.
+Expr pack_pair(DType input, const Expr& lo, const Expr& hi);
+
+// What a thread stages of one operand: `lines` lines (rows of A or columns of B) of a step's
+// `pairs` pairs each, into a pair tile whose lines are `ld` words apart.
+struct OperandShape {
+    ElementRead read;
+    int lines, pairs, ld;
+    bool k_contiguous;  // consecutive elements along k are adjacent in memory
+    int threads;
+    std::function<Expr(const Expr&)> clamped_line;  // a tile line's operand line, in range
+};
+
+// The slots a thread fills of one operand's tile, each `width` pairs: 4 (read as one 16-byte
+// vector load) where the operand is a buffer contiguous along k, else 1; and the pairs in
+// flight between a step's fetch and its put.
+struct Staging {
+    int width = 1;
+    std::vector<contraction::TileSlot> slots;
+    std::vector<std::vector<Var>> pairs;  // by slot
+    ElementRead read;
+
+    // Loads the slots' pairs of the step from p0 on (`inside`: the whole step lies below
+    // k_terms); element(line, q) is the index of element q of the operand line.
+    void fetch(KernelBuilder& k, const Expr& p0, const Expr& k_terms, bool inside,
+               const std::function<Expr(const Expr&, const Expr&)>& element);
+    // Stores the pairs into the tile from `offset` (a stage's first word).
+    void put(KernelBuilder& k, const Memory& tile, const Expr& offset) const;
+};
+
+// Consecutive threads take consecutive pairs (or runs of 4) along the operand's contiguous
+// dimension.
+Staging stage_operand(KernelBuilder& k, const OperandShape& o);
+
+}  // namespace kiln::ops::tensor_core
