@@ -2,12 +2,13 @@
 // figures' cases (causal 1x8x256x64 f32 and causal 4x32x2048x128 bf16, O in the inputs' dtype)
 // or the --cases given. Figures are the median of device-side timings (kiln::time_dispatches, the
 // tuner's protocol); GFLOP/s = 4 * batch * heads * head_dim * (query-key pairs not masked) / time.
-// Every point's output is compared bitwise with the first point's (the exact class: all equal)
-// and, for cases small enough to run it here, with the oracle on the host. A CPU or other non-GPU
-// device skips cases past 20 GFLOP unless --device names it.
+// Every point's output is compared bitwise with the first point's (each class: all equal) and, for
+// exact-class cases small enough to run it here, with the oracle on the host. --class
+// tensor_core runs the tensor-core class's points (f16/bf16 cases, devices with tensor cores). A
+// CPU or other non-GPU device skips cases past 20 GFLOP unless --device names it.
 //
 //   bench_attention [--device D] [--cases BxHxSxD[:f32|f16|bf16][:causal],...] [--iters N]
-//                   [--points p1,p2] [--json FILE]
+//                   [--points p1,p2] [--class exact|tensor_core] [--json FILE]
 // A case may give seq_q and seq_k apart as BxHxSQxSKxD.
 #include <cstring>
 
@@ -15,6 +16,7 @@
 #include "kiln/buffer.hpp"
 #include "kiln/semantics.hpp"
 #include "ops/attention.hpp"
+#include "ops/matmul.hpp"
 #include "oracle/attention.hpp"
 
 namespace kiln::bench {
@@ -102,9 +104,15 @@ struct Row {
 };
 
 int run(int argc, char** argv) {
-    const Flags flags(argc, argv, {"--device", "--cases", "--iters", "--points", "--json"},
+    const Flags flags(argc, argv,
+                      {"--device", "--cases", "--iters", "--points", "--class", "--json"},
                       "bench_attention [--device D] [--cases BxHxSxD[:f32|f16|bf16][:causal],...] "
-                      "[--iters N] [--points p1,p2] [--json FILE]");
+                      "[--iters N] [--points p1,p2] [--class exact|tensor_core] [--json FILE]");
+    const std::string class_name = flags.text("--class", "exact");
+    if (class_name != "exact" && class_name != "tensor_core")
+        fail("--class {}: expected exact or tensor_core", class_name);
+    const MatmulClass cls =
+        class_name == "tensor_core" ? MatmulClass::tensor_core : MatmulClass::exact;
     std::vector<Case> cases;
     for (const auto& text : split_list(flags.text("--cases", kDefaultCases)))
         cases.push_back(parse_case(text));
@@ -114,7 +122,9 @@ int run(int argc, char** argv) {
         for (const auto& name : split_list(flags.text("--points")))
             points.push_back(&ops::attention_variant(name));
     else
-        for (const auto& s : ops::attention_variants()) points.push_back(&s);
+        for (const auto& s : cls == MatmulClass::tensor_core ? ops::attention_tensor_core_variants()
+                                                             : ops::attention_variants())
+            points.push_back(&s);
     std::vector<Row> rows;
     for (const Case& c : cases) {
         const auto& s = c.shape;
@@ -123,9 +133,9 @@ int run(int argc, char** argv) {
         const std::vector<uint8_t> q = random_bytes(c.dtype, q_count, 1),
                                    k = random_bytes(c.dtype, kv_count, 2),
                                    v = random_bytes(c.dtype, kv_count, 3);
-        const ops::AttentionOptions options{c.causal, std::nullopt, c.dtype};
+        const ops::AttentionOptions options{c.causal, std::nullopt, c.dtype, cls};
         std::vector<uint8_t> want;
-        if (fmas(c) <= kOracleFmas)
+        if (fmas(c) <= kOracleFmas && cls == MatmulClass::exact)
             want = oracle::attention(c.dtype, c.dtype, q, k, v, s, c.causal,
                                      ops::attention_scale(s, options));
         const std::string what = fmt::format("{} {}{}", c.text.substr(0, c.text.find(':')),
@@ -142,6 +152,11 @@ int run(int argc, char** argv) {
             vb.upload_bytes(v);
             std::vector<uint8_t> first;
             for (const ops::AttentionSchedule* p : points) {
+                if (p->tensor_core() && !ops::has_tensor_cores(*d)) {
+                    fmt::print(stderr, "{} {} {}: skipped (no tensor cores)\n", d->info().id, what,
+                               p->name);
+                    continue;
+                }
                 const auto r = ops::attention_bench(*d, qb, kb, vb, s, options, *p, iters);
                 const std::vector<uint8_t> out = r.output.download_bytes();
                 if (first.empty()) first = out;

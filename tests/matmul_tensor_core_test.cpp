@@ -27,6 +27,7 @@
 
 using namespace kiln;
 using kiln::test::download;
+using kiln::test::float_at;
 using kiln::test::HostBuffer;
 using kiln::test::identical;
 using kiln::test::random_values;
@@ -49,17 +50,6 @@ constexpr ops::MatmulShape kShapes[] = {
     {1, 1, 1, 1}, {2, 37, 45, 16}, {1, 131, 133, 70}, {1, 200, 9, 300}, {3, 20, 19, 17},
 };
 
-float element(const HostBuffer& h, size_t i) {
-    if (h.dtype == DType::f32) {
-        float v;
-        std::memcpy(&v, h.bytes.data() + 4 * i, 4);
-        return v;
-    }
-    uint16_t bits;
-    std::memcpy(&bits, h.bytes.data() + 2 * i, 2);
-    return h.dtype == DType::f16 ? semantics::f16_to_f32(bits) : semantics::bf16_to_f32(bits);
-}
-
 size_t view_index(const ops::MatmulOperand& v, int64_t b, int64_t r, int64_t c, int64_t rows,
                   int64_t cols) {
     const int64_t ld = v.ld != 0 ? v.ld : (v.transposed ? rows : cols);
@@ -81,15 +71,15 @@ size_t view_index(const ops::MatmulOperand& v, int64_t b, int64_t r, int64_t c, 
         for (int64_t i = 0; i < s.m; ++i)
             for (int64_t j = 0; j < s.n; ++j) {
                 const size_t at = static_cast<size_t>((bt * s.m + i) * s.n + j);
-                const double diff = std::fabs(static_cast<double>(element(got, at)) -
-                                              static_cast<double>(element(exact, at)));
-                const double bound =
-                    class_bound[at] + rounding * std::fabs(static_cast<double>(element(exact, at)));
+                const double diff = std::fabs(static_cast<double>(float_at(got, at)) -
+                                              static_cast<double>(float_at(exact, at)));
+                const double bound = class_bound[at] +
+                                     rounding * std::fabs(static_cast<double>(float_at(exact, at)));
                 if (!(diff <= bound))
                     return ::testing::AssertionFailure()
-                           << "c[" << bt << "," << i << "," << j << "] = " << element(got, at)
-                           << ", oracle " << element(exact, at) << ": off by " << diff << ", bound "
-                           << bound;
+                           << "c[" << bt << "," << i << "," << j << "] = " << float_at(got, at)
+                           << ", oracle " << float_at(exact, at) << ": off by " << diff
+                           << ", bound " << bound;
             }
     return ::testing::AssertionSuccess();
 }
@@ -129,7 +119,7 @@ void expect_points_on_tensor_cores(DType input, bool at, bool bt, uint64_t seed,
                     const HostBuffer half =
                         download(ops::matmul_bench(*d, ab, avb, bb, bv, s, input, *p, 1).output);
                     std::vector<float> values(c.bytes.size() / 4);
-                    for (size_t i = 0; i < values.size(); ++i) values[i] = element(c, i);
+                    for (size_t i = 0; i < values.size(); ++i) values[i] = float_at(c, i);
                     EXPECT_TRUE(identical(half, test::encode_floats(input, values)));
                 } else {
                     EXPECT_TRUE(identical(c, first));

@@ -1,6 +1,7 @@
 // attention in the DSL: one kernel source, monomorphized per dtypes, head_dim and schedule.
 #include "ops/attention.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "ops/checked_mul.hpp"
 #include "ops/kernel_memo.hpp"
 #include "ops/kernel_parts.hpp"
+#include "ops/matmul.hpp"
 
 namespace kiln::ops {
 namespace attention_detail {
@@ -25,6 +27,13 @@ namespace attention_detail {
 std::optional<Expr> batch_keys(KernelBuilder& k, const Params& p, const Expr& bh) {
     if (!p.key_length) return std::nullopt;
     return k.let(p.key_length(bh / p.heads), "batch_keys");
+}
+
+QueryBlock query_block(KernelBuilder& k, const Params& p, int rows) {
+    Var blocks_q = k.let((p.seq_q + (rows - 1)) / rows, "blocks_q");
+    Var block = k.let(k.block_index(), "block");
+    Var bh = k.let(block / blocks_q, "bh");
+    return {bh, k.let((blocks_q - 1 - block % blocks_q) * rows, "i0")};
 }
 
 Expr key_limit(const Params& p, const std::optional<Expr>& keys, const Expr& i) {
@@ -61,6 +70,14 @@ bool pow2(int v) {
 }
 
 void check_schedule(const AttentionSchedule& s) {
+    if (s.tensor_core()) {
+        if (!pow2(s.warps) || s.warps > 8 || s.rows != 16 * s.warps || s.staged || s.lockstep)
+            fail(
+                "attention schedule {}: {} warps for {} rows; expected 1, 2, 4 or 8 warps of 16 "
+                "rows each, neither staged nor lockstep",
+                s.name, s.warps, s.rows);
+        return;
+    }
     if (!pow2(s.rows) || s.rows > 1024)
         fail("attention schedule {}: {} rows a block; expected a power of two up to 1024", s.name,
              s.rows);
@@ -95,13 +112,20 @@ void check_types(const AttentionTypes& t) {
         fail("attention: head_dim {}; expected 1 to {}", t.head_dim, kAttentionMaxHeadDim);
 }
 
-// kiln::Error unless a staged point's shared tiles fit every backend's static limit.
+int64_t shared_bytes(const AttentionSchedule& s, int head_dim) {
+    if (s.tensor_core()) return tensor_core_shared_bytes(s, head_dim);
+    return s.staged ? geometry(s, head_dim).shared_bytes : 0;
+}
+
+// kiln::Error unless a point's shared tiles fit every backend's static limit, and unless a
+// tensor-core point has f16/bf16 inputs.
 void check_shared(const AttentionTypes& t, const AttentionSchedule& s) {
     if (!attention_fits(s, t.head_dim))
         fail(
             "attention schedule {}: head_dim {} needs {} bytes of shared memory; expected at most "
             "{}",
-            s.name, t.head_dim, geometry(s, t.head_dim).shared_bytes, kMaxSharedBytes);
+            s.name, t.head_dim, shared_bytes(s, t.head_dim), kMaxSharedBytes);
+    if (s.tensor_core()) check_class(MatmulClass::tensor_core, t.input, "attention");
 }
 
 // The kernel's parameters, in launch order: q, k, v, o, then the sizes.
@@ -207,8 +231,8 @@ void direct_form(KernelBuilder& k, const Params& p, const AttentionTypes& t) {
 
 // The memo key of a kernel: every comptime value it is built from.
 std::string kernel_key(const AttentionTypes& t, const AttentionSchedule& s) {
-    return fmt::format("attention/{}/{}/d{}/{}/r{}q{}k{}s{}l{}", name(t.input), name(t.output),
-                       t.head_dim, s.name, s.rows, s.tq, s.tk, s.staged, s.lockstep);
+    return fmt::format("attention/{}/{}/d{}/{}/r{}q{}k{}s{}l{}w{}", name(t.input), name(t.output),
+                       t.head_dim, s.name, s.rows, s.tq, s.tk, s.staged, s.lockstep, s.warps);
 }
 
 std::function<ir::Kernel()> builder(const AttentionTypes& t, const AttentionSchedule& s) {
@@ -251,32 +275,40 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& q, const Buffer& k, const
                          const AttentionShape& shape, const AttentionOptions& options) {
     const AttentionShape s = resolved(shape);
     const AttentionTypes t = types_of(q, s, options);
+    // The class's points that fit this head_dim.
+    std::vector<const AttentionSchedule*> points;
+    for (const auto& sc : attention_domain(device, options.arithmetic, t.head_dim))
+        if (attention_fits(sc, t.head_dim)) points.push_back(&sc);
+    const bool on_tensor_cores = points.front()->tensor_core();
     Tuned<Buffer> tuned(
         "attention",
-        fmt::format("batch={},heads={},kv_heads={},seq_q={},seq_k={},d={},in={},out={},causal={}",
+        fmt::format("batch={},heads={},kv_heads={},seq_q={},seq_k={},d={},in={},out={},causal={}{}",
                     s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_k, s.head_dim, name(t.input),
-                    name(t.output), options.causal ? 1 : 0),
+                    name(t.output), options.causal ? 1 : 0,
+                    on_tensor_cores ? ",class=tensor_core" : ""),
         device);
     const VariantTable& table = memo_variant_table(
-        fmt::format("attention/{}/{}/d{}", name(t.input), name(t.output), t.head_dim),
+        fmt::format("attention/{}/{}/d{}{}", name(t.input), name(t.output), t.head_dim,
+                    on_tensor_cores ? "/tensor_core" : ""),
         device.info().backend, "attention", [&] {
             std::vector<NamedKernel> kernels;
-            for (const auto& sc : attention_variants())
-                kernels.push_back({sc.name, kernel_key(t, sc), builder(t, sc)});
+            for (const auto* sc : points)
+                kernels.push_back({sc->name, kernel_key(t, *sc), builder(t, *sc)});
             return kernels;
         });
-    tuned.variants(table, [&device, &q, &k, &v, s, options](size_t i) -> Tuned<Buffer>::Closure {
-        return [&device, &q, &k, &v, s, options, sc = &attention_variants()[i]](int iters) {
-            return attention_bench(device, q, k, v, s, options, *sc, iters);
-        };
-    });
+    tuned.variants(table,
+                   [&device, &q, &k, &v, s, options, points](size_t i) -> Tuned<Buffer>::Closure {
+                       return [&device, &q, &k, &v, s, options, sc = points[i]](int iters) {
+                           return attention_bench(device, q, k, v, s, options, *sc, iters);
+                       };
+                   });
     return tuned;
 }
 
 }  // namespace
 
 bool attention_fits(const AttentionSchedule& schedule, int head_dim) {
-    return !schedule.staged || geometry(schedule, head_dim).shared_bytes <= kMaxSharedBytes;
+    return shared_bytes(schedule, head_dim) <= kMaxSharedBytes;
 }
 
 float attention_scale(const AttentionShape& shape, const AttentionOptions& options) {
@@ -302,8 +334,37 @@ const std::vector<AttentionSchedule>& attention_variants() {
     return variants;
 }
 
+const std::vector<AttentionSchedule>& attention_tensor_core_variants() {
+    auto point = [](int warps) {
+        AttentionSchedule s{fmt::format("tc{}_w{}", 16 * warps, warps), false, 16 * warps, 1, 1};
+        s.warps = warps;
+        return s;
+    };
+    static const std::vector<AttentionSchedule> variants = {point(4), point(8), point(2)};
+    return variants;
+}
+
+const std::vector<AttentionSchedule>& attention_all_variants() {
+    static const std::vector<AttentionSchedule> all = [] {
+        std::vector<AttentionSchedule> points = attention_variants();
+        for (const auto& s : attention_tensor_core_variants()) points.push_back(s);
+        return points;
+    }();
+    return all;
+}
+
+std::span<const AttentionSchedule> attention_domain(const Device& device, MatmulClass cls,
+                                                    int head_dim) {
+    const std::span<const AttentionSchedule> all = attention_all_variants();
+    const size_t exact = attention_variants().size();
+    const bool fits = std::any_of(all.begin() + exact, all.end(),
+                                  [&](const auto& s) { return attention_fits(s, head_dim); });
+    return cls == MatmulClass::tensor_core && has_tensor_cores(device) && fits ? all.subspan(exact)
+                                                                               : all.first(exact);
+}
+
 const AttentionSchedule& attention_variant(const std::string& n) {
-    for (const auto& s : attention_variants())
+    for (const auto& s : attention_all_variants())
         if (s.name == n) return s;
     fail("attention: no schedule named '{}'", n);
 }
@@ -328,7 +389,9 @@ void attention_body(KernelBuilder& k, const AttentionViews& views, const Attenti
     check_schedule(s);
     check_shared(t, s);
     const Params p{views, store};
-    if (s.staged)
+    if (s.tensor_core())
+        tensor_core_form(k, p, t, s);
+    else if (s.staged)
         staged_form(k, p, t, s);
     else if (s.lockstep)
         lockstep_form(k, p, t, s);
@@ -338,7 +401,8 @@ void attention_body(KernelBuilder& k, const AttentionViews& views, const Attenti
 
 int64_t attention_grid(const AttentionShape& shape, const AttentionSchedule& s) {
     const AttentionShape r = resolved(shape);
-    if (s.staged || s.lockstep) return r.batch * r.heads * ceil_div(r.seq_q, s.rows);
+    if (s.staged || s.lockstep || s.tensor_core())
+        return r.batch * r.heads * ceil_div(r.seq_q, s.rows);
     return ceil_div(r.batch * r.heads * r.seq_q, s.rows);
 }
 
@@ -377,6 +441,7 @@ void attention_check_shape(const AttentionShape& shape, const AttentionOptions& 
             s.seq_q, s.seq_k, s.seq_q - s.seq_k);
     if (!is_input_float(input)) fail("attention: q is {}; expected f32, f16 or bf16", name(input));
     check_types({input, options.out, static_cast<int>(s.head_dim)});
+    check_class(options.arithmetic, input, "attention");
     if (options.scale && !std::isfinite(*options.scale))
         fail("attention: scale {}; expected a finite value", *options.scale);
     // 32-bit indices (each count's exact value is checked against its buffer where there is one).

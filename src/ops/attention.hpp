@@ -31,11 +31,34 @@
 // torch's for seq_q == seq_k) and needs seq_q <= seq_k, so every row sees at least one key.
 // Q and O are dense batch x heads x seq_q x head_dim, K and V dense batch x kv_heads x seq_k x
 // head_dim (kv_heads dividing heads: grouped-query attention; equal to heads: plain attention).
+//
+// The tensor-core class (AttentionOptions::arithmetic; f16/bf16 inputs on a CUDA device with
+// tensor cores; elsewhere the exact class above, which lies within its bound): the same key
+// blocks and steps, with
+//   dot_j   a chain of mma.m16n8k16 steps over d in 16s from d = 0 (the dims past head_dim
+//           zero), as matmul's tensor-core class computes it
+//   m_new   the row's largest s_j, however grouped (max is exact)
+//   l       each lane's part of the block's p_j (its 16 keys in the mma layout, in order), the
+//           parts carried from block to block, and added in lane order at the end
+//   acc     p_j rounded to the input dtype, then acc[d] = mma steps over the block's keys in 16s
+// Every point of the class computes each row the same way (a warp's 16 rows), so the class's
+// points give the same bits on one device. Its bound (oracle::attention_tensor_core_bound): for
+// each output, with p*_j the exact weights and l* their sum,
+//   |o - oracle| <= (2u + 8 * max_j e_j + n * 2^-23) * sum_j p*_j |v_jd| / l*
+//                   + h * sum_j |v_jd| + n * 2^-126
+//   e_j = scale * 2^-22 * (head_dim + 16) * sum_d |q_d k_jd|        (the score's error)
+//   n = seq_k + head_dim + 16
+// with u the input dtype's unit roundoff (2^-8 bf16, 2^-11 f16) and h half its smallest
+// subnormal step (2^-134 bf16, 2^-25 f16); sums over the row's keys. p's rounding and the
+// scores' error each move an output by at most its share of the weighted |v|; a p below the
+// input dtype's normal range rounds by at most h; the n terms cover the f32 sums of both sides
+// and f32's subnormal range. It holds for finite inputs.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +67,7 @@
 #include "kiln/device.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/ir.hpp"
+#include "kiln/matmul_class.hpp"
 #include "kiln/tune.hpp"
 #include "ops/kernel_parts.hpp"
 
@@ -65,6 +89,8 @@ struct AttentionOptions {
     // The scale of the scores; unset: 1.0f / sqrtf((float)head_dim) (attention_scale).
     std::optional<float> scale;
     DType out = DType::f32;  // f32 or the inputs' dtype
+    // The caller's class (above): exact, or tensor_core for f16/bf16 inputs.
+    MatmulClass arithmetic = MatmulClass::exact;
 };
 
 // The scale the op uses: options.scale, else 1.0f / sqrtf((float)head_dim), both steps correctly
@@ -86,13 +112,22 @@ float attention_scale(const AttentionShape& shape, const AttentionOptions& optio
 //            keys together: each key's K and V values are read once for the block and, on a CPU,
 //            the rows are the lanes of one vector. Key blocks that every row of the block sees
 //            whole run without a test; the others test each key against the row's limit.
+//   tensor core (the tensor-core class, attention_tensor_core.cpp): `warps` warps of 16 rows
+//            each (rows = 16 * warps); per key block, the block's K and V copied into shared
+//            tiles of input pairs, each warp's scores and acc in mma steps, the softmax
+//            statistics in the accumulators' registers.
 struct AttentionSchedule {
     std::string name;
     bool staged = true;
     int rows = 64;          // query rows per block (direct: also its threads)
     int tq = 4, tk = 4;     // staged: the score tile per thread (query rows x keys)
     bool lockstep = false;  // direct only: the block's rows walk the keys together
-    int threads() const { return staged ? (rows / tq) * (kAttentionKeyBlock / tk) : rows; }
+    int warps = 0;          // tensor-core points only
+    bool tensor_core() const { return warps > 0; }
+    int threads() const {
+        if (tensor_core()) return warps * 32;
+        return staged ? (rows / tq) * (kAttentionKeyBlock / tk) : rows;
+    }
 };
 
 // The domain, in declaration order (the first is the tuner's default):
@@ -103,9 +138,23 @@ struct AttentionSchedule {
 //   s64_t4x8   staged, 64 rows, 128 threads of 4 x 8
 //   l32        lockstep, 32 rows of one (batch, head) a block (the CPU's point)
 const std::vector<AttentionSchedule>& attention_variants();
-const AttentionSchedule& attention_variant(const std::string& name);  // kiln::Error if unknown
-// Whether a point can be built for head_dim (a staged point's shared tiles within the 48 KiB
-// every backend gives a block).
+// The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
+//   tc64_w4    4 warps, 64 rows a block
+//   tc128_w8   8 warps, 128 rows
+//   tc32_w2    2 warps, 32 rows (short sequences: more blocks)
+const std::vector<AttentionSchedule>& attention_tensor_core_variants();
+// Both domains in one list, the exact points first (one index space for a planner).
+const std::vector<AttentionSchedule>& attention_all_variants();
+// The points `cls` runs on `device`, a contiguous part of attention_all_variants(): the
+// tensor-core points where the class is tensor_core, the device has tensor cores and one of them
+// fits head_dim (attention_fits); the exact ones otherwise (within the class's bound). Callers
+// race those that fit.
+std::span<const AttentionSchedule> attention_domain(const Device& device, MatmulClass cls,
+                                                    int head_dim);
+// Either domain's point by name; kiln::Error if unknown.
+const AttentionSchedule& attention_variant(const std::string& name);
+// Whether a point can be built for head_dim (a staged or tensor-core point's shared tiles within
+// the 48 KiB every backend gives a block).
 bool attention_fits(const AttentionSchedule& schedule, int head_dim);
 
 // What a kernel is built for: the inputs' dtype, O's dtype and head_dim.

@@ -12,12 +12,7 @@ namespace kiln::ops::attention_detail {
 void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
                    const AttentionSchedule& s) {
     const int D = t.head_dim, R = s.rows;
-    // Block x takes (batch, head) x / blocks_q and its query block counted from the last, so the
-    // blocks with the most keys (causal) start first.
-    Var blocks_q = k.let((p.seq_q + (R - 1)) / R, "blocks_q");
-    Var block = k.let(k.block_index(), "block");
-    Var bh = k.let(block / blocks_q, "bh");
-    Var i0 = k.let((blocks_q - 1 - block % blocks_q) * R, "i0");
+    const auto [bh, i0] = query_block(k, p, R);
     Var th = k.let(k.thread_index(), "t");
     Var i = k.let(i0 + th, "i");  // the thread's row; rows past seq_q compute, never store
     Var q_at = k.let((bh * p.seq_q + min(i.expr(), p.seq_q - 1)) * D, "q_at");

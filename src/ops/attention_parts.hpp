@@ -28,6 +28,13 @@ struct Params : AttentionViews {
 // The keys every row of (batch, head) `bh` may see: its batch's key length where the views give
 // one (a variable of the thread), else nothing.
 std::optional<Expr> batch_keys(KernelBuilder& k, const Params& p, const Expr& bh);
+// The query rows a block of the staged, lockstep and tensor-core forms takes: block x takes
+// (batch, head) bh = x / blocks_q and its query block counted from the last, rows i0 ... i0 +
+// rows - 1, so the blocks with the most keys (causal) start first.
+struct QueryBlock {
+    Var bh, i0;
+};
+QueryBlock query_block(KernelBuilder& k, const Params& p, int rows);
 // Keys query row i sees (the op's limit, capped by the batch's keys), at most seq_k also for rows
 // past seq_q (a staged block's tail rows, computed but never stored).
 Expr key_limit(const Params& p, const std::optional<Expr>& keys, const Expr& i);
@@ -57,5 +64,10 @@ void staged_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
 // (batch, head) walking the keys together.
 void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
                    const AttentionSchedule& s);
+
+// The tensor-core form (AttentionSchedule::warps): each warp's 16 rows in mma steps.
+void tensor_core_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
+                      const AttentionSchedule& s);
+int64_t tensor_core_shared_bytes(const AttentionSchedule& s, int head_dim);
 
 }  // namespace kiln::ops::attention_detail

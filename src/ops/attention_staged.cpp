@@ -39,8 +39,7 @@ Tiles declare_tiles(KernelBuilder& k, const AttentionSchedule& s, const Geometry
             k.shared(DType::f32, s.rows, "row_sum")};
 }
 
-// Where a staged thread works. Block x takes (batch, head) x / blocks_q and its query block
-// counted from the last, so the blocks with the most keys (causal) start first.
+// Where a staged thread works (its block's rows: query_block).
 struct Place {
     Var i0, q_at, kv_at;  // the block's first row; Q's and K's (and V's) first element
     Var t, ty, tx;        // the thread, its rows (ty*tq ...) and its keys and dims (tx*tk, tx*td)
@@ -52,10 +51,7 @@ struct Place {
 Place place(KernelBuilder& k, const Params& p, const AttentionSchedule& s, const Geometry& g,
             int head_dim) {
     const int R = s.rows;
-    Var blocks_q = k.let((p.seq_q + (R - 1)) / R, "blocks_q");
-    Var block = k.let(k.block_index(), "block");
-    Var bh = k.let(block / blocks_q, "bh");
-    Var i0 = k.let((blocks_q - 1 - block % blocks_q) * R, "i0");
+    const auto [bh, i0] = query_block(k, p, R);
     Var t = k.let(k.thread_index(), "t");
     Var ty = k.let(t / g.across, "ty");
     const std::optional<Expr> keys = batch_keys(k, p, bh);

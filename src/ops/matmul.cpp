@@ -391,12 +391,12 @@ const char* name(MatmulClass c) {
     return c == MatmulClass::tensor_core ? "tensor_core" : "exact";
 }
 
-void check_class(MatmulClass cls, DType input) {
+void check_class(MatmulClass cls, DType input, const char* op) {
     if (cls == MatmulClass::tensor_core && !is_half(input))
         fail(
-            "matmul: the tensor-core class with {} inputs; expected f16 or bf16 (f32 inputs run "
+            "{}: the tensor-core class with {} inputs; expected f16 or bf16 (f32 inputs run "
             "in the exact class)",
-            name(input));
+            op, name(input));
 }
 
 bool has_tensor_cores(const Device& device) {

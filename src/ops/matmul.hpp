@@ -143,7 +143,7 @@ struct MatmulTypes {
     bool b_transposed = false;
 };
 // kiln::Error unless `cls` can take these inputs (tensor_core: f16 or bf16).
-void check_class(MatmulClass cls, DType input);
+void check_class(MatmulClass cls, DType input, const char* op = "matmul");
 
 // The kernel, for a graph planner or the entry below. Parameters, in launch order:
 //   a (input dtype), b (input dtype), c (output dtype)     buffers

@@ -23,4 +23,13 @@ std::vector<uint8_t> attention(DType input, DType out, const std::vector<uint8_t
                                int64_t key_block = ops::kAttentionKeyBlock,
                                const std::vector<int64_t>& key_lengths = {});
 
+// The tensor-core class's bound for each output of attention() (same arguments; ops/attention.hpp
+// states it), computed in double from exact scores.
+std::vector<double> attention_tensor_core_bound(DType input, const std::vector<uint8_t>& q,
+                                                const std::vector<uint8_t>& k,
+                                                const std::vector<uint8_t>& v,
+                                                const ops::AttentionShape& shape, bool causal,
+                                                float scale,
+                                                const std::vector<int64_t>& key_lengths = {});
+
 }  // namespace kiln::oracle

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -31,6 +32,18 @@ inline HostBuffer random_values(DType t, size_t count, uint64_t seed, float scal
         values[i] = v;
     }
     return encode_floats(t, values);
+}
+
+// Element i of a float buffer (f32, f16 or bf16) as f32.
+inline float float_at(const HostBuffer& h, size_t i) {
+    if (h.dtype == DType::f32) {
+        float v;
+        std::memcpy(&v, h.bytes.data() + 4 * i, 4);
+        return v;
+    }
+    uint16_t bits;
+    std::memcpy(&bits, h.bytes.data() + 2 * i, 2);
+    return h.dtype == DType::f16 ? semantics::f16_to_f32(bits) : semantics::bf16_to_f32(bits);
 }
 
 }  // namespace kiln::test

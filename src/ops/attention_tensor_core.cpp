@@ -1,0 +1,236 @@
+// attention's tensor-core form (attention_parts.hpp; the class is stated in attention.hpp): each
+// warp takes 16 query rows; per key block of kAttentionKeyBlock keys, S = Q·Kᵀ and O += P·V are
+// mma.m16n8k16 chains, the softmax statistics stay in the accumulators' registers, and P goes
+// from its accumulators to the next mma's operand without shared memory.
+#include <vector>
+
+#include "kiln/math.hpp"
+#include "ops/attention_parts.hpp"
+#include "ops/ceil_div.hpp"
+#include "ops/tensor_core_parts.hpp"
+
+namespace kiln::ops::attention_detail {
+namespace {
+
+using namespace tensor_core;
+
+// u32 words each line of a pair tile is padded by: a fragment read (8 lines x 4 consecutive
+// words) then touches each of the 32 banks once.
+constexpr int kPairPad = 4;
+constexpr int kKeyPairs = kKeyBlock / 2;
+
+// head_dim rounded up to whole mma steps (16 dims); the dims past head_dim read as zeros.
+int padded_dims(int head_dim) {
+    return static_cast<int>(ceil_div(head_dim, 16)) * 16;
+}
+
+// Where a lane works: warp w takes its block's rows (query_block) i0 + 16w ..., the lane rows g
+// and g + 8 of those (g = lane / 4, tq = lane % 4: mma's fragment layout).
+struct Place {
+    Var g, tq;
+    Var q_at, kv_at;  // the first elements of the (batch, head)'s Q rows and of its K and V rows
+    Var end;          // keys any row of the block sees
+    Var slot;         // the lane's word of its warp's row parts (row g's; row g + 8's 32 on)
+    std::vector<Var> row, limit;  // the lane's two rows and the keys each sees
+};
+
+Place place(KernelBuilder& k, const Params& p, const AttentionSchedule& s, int D) {
+    const int R = s.rows;
+    const auto [bh, i0] = query_block(k, p, R);
+    Var t = k.let(k.thread_index(), "t");
+    Var warp = k.let(t / kWarp, "warp");
+    Var lane = k.let(t % kWarp, "lane");
+    Var g = k.let(lane / 4, "g");
+    Var tq = k.let(lane % 4, "tq");
+    const std::optional<Expr> keys = batch_keys(k, p, bh);
+    Place at{g,
+             tq,
+             k.let(bh * p.seq_q * D, "q_at"),
+             k.let(kv_row(p, bh) * p.seq_k * D, "kv_at"),
+             k.let(key_limit(p, keys, min(i0 + R, p.seq_q) - 1), "end"),
+             k.let((warp * 16 + g) * 4 + tq, "slot"),
+             {},
+             {}};
+    for (int r = 0; r < 2; ++r) {
+        at.row.push_back(k.let(i0 + warp * 16 + g + 8 * r, "row"));
+        at.limit.push_back(k.let(key_limit(p, keys, min(at.row.back(), p.seq_q - 1)), "limit"));
+    }
+    return at;
+}
+
+class TensorCore {
+  public:
+    TensorCore(KernelBuilder& k, const Params& p, const AttentionTypes& t,
+               const AttentionSchedule& s)
+        : k_(k),
+          p_(p),
+          t_(t),
+          s_(s),
+          D_(t.head_dim),
+          Dp_(padded_dims(t.head_dim)),
+          at_(place(k, p, s, t.head_dim)) {}
+
+    void build() {
+        const int k_ld = Dp_ / 2 + kPairPad, v_ld = kKeyPairs + kPairPad;
+        Memory k_tile = k_.shared(DType::u32, int64_t{kKeyBlock} * k_ld, "k_pairs");
+        Memory v_tile = k_.shared(DType::u32, int64_t{Dp_} * v_ld, "v_pairs");
+        Memory exchange = k_.shared(DType::f32, int64_t{s_.rows} * 4, "row_parts");
+        // A block's K rows (keys, pairs along the dims) and V columns (dims, pairs along the
+        // keys) of one key block.
+        Staging keys = stage_operand(k_, {p_.k, kKeyBlock, Dp_ / 2, k_ld, true, s_.threads(),
+                                          [](const Expr& l) { return l; }});
+        Staging values = stage_operand(k_, {p_.v, Dp_, kKeyPairs, v_ld, false, s_.threads(),
+                                            [&](const Expr& l) { return min(l, D_ - 1); }});
+        load_q();
+        for (int r = 0; r < 2; ++r) {
+            m_.push_back(k_.let(DType::f32, kMinusInf, "m"));
+            l_.push_back(k_.let(DType::f32, 0.0f, "l"));
+        }
+        for (int i = 0; i < Dp_ / 8 * 4; ++i) o_.push_back(k_.let(DType::f32, 0.0f, "o"));
+        k_.for_(
+            0, at_.end,
+            [&](Expr t0) {
+                // Key j of the block is K's and V's row min(t0 + j, seq_k - 1): keys past seq_k
+                // are masked (V's read as zeros).
+                keys.fetch(k_, 0, D_, D_ == Dp_, [&](const Expr& j, const Expr& d) {
+                    return at_.kv_at + min(t0 + j, p_.seq_k - 1) * D_ + d;
+                });
+                values.fetch(k_, 0, p_.seq_k - t0, false, [&](const Expr& d, const Expr& j) {
+                    return at_.kv_at + (t0 + j) * D_ + d;
+                });
+                keys.put(k_, k_tile, 0);
+                values.put(k_, v_tile, 0);
+                k_.barrier();
+                key_block(t0, k_tile, k_ld, v_tile, v_ld, exchange);
+                k_.barrier();  // the tiles are read before the next block stores them
+            },
+            kKeyBlock);
+        // l: the quad's four partial sums, added in lane order.
+        std::vector<Var> l =
+            quad_combine(exchange, l_, [](const Expr& a, const Expr& b) { return a + b; });
+        for (int dn = 0; dn < Dp_ / 8; ++dn)
+            for (int i = 0; i < 4; ++i) {
+                const int r = i / 2;
+                Var d = k_.let(dn * 8 + at_.tq * 2 + (i & 1), "d");
+                k_.if_(at_.row[r] < p_.seq_q && d < D_, [&] {
+                    p_.store(at_.q_at + at_.row[r] * D_ + d, o_[size_t(dn * 4 + i)] / l[size_t(r)]);
+                });
+            }
+    }
+
+  private:
+    // The lane's Q fragments for every 16 dims, in registers for the whole launch (rows past
+    // seq_q read row seq_q - 1's values, never stored).
+    void load_q() {
+        const bool whole = D_ == Dp_;
+        for (int c = 0; c < Dp_ / 16; ++c)
+            for (int half : {0, 8})
+                for (int r = 0; r < 2; ++r) {
+                    Var at = k_.let(at_.q_at + min(at_.row[size_t(r)], p_.seq_q - 1) * D_, "q_row");
+                    q_.push_back(k_.let(pair_at(p_.q, c * 16 + half + at_.tq * 2, D_, whole,
+                                                [&](const Expr& d) { return at + d; }),
+                                        "q"));
+                }
+    }
+
+    // The four lanes of a quad hold parts of the same two rows: each row's parts combined in
+    // lane order through `exchange` (the warp's own slots).
+    std::vector<Var> quad_combine(const Memory& exchange, const std::vector<Var>& parts,
+                                  const std::function<Expr(const Expr&, const Expr&)>& combine) {
+        for (int r = 0; r < 2; ++r) exchange[at_.slot + r * 32] = parts[size_t(r)];
+        k_.warp_barrier();
+        std::vector<Var> whole;
+        for (int r = 0; r < 2; ++r) {
+            Var first = k_.let(at_.slot - at_.tq + r * 32, "quad");
+            Expr v = exchange[first];
+            for (int q = 1; q < 4; ++q) v = combine(v, exchange[first + q]);
+            whole.push_back(k_.let(v, "row_whole"));
+        }
+        k_.warp_barrier();  // read before the next exchange writes
+        return whole;
+    }
+
+    void key_block(const Expr& t0, const Memory& k_tile, int k_ld, const Memory& v_tile, int v_ld,
+                   const Memory& exchange) {
+        const int nt = kKeyBlock / 8;
+        // S = Q·Kᵀ for the warp's 16 rows and the block's keys: 8 tiles of 16 x 8.
+        std::vector<Var> s;
+        for (int i = 0; i < nt * 4; ++i) s.push_back(k_.let(DType::f32, 0.0f, "s"));
+        for (int ni = 0; ni < nt; ++ni) {
+            Var base = k_.let((ni * 8 + at_.g) * k_ld + at_.tq, "k_frag");
+            for (int c = 0; c < Dp_ / 16; ++c) {
+                std::vector<Expr> a(q_.begin() + c * 4, q_.begin() + c * 4 + 4);
+                k_.mma(t_.input, a, {k_tile[base + c * 8], k_tile[base + c * 8 + 4]},
+                       std::vector<Var>(s.begin() + ni * 4, s.begin() + ni * 4 + 4));
+            }
+        }
+        // Scaled, and masked past each row's limit; each row's largest, then the quad's.
+        std::vector<Var> masked;
+        std::vector<Var> largest;
+        for (int r = 0; r < 2; ++r) largest.push_back(k_.let(DType::f32, kMinusInf, "largest"));
+        for (int ni = 0; ni < nt; ++ni)
+            for (int i = 0; i < 4; ++i) {
+                const int r = i / 2;
+                Var key = k_.let(t0 + ni * 8 + at_.tq * 2 + (i & 1), "key");
+                masked.push_back(k_.let(key >= at_.limit[size_t(r)], "masked"));
+                Var& v = s[size_t(ni * 4 + i)];
+                v = select(masked.back(), kMinusInf, v * p_.scale);
+                largest[size_t(r)] = max(largest[size_t(r)], v);
+            }
+        const std::vector<Var> block_max =
+            quad_combine(exchange, largest, [](const Expr& a, const Expr& b) { return max(a, b); });
+        std::vector<Var> scale;
+        for (int r = 0; r < 2; ++r) {
+            Var m_new = k_.let(max(m_[size_t(r)], block_max[size_t(r)]), "m_new");
+            scale.push_back(k_.let(rescale(m_[size_t(r)], m_new), "c"));
+            m_[size_t(r)] = m_new;
+        }
+        // p = exp(s - m_new) (masked: 0); l's part and O shrink by c first.
+        for (int r = 0; r < 2; ++r) l_[size_t(r)] = l_[size_t(r)] * scale[size_t(r)];
+        for (size_t i = 0; i < o_.size(); ++i) o_[i] = o_[i] * scale[i % 4 / 2];
+        for (int ni = 0; ni < nt; ++ni)
+            for (int i = 0; i < 4; ++i) {
+                const int r = i / 2;
+                Var& v = s[size_t(ni * 4 + i)];
+                v = select(masked[size_t(ni * 4 + i)], 0.0f, exp(v - m_[size_t(r)]));
+                l_[size_t(r)] = l_[size_t(r)] + v;
+            }
+        // O += P·V: P's accumulators of keys 16kc ... 16kc + 15 are the A operand's layout.
+        for (int kc = 0; kc < kKeyBlock / 16; ++kc) {
+            std::vector<Expr> a;
+            for (int half : {0, 1})
+                for (int r = 0; r < 2; ++r) {
+                    const size_t at = size_t((2 * kc + half) * 4 + 2 * r);
+                    a.push_back(k_.let(pack_pair(t_.input, s[at], s[at + 1]), "p"));
+                }
+            for (int dn = 0; dn < Dp_ / 8; ++dn) {
+                Var base = k_.let((dn * 8 + at_.g) * v_ld + kc * 8 + at_.tq, "v_frag");
+                k_.mma(t_.input, a, {v_tile[base], v_tile[base + 4]},
+                       std::vector<Var>(o_.begin() + dn * 4, o_.begin() + dn * 4 + 4));
+            }
+        }
+    }
+
+    KernelBuilder& k_;
+    const Params& p_;
+    const AttentionTypes& t_;
+    const AttentionSchedule& s_;
+    const int D_, Dp_;
+    const Place at_;
+    std::vector<Var> q_, m_, l_, o_;
+};
+
+}  // namespace
+
+int64_t tensor_core_shared_bytes(const AttentionSchedule& s, int head_dim) {
+    const int Dp = padded_dims(head_dim);
+    return 4 * (int64_t{kKeyBlock} * (Dp / 2 + kPairPad) + int64_t{Dp} * (kKeyPairs + kPairPad) +
+                int64_t{s.rows} * 4);
+}
+
+void tensor_core_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
+                      const AttentionSchedule& s) {
+    TensorCore(k, p, t, s).build();
+}
+
+}  // namespace kiln::ops::attention_detail
