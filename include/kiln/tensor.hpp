@@ -241,10 +241,13 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor* bias = nullpt
 // (ops/attention.hpp), so every schedule and device gives the same bits. key_lengths (i32
 // [batch], each 1 to seq_k) masks a padded batch: batch b's rows see only its first
 // key_lengths[b] keys (the rest never touched, as the causal mask); a length out of range is a
-// kiln::Error when the result is resolved.
+// kiln::Error when the result is resolved. arithmetic: the class (ops/attention.hpp); tensor_core
+// (f16/bf16 inputs) runs q·kᵀ and p·v on tensor cores where the device has them, within the
+// class's stated bound of the exact result, and the exact class elsewhere.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = false, std::optional<double> scale = {},
-                                    const Tensor* key_lengths = nullptr);
+                                    const Tensor* key_lengths = nullptr,
+                                    MatmulClass arithmetic = MatmulClass::exact);
 
 // Laid end to end along `axis` (every other extent equal).
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis = 0);

@@ -48,18 +48,21 @@ void bind_indexing(nb::module_& m, TensorClass& cls) {
         "order, padding taps skipped (bit-identical on every device).");
     m.def(
         "scaled_dot_product_attention",
-        [](const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-           std::optional<double> scale, const Tensor* key_lengths) {
-            return scaled_dot_product_attention(q, k, v, causal, scale, key_lengths);
+        [arithmetic](const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                     std::optional<double> scale, const Tensor* key_lengths, bool tensor_cores) {
+            return scaled_dot_product_attention(q, k, v, causal, scale, key_lengths,
+                                                arithmetic(tensor_cores));
         },
         arg("q"), arg("k"), arg("v"), arg("is_causal") = false, arg("scale").none() = nb::none(),
-        arg("key_lengths").none() = nb::none(),
+        arg("key_lengths").none() = nb::none(), arg("tensor_cores") = false,
         "torch.nn.functional.scaled_dot_product_attention without dropout or mask: "
         "softmax(q @ k.T * scale) @ v for q [b, heads, seq_q, d] and k, v [b, kv_heads, seq_k, "
         "d] (or without b); causal masking bottom-right aligned; scale defaults to 1/sqrt(d); "
         "key_lengths (i32 [b]) masks each batch's keys past its length (padded sequences). "
         "One launch: the online softmax over key blocks of a fixed size (the same bits on "
-        "every device).");
+        "every device). tensor_cores=True (f16/bf16 inputs): q @ k.T and p @ v in tensor-core "
+        "mma steps on CUDA devices that have them, within the class's stated bound; the exact "
+        "class elsewhere.");
     m.def("concat", &concat, arg("tensors"), arg("axis") = 0,
           "Tensors laid end to end along axis (every other extent equal).");
     m.def("cat", &concat, arg("tensors"), arg("axis") = 0, "concat.");

@@ -148,8 +148,9 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
                  shape.size());
         c.inputs = {input(d, shape, 18, o.dtype), input(d, shape, 19, o.dtype),
                     input(d, shape, 20, o.dtype)};
-        c.build = [](const std::vector<Tensor>& in) {
-            return std::vector<Tensor>{scaled_dot_product_attention(in[0], in[1], in[2], true)};
+        c.build = [cls = o.arithmetic](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{
+                scaled_dot_product_attention(in[0], in[1], in[2], true, {}, nullptr, cls)};
         };
         c.shape = fmt::format("{}x{}x{}x{} causal", shape[0], shape[1], shape[2], shape[3]);
         // q·kᵀ and p·v over the keys each row sees (row i: i + 1 of them).
@@ -159,7 +160,7 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
         fail("no case '{}'; the cases are {}", name, fmt::join(case_names(), ", "));
     }
     c.bytes = bytes_of(c.inputs) + bytes_of(c.build(c.inputs));
-    c.exact = !((name == "matmul" || name == "mlp" || name == "q8_linear") &&
+    c.exact = !((name == "matmul" || name == "mlp" || name == "q8_linear" || name == "attention") &&
                 o.arithmetic == MatmulClass::tensor_core && ops::has_tensor_cores(d));
     return c;
 }

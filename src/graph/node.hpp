@@ -151,6 +151,7 @@ struct Conv1d {
 struct Attention {
     bool causal = false;
     float scale = 1.0f;  // resolved by the builder (1/sqrt(d) unless given)
+    MatmulClass arithmetic = MatmulClass::exact;  // the caller's class (ops/attention.hpp)
 };
 }  // namespace op
 

@@ -176,7 +176,8 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor* bias, int64_t
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                                    std::optional<double> scale, const Tensor* key_lengths) {
+                                    std::optional<double> scale, const Tensor* key_lengths,
+                                    MatmulClass arithmetic) {
     const size_t r = q.rank();
     if ((r != 3 && r != 4) || k.rank() != r || v.rank() != r)
         fail(
@@ -195,7 +196,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
             "q's batch and head_dim",
             graph::to_string(q.shape()), graph::to_string(k.shape()), graph::to_string(v.shape()));
     const ops::AttentionShape sh{qs[0], qs[1], ks[1], qs[2], ks[2], qs[3]};
-    ops::AttentionOptions options{causal, std::nullopt, q.dtype()};
+    ops::AttentionOptions options{causal, std::nullopt, q.dtype(), arithmetic};
     if (scale) options.scale = static_cast<float>(*scale);
     ops::attention_check_shape(sh, options, q.dtype());
     std::vector<graph::NodeRef> inputs{qb.node(), kb.node(), vb.node()};
@@ -209,8 +210,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                              "scaled_dot_product_attention");
         inputs.push_back(key_lengths->node());
     }
-    Tensor o(graph::make_node(graph::op::Attention{causal, ops::attention_scale(sh, options)},
-                              q.dtype(), qs, std::move(inputs), &q.device()));
+    Tensor o(graph::make_node(
+        graph::op::Attention{causal, ops::attention_scale(sh, options), arithmetic}, q.dtype(), qs,
+        std::move(inputs), &q.device()));
     return r == 3 ? o.squeeze(0) : o;
 }
 

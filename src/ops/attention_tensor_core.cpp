@@ -58,6 +58,97 @@ Place place(KernelBuilder& k, const Params& p, const AttentionSchedule& s, int D
     return at;
 }
 
+// V's pairs along the keys (mma's B operand of P·V): a slot is key pair jp of the block and the 8
+// dims from d0. Consecutive threads take consecutive key pairs, so their stores fall in distinct
+// banks. A slot reads its two keys' 8 elements with one 16-byte load each where V is a buffer
+// and head_dim a multiple of 8, element by element otherwise; keys past seq_k read as zeros.
+class ValueStaging {
+  public:
+    ValueStaging(KernelBuilder& k, const Params& p, int head_dim, int padded, int threads)
+        : k_(k), p_(p), D_(head_dim), Dp_(padded) {
+        const int count = kKeyPairs * padded / 8;
+        for (int n = 0; n * threads < count; ++n) {
+            Expr e = k.thread_index() + n * threads;
+            std::optional<Expr> has;
+            if ((n + 1) * threads > count) {
+                has = k.let(e < count, "has");
+                e = min(e, count - 1);
+            }
+            Var at = k.let(e, "v_slot");
+            slots_.push_back(
+                {k.let(at % kKeyPairs, "jp"), k.let(at / kKeyPairs * 8, "d0"), has, {}});
+            for (int i = 0; i < 8; ++i) slots_.back().pairs.push_back(k.let(DType::u32, 0, "v"));
+        }
+    }
+
+    // The pairs of the key block from t0; kv_at is the (batch, head)'s first element of V.
+    void fetch(const Expr& t0, const Expr& kv_at) {
+        const bool vector = p_.v.buffer && D_ % 8 == 0;
+        for (Slot& slot : slots_) {
+            Var key = k_.let(t0 + slot.jp * 2, "key");
+            std::vector<Expr> present, rows;
+            for (int h = 0; h < 2; ++h) {
+                present.push_back(key + h < p_.seq_k);
+                rows.push_back(k_.let(kv_at + min(key + h, p_.seq_k - 1) * D_, "v_row"));
+            }
+            auto pair = [&](const Expr& lo, const Expr& hi) {
+                auto half = [&](int h, const Expr& x) {
+                    return select(present[size_t(h)], bitcast(DType::u32, x),
+                                  constant(DType::u32, 0));
+                };
+                return half(0, lo) | (half(1, hi) << 16);
+            };
+            auto load = [&] {
+                if (vector) {
+                    const std::vector<Var> lo =
+                        k_.load_vector(*p_.v.buffer, rows[0] + slot.d0, 8, "v_lo");
+                    const std::vector<Var> hi =
+                        k_.load_vector(*p_.v.buffer, rows[1] + slot.d0, 8, "v_hi");
+                    for (size_t i = 0; i < 8; ++i) slot.pairs[i] = pair(lo[i], hi[i]);
+                    return;
+                }
+                for (int i = 0; i < 8; ++i) {
+                    Var d = k_.let(min(slot.d0 + i, D_ - 1), "d");
+                    slot.pairs[size_t(i)] = pair(p_.v(rows[0] + d), p_.v(rows[1] + d));
+                }
+            };
+            // With head_dim a multiple of 8, a slot's dims lie inside head_dim or wholly in its
+            // padding (zeros, never stored).
+            if (vector && D_ != Dp_)
+                k_.if_(slot.d0 < D_, load, [&] {
+                    for (Var& v : slot.pairs) v = constant(DType::u32, 0);
+                });
+            else
+                load();
+        }
+    }
+
+    // Stores the pairs into the tile (dims as lines `ld` words apart).
+    void put(const Memory& tile, int ld) const {
+        for (const Slot& slot : slots_) {
+            auto store = [&] {
+                for (int i = 0; i < 8; ++i)
+                    tile[(slot.d0 + i) * ld + slot.jp] = slot.pairs[size_t(i)];
+            };
+            if (slot.has)
+                k_.if_(*slot.has, store);
+            else
+                store();
+        }
+    }
+
+  private:
+    struct Slot {
+        Var jp, d0;
+        std::optional<Expr> has;
+        std::vector<Var> pairs;
+    };
+    KernelBuilder& k_;
+    const Params& p_;
+    const int D_, Dp_;
+    std::vector<Slot> slots_;
+};
+
 class TensorCore {
   public:
     TensorCore(KernelBuilder& k, const Params& p, const AttentionTypes& t,
@@ -79,28 +170,30 @@ class TensorCore {
         // keys) of one key block.
         Staging keys = stage_operand(k_, {p_.k, kKeyBlock, Dp_ / 2, k_ld, true, s_.threads(),
                                           [](const Expr& l) { return l; }});
-        Staging values = stage_operand(k_, {p_.v, Dp_, kKeyPairs, v_ld, false, s_.threads(),
-                                            [&](const Expr& l) { return min(l, D_ - 1); }});
+        ValueStaging values(k_, p_, D_, Dp_, s_.threads());
         load_q();
         for (int r = 0; r < 2; ++r) {
             m_.push_back(k_.let(DType::f32, kMinusInf, "m"));
             l_.push_back(k_.let(DType::f32, 0.0f, "l"));
         }
         for (int i = 0; i < Dp_ / 8 * 4; ++i) o_.push_back(k_.let(DType::f32, 0.0f, "o"));
+        // The key block from t0: key j is K's row min(t0 + j, seq_k - 1) (keys past seq_k are
+        // masked; V's read as zeros).
+        auto fetch = [&](const Expr& t0) {
+            keys.fetch(k_, 0, D_, D_ == Dp_, [&](const Expr& j, const Expr& d) {
+                return at_.kv_at + min(t0 + j, p_.seq_k - 1) * D_ + d;
+            });
+            values.fetch(t0, at_.kv_at);
+        };
+        // The next block's loads fly while this one is summed.
+        fetch(0);
         k_.for_(
             0, at_.end,
             [&](Expr t0) {
-                // Key j of the block is K's and V's row min(t0 + j, seq_k - 1): keys past seq_k
-                // are masked (V's read as zeros).
-                keys.fetch(k_, 0, D_, D_ == Dp_, [&](const Expr& j, const Expr& d) {
-                    return at_.kv_at + min(t0 + j, p_.seq_k - 1) * D_ + d;
-                });
-                values.fetch(k_, 0, p_.seq_k - t0, false, [&](const Expr& d, const Expr& j) {
-                    return at_.kv_at + (t0 + j) * D_ + d;
-                });
                 keys.put(k_, k_tile, 0);
-                values.put(k_, v_tile, 0);
+                values.put(v_tile, v_ld);
                 k_.barrier();
+                k_.if_(t0 + kKeyBlock < at_.end, [&] { fetch(t0 + kKeyBlock); });
                 key_block(t0, k_tile, k_ld, v_tile, v_ld, exchange);
                 k_.barrier();  // the tiles are read before the next block stores them
             },

@@ -53,8 +53,8 @@ ops::AttentionShape attention_shape(const GraphView& g, int attention) {
 }
 
 ops::AttentionOptions attention_options(const GraphView& g, int attention) {
-    const graph::Node& n = g.node(attention);
-    return {n.as<graph::op::Attention>()->causal, n.as<graph::op::Attention>()->scale, n.dtype};
+    const auto* a = g.node(attention).as<graph::op::Attention>();
+    return {a->causal, a->scale, g.node(attention).dtype, a->arithmetic};
 }
 
 ContractShape contract_shape(const GraphView& g, int matmul) {

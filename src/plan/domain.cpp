@@ -47,7 +47,7 @@ std::string to_string(LaunchKind kind, const Schedule& s) {
         case LaunchKind::conv1d:
             return ops::conv1d_variants().at(size_t(s.variant)).name;
         case LaunchKind::attention:
-            return ops::attention_variants().at(size_t(s.variant)).name;
+            return ops::attention_all_variants().at(size_t(s.variant)).name;
     }
     return "?";
 }
@@ -120,12 +120,17 @@ std::vector<Schedule> domain_of(const Launch& l, const GraphView& g) {
             add_points(d, ops::conv1d_variants());
             break;
         case LaunchKind::attention: {
-            // Staged points whose shared tiles do not fit for this head_dim are left out.
+            // The node's class on its device (ops::attention_domain), as indices into
+            // ops::attention_all_variants(); points whose shared tiles do not fit for this
+            // head_dim are left out.
             const int D = static_cast<int>(attention_shape(g, l.contraction).head_dim);
-            const auto& points = ops::attention_variants();
+            const graph::Node& a = g.node(l.contraction);
+            const auto points =
+                ops::attention_domain(*a.device, attention_options(g, l.contraction).arithmetic, D);
+            const size_t first = size_t(points.data() - ops::attention_all_variants().data());
             for (size_t v = 0; v < points.size(); ++v)
                 if (ops::attention_fits(points[v], D))
-                    d.push_back({.block = points[v].threads(), .variant = int(v)});
+                    d.push_back({.block = points[v].threads(), .variant = int(first + v)});
             break;
         }
     }

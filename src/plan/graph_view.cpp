@@ -71,6 +71,7 @@ void add_payload(Hasher& h, const graph::Node& n) {
             } else if constexpr (std::is_same_v<P, op::Attention>) {
                 h.add(p.causal);
                 h.add(p.scale);
+                h.add(static_cast<int>(p.arithmetic));
             } else if constexpr (std::is_same_v<P, op::Matmul>) {
                 h.add(static_cast<int>(p.arithmetic));
             }  // Leaf: the op itself (the payload's index) is all there is

@@ -284,7 +284,7 @@ class Writer {
         const ops::AttentionTypes types{g_.node(in[0]).dtype, DType::f32,
                                         static_cast<int>(sh.head_dim)};
         ops::attention_body(
-            k_, views, types, ops::attention_variants().at(size_t(s_.variant)),
+            k_, views, types, ops::attention_all_variants().at(size_t(s_.variant)),
             [&](const Expr& e, const Expr& v) { store_contraction(as_index(e), v); });
     }
 
@@ -826,7 +826,7 @@ int64_t grid_of(const Launch& l, const GraphView& g, const Schedule& s) {
         case LaunchKind::attention:
             return std::max<int64_t>(
                 1, ops::attention_grid(attention_shape(g, l.contraction),
-                                       ops::attention_variants().at(size_t(s.variant))));
+                                       ops::attention_all_variants().at(size_t(s.variant))));
     }
     return 1;
 }

@@ -87,8 +87,10 @@ double contraction_share(const Launch& l, const Schedule& s, const DeviceFacts& 
             return f.gpu ? (p.staged ? staged_share(p.tm * p.tn) : 0.02) : (p.spread ? 1.0 : 0.15);
         }
         case LaunchKind::attention: {
-            const ops::AttentionSchedule& p = ops::attention_variants().at(size_t(s.variant));
+            const ops::AttentionSchedule& p = ops::attention_all_variants().at(size_t(s.variant));
             if (!f.gpu) return p.lockstep ? 1.0 : 0.15;
+            // A tensor-core point: mma steps for both products, a warp's 16 rows a step.
+            if (p.tensor_core()) return 1.0;
             return p.staged ? staged_share(4.0 * p.tq * p.tk) : (p.lockstep ? 0.1 : 0.02);
         }
         default: {
@@ -142,10 +144,11 @@ std::vector<double> operand_read_factors(const GraphView& g, const Launch& l, co
         }
         case LaunchKind::attention: {
             const ops::AttentionShape a = attention_shape(g, node);
-            const ops::AttentionSchedule& p = ops::attention_variants().at(size_t(s.variant));
+            const ops::AttentionSchedule& p = ops::attention_all_variants().at(size_t(s.variant));
             const int64_t kv_heads = a.kv_heads > 0 ? a.kv_heads : a.heads;
-            const double per_kv = tiles(a.seq_q, p.staged || p.lockstep ? p.rows : 1) *
-                                  double(a.heads) / double(kv_heads);
+            const double per_kv =
+                tiles(a.seq_q, p.staged || p.lockstep || p.tensor_core() ? p.rows : 1) *
+                double(a.heads) / double(kv_heads);
             return {1.0, per_kv, per_kv};
         }
         default: {

@@ -176,8 +176,8 @@ Command add_profile_command(CLI::App& parent) {
     p->add_option("--dtype", opt->dtype, "the inputs' dtype: f32 (default), f16 or bf16");
     p->add_flag(
         "--tensor-cores", opt->tensor_cores,
-        "matmul, mlp and q8_linear in the tensor-core class (f16/bf16; on tensor cores the results "
-        "lie within the class's bound of the oracle)");
+        "matmul, mlp, q8_linear and attention in the tensor-core class (f16/bf16; on tensor cores the "
+        "results lie within the class's bound of the oracle)");
     p->add_option("--hits", opt->hits, "replay hits to time (median)")
         ->check(CLI::Range(1, 100000));
     p->add_flag("--json", opt->json, "print one JSON object");
