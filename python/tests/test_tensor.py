@@ -257,6 +257,25 @@ def test_tensor_core_matmul_is_exact_off_tensor_cores_and_within_its_bound_on_th
                     tensor_cores=True)
 
 
+def test_tensor_core_attention_is_exact_off_tensor_cores_and_close_on_them(device):
+    q_host = sample(np.float32, (1, 4, 37, 32), 30)
+    k_host, v_host = sample(np.float32, (1, 2, 70, 32), 31), sample(np.float32, (1, 2, 70, 32), 32)
+    q, k, v = (kiln.tensor(a, dtype="bf16", device=device) for a in (q_host, k_host, v_host))
+    exact = kiln.scaled_dot_product_attention(q, k, v, is_causal=True).numpy()
+    tensor_core = kiln.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                    tensor_cores=True).numpy()
+    if device.backend != "cuda":
+        np.testing.assert_array_equal(tensor_core, exact)  # the exact class runs there
+    # p rounded to bf16 before p @ v (at most 2 bf16 units of the weighted |v|) and the bf16
+    # output's rounding (one unit of |o|): both below 3 units of the largest |v|.
+    want = numpy_attention(*(a.numpy().astype(np.float64) for a in (q, k, v)), True, 32 ** -0.5)
+    atol = 3 * 2.0 ** -8 * np.abs(v.numpy()).max()
+    np.testing.assert_allclose(tensor_core.astype(np.float64), want, rtol=0, atol=atol)
+    with pytest.raises(kiln.Error, match="tensor-core class with f32 inputs"):
+        kiln.scaled_dot_product_attention(*(kiln.tensor(a, device=device)
+                                             for a in (q_host, k_host, v_host)), tensor_cores=True)
+
+
 def test_a_linear_layer_of_q8_0_weights_matches_numpy(device):
     rng = np.random.default_rng(14)
     values_host = rng.integers(-127, 128, (24, 64), dtype=np.int8)
