@@ -5,16 +5,18 @@
 // Figures are the median of device-side timings (kiln::time_dispatches, the tuner's protocol: the
 // L2 flushed before each timed launch on GPUs); GFLOP/s = 2 * batch * out_channels * l_out *
 // in_channels/groups * kernel / time. Every point's output is compared bitwise with the first
-// point's (the exact class: all equal).
+// point's (each class: all equal). --class tensor_core runs the tensor-core class's points
+// (f16/bf16, devices with tensor cores).
 //
 //   bench_conv1d [--device D] [--cases tiny,mid,big] [--dtype f32|f16|bf16] [--iters N]
-//                [--points p1,p2] [--json FILE]
+//                [--points p1,p2] [--class exact|tensor_core] [--json FILE]
 #include <cstring>
 
 #include "bench_common.hpp"
 #include "kiln/buffer.hpp"
 #include "kiln/semantics.hpp"
 #include "ops/conv1d.hpp"
+#include "ops/matmul.hpp"
 
 namespace kiln::bench {
 namespace {
@@ -72,9 +74,14 @@ struct Row {
 int run(int argc, char** argv) {
     const std::string usage =
         "bench_conv1d [--device D] [--cases tiny,mid,big] [--dtype f32|f16|bf16] [--iters N] "
-        "[--points p1,p2] [--json FILE]";
-    const Flags flags(argc, argv,
-                      {"--device", "--cases", "--dtype", "--iters", "--points", "--json"}, usage);
+        "[--points p1,p2] [--class exact|tensor_core] [--json FILE]";
+    const Flags flags(
+        argc, argv, {"--device", "--cases", "--dtype", "--iters", "--points", "--class", "--json"},
+        usage);
+    const std::string class_name = flags.text("--class", "exact");
+    if (class_name != "exact" && class_name != "tensor_core")
+        fail("--class {}: expected exact or tensor_core", class_name);
+    const bool tensor_core = class_name == "tensor_core";
     std::vector<const Case*> cases;
     for (const auto& c : split_list(flags.text("--cases", "tiny,big")))
         cases.push_back(&find_case(c));
@@ -88,7 +95,9 @@ int run(int argc, char** argv) {
         for (const auto& n : split_list(flags.text("--points")))
             points.push_back(&ops::conv1d_variant(n));
     else
-        for (const auto& s : ops::conv1d_variants()) points.push_back(&s);
+        for (const auto& s :
+             tensor_core ? ops::conv1d_tensor_core_variants() : ops::conv1d_variants())
+            points.push_back(&s);
     std::vector<Row> rows;
     for (const Case* c : cases) {
         const ops::Conv1dShape& s = c->shape;
@@ -101,6 +110,7 @@ int run(int argc, char** argv) {
             wb.upload_bytes(w);
             std::vector<uint8_t> first;
             for (const ops::Conv1dSchedule* p : points) {
+                if (p->tensor_core() && !ops::has_tensor_cores(*d)) continue;
                 const auto r = ops::conv1d_bench(*d, xb, {}, wb, s, DType::f32, *p, iters);
                 const std::vector<uint8_t> out = r.output.download_bytes();
                 if (first.empty()) first = out;

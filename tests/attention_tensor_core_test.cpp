@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "graph/oracle.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/interpret.hpp"
 #include "kiln/semantics.hpp"
@@ -20,12 +19,11 @@
 #include "ops/attention.hpp"
 #include "ops/matmul.hpp"
 #include "oracle/attention.hpp"
-#include "plan/realize.hpp"
-#include "plan/sweep.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"
 #include "support/float_values.hpp"
+#include "support/graph_check.hpp"
 
 using namespace kiln;
 using kiln::test::download;
@@ -180,7 +178,6 @@ TEST(AttentionTensorCore, GraphAttentionRunsTheClassInEveryMember) {
     const Inputs in = inputs(DType::bf16, c.shape, 31);
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);
-        const bool tensor_cores = ops::has_tensor_cores(*d);
         auto tensor = [&](const HostBuffer& h, int64_t heads, int64_t seq) {
             return Tensor::from_bytes(h.bytes.data(), h.count(), DType::bf16,
                                       {c.shape.batch, heads, seq, c.shape.head_dim}, *d);
@@ -190,32 +187,9 @@ TEST(AttentionTensorCore, GraphAttentionRunsTheClassInEveryMember) {
         const Tensor v = tensor(in.v, c.shape.kv_heads, c.shape.seq_k);
         const Tensor o =
             scaled_dot_product_attention(q, k, v, true, {}, nullptr, MatmulClass::tensor_core);
-        const std::vector<Tensor> outs{o, o * 2.0};
-        std::vector<graph::NodeRef> nodes{outs[0].node(), outs[1].node()};
-        std::vector<std::vector<uint8_t>> first;
-        if (tensor_cores) {
-            const int members = plan::sweep(nodes, [&](const plan::Member& mb, const auto& got) {
-                SCOPED_TRACE(mb.fusion + " " + mb.launch + " " + mb.schedule);
-                if (first.empty()) first = got;
-                for (size_t i = 0; i < got.size(); ++i)
-                    EXPECT_TRUE(identical({DType::bf16, got[i]}, {DType::bf16, first[i]}));
-            });
-            EXPECT_GT(members, 1);
-        }
-        std::vector<Tensor> resolved = outs;
-        resolve(resolved);
-        for (const auto& launch : plan::last_executable()->launches) {
-            if (launch.kind != plan::LaunchKind::attention) continue;
-            EXPECT_EQ(launch.record.schedule.rfind("tc", 0) == 0, tensor_cores)
-                << launch.record.schedule;
-        }
-        if (!tensor_cores) {
-            const auto want = graph::evaluate(nodes);
-            for (size_t i = 0; i < resolved.size(); ++i)
-                EXPECT_EQ(resolved[i].to_host_bytes(), want[i].bytes()) << "output " << i;
-            continue;
-        }
-        EXPECT_EQ(resolved[0].to_host_bytes(), first[0]);  // the resolve is a member too
+        const auto first = test::expect_class_in_every_member(
+            {o, o * 2.0}, plan::LaunchKind::attention, ops::has_tensor_cores(*d));
+        if (first.empty()) continue;
         EXPECT_TRUE(within_bound({DType::bf16, first[0]}, in, c, 0x1p-8));
     }
 }

@@ -12,18 +12,16 @@
 
 #include <fmt/format.h>
 
-#include "graph/oracle.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/semantics.hpp"
 #include "kiln/tensor.hpp"
 #include "ops/matmul.hpp"
 #include "oracle/matmul.hpp"
-#include "plan/realize.hpp"
-#include "plan/sweep.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"
 #include "support/float_values.hpp"
+#include "support/graph_check.hpp"
 
 using namespace kiln;
 using kiln::test::download;
@@ -248,34 +246,10 @@ TEST(MatmulTensorCore, GraphMatmulAndLinearRunTheClassInEveryMember) {
         const Tensor xt = tensor(x, {batch, m, k}), wt = tensor(w, {n, k}), bt = tensor(bias, {n});
         const std::vector<Tensor> outs{gelu(linear(xt, wt, &bt, MatmulClass::tensor_core)),
                                        matmul(xt, wt.transpose(0, 1), MatmulClass::tensor_core)};
-        std::vector<graph::NodeRef> nodes{outs[0].node(), outs[1].node()};
-        const auto want = graph::evaluate(nodes);
-        const bool tensor_cores = ops::has_tensor_cores(*d);
-        std::vector<std::vector<uint8_t>> first;  // the first member's outputs
-        if (tensor_cores) {
-            const int members = plan::sweep(nodes, [&](const plan::Member& mb, const auto& got) {
-                SCOPED_TRACE(mb.fusion + " " + mb.launch + " " + mb.schedule);
-                if (first.empty()) first = got;
-                for (size_t i = 0; i < got.size(); ++i)
-                    EXPECT_TRUE(identical({DType::bf16, got[i]}, {DType::bf16, first[i]}));
-            });
-            EXPECT_GT(members, 1);
-        }
-        std::vector<Tensor> resolved = outs;
-        resolve(resolved);
-        for (const auto& launch : plan::last_executable()->launches) {
-            if (launch.kind != plan::LaunchKind::contract) continue;
-            EXPECT_EQ(launch.record.schedule.rfind("tc", 0) == 0, tensor_cores)
-                << launch.record.schedule;
-        }
-        if (!tensor_cores) {
-            for (size_t i = 0; i < resolved.size(); ++i)
-                EXPECT_EQ(resolved[i].to_host_bytes(), want[i].bytes()) << "output " << i;
-            continue;
-        }
-        EXPECT_EQ(resolved[0].to_host_bytes(), first[0]);  // the resolve is a member too
-        const HostBuffer got{DType::bf16, resolved[1].to_host_bytes()};
-        EXPECT_TRUE(identical(got, {DType::bf16, first[1]}));
+        const auto first = test::expect_class_in_every_member(outs, plan::LaunchKind::contract,
+                                                              ops::has_tensor_cores(*d));
+        if (first.empty()) continue;
+        const HostBuffer got{DType::bf16, first[1]};
         EXPECT_TRUE(within_bound(got, x, {0, m * k, 0, false}, w, {0, 0, 0, true}, {batch, m, n, k},
                                  0x1p-8));
     }

@@ -231,8 +231,12 @@ Tensor dequantize_q8_0(const Tensor& values, const Tensor& scales);
 // l_out = (length + 2*padding - dilation*(kernel-1) - 1) / stride + 1. Each output is
 // acc = fma(x, w, acc) over (channel, tap) in order, taps in the padding skipped (no padded
 // copy); the bias is added after the rounding, as a map the planner fuses into the store.
+// arithmetic: the class (ops/conv1d.hpp); tensor_core (f16/bf16 inputs) runs the implicit GEMM
+// on tensor cores where the device has them, within the class's stated bound, and the exact
+// class elsewhere.
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr,
-              int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1);
+              int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1,
+              MatmulClass arithmetic = MatmulClass::exact);
 // torch.nn.functional.scaled_dot_product_attention without dropout: softmax(q·kᵀ·scale (+ the
 // causal mask)) · v for q [b, heads, seq_q, d] (or [heads, seq_q, d]) and k, v [b, kv_heads,
 // seq_k, d] (kv_heads dividing heads: grouped-query attention). scale defaults to 1/sqrt(d)

@@ -38,14 +38,16 @@ void bind_indexing(nb::module_& m, TensorClass& cls) {
           "reading it computes it as it reads each element (the f32 weights are never written).");
     m.def(
         "conv1d",
-        [](const Tensor& x, const Tensor& weight, const Tensor* bias, int64_t stride,
-           int64_t padding, int64_t dilation,
-           int64_t groups) { return conv1d(x, weight, bias, stride, padding, dilation, groups); },
+        [arithmetic](const Tensor& x, const Tensor& weight, const Tensor* bias, int64_t stride,
+                     int64_t padding, int64_t dilation, int64_t groups, bool tensor_cores) {
+            return conv1d(x, weight, bias, stride, padding, dilation, groups,
+                          arithmetic(tensor_cores));
+        },
         arg("x"), arg("weight"), arg("bias").none() = nb::none(), arg("stride") = 1,
-        arg("padding") = 0, arg("dilation") = 1, arg("groups") = 1,
+        arg("padding") = 0, arg("dilation") = 1, arg("groups") = 1, arg("tensor_cores") = false,
         "torch.nn.functional.conv1d: x [n, c_in, length] (or [c_in, length]), weight [c_out, "
         "c_in/groups, kernel], bias [c_out]; each output is fma(x, w, acc) over (channel, tap) in "
-        "order, padding taps skipped (bit-identical on every device).");
+        "order, padding taps skipped (bit-identical on every device). tensor_cores as in matmul.");
     m.def(
         "scaled_dot_product_attention",
         [arithmetic](const Tensor& q, const Tensor& k, const Tensor& v, bool causal,

@@ -276,6 +276,27 @@ def test_tensor_core_attention_is_exact_off_tensor_cores_and_close_on_them(devic
                                              for a in (q_host, k_host, v_host)), tensor_cores=True)
 
 
+def test_tensor_core_conv1d_is_exact_off_tensor_cores_and_within_its_bound_on_them(device):
+    x_host, w_host = sample(np.float32, (2, 8, 40), 33), sample(np.float32, (6, 4, 5), 34)
+    x = kiln.tensor(x_host, dtype="bf16", device=device)
+    w = kiln.tensor(w_host, dtype="bf16", device=device)
+    exact = kiln.conv1d(x, w, stride=2, padding=3, dilation=2, groups=2).numpy()
+    tensor_core = kiln.conv1d(x, w, stride=2, padding=3, dilation=2, groups=2,
+                              tensor_cores=True).numpy()
+    if device.backend != "cuda":
+        np.testing.assert_array_equal(tensor_core, exact)  # the exact class runs there
+    x64, w64 = x.numpy().astype(np.float64), w.numpy().astype(np.float64)
+    zero = np.zeros(6)
+    want = numpy_conv1d(x64, w64, zero, 2, 3, 2, 2)
+    magnitude = numpy_conv1d(np.abs(x64), np.abs(w64), zero, 2, 3, 2, 2)
+    # The class's bound (2^-22 k sum|x w|, k = 4 * 5) plus the bf16 output's rounding.
+    bound = 2.0 ** -22 * 20 * magnitude + 2.0 ** -8 * np.abs(want) + 1e-30
+    assert np.all(np.abs(tensor_core - want) <= bound)
+    with pytest.raises(kiln.Error, match="tensor-core class with f32 inputs"):
+        kiln.conv1d(kiln.tensor(x_host, device=device), kiln.tensor(w_host, device=device),
+                    tensor_cores=True)
+
+
 def test_a_linear_layer_of_q8_0_weights_matches_numpy(device):
     rng = np.random.default_rng(14)
     values_host = rng.integers(-127, 128, (24, 64), dtype=np.int8)

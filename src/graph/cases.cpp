@@ -134,8 +134,9 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
                       kernel = shape[4];
         c.inputs = {input(d, {batch, ci, length}, 15, o.dtype),
                     input(d, {co, ci, kernel}, 16, o.dtype), input(d, {co}, 17, o.dtype)};
-        c.build = [kernel](const std::vector<Tensor>& in) {
-            return std::vector<Tensor>{gelu(conv1d(in[0], in[1], &in[2], 1, kernel / 2))};
+        c.build = [kernel, cls = o.arithmetic](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{
+                gelu(conv1d(in[0], in[1], &in[2], 1, kernel / 2, 1, 1, cls))};
         };
         c.shape = fmt::format("{}x{}x{}->{}k{}", batch, ci, length, co, kernel);
         const int64_t l_out = length + 2 * (kernel / 2) - kernel + 1;
@@ -160,7 +161,8 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
         fail("no case '{}'; the cases are {}", name, fmt::join(case_names(), ", "));
     }
     c.bytes = bytes_of(c.inputs) + bytes_of(c.build(c.inputs));
-    c.exact = !((name == "matmul" || name == "mlp" || name == "q8_linear" || name == "attention") &&
+    c.exact = !((name == "matmul" || name == "mlp" || name == "q8_linear" || name == "conv1d" ||
+                 name == "attention") &&
                 o.arithmetic == MatmulClass::tensor_core && ops::has_tensor_cores(d));
     return c;
 }

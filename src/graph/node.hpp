@@ -147,6 +147,7 @@ struct Matmul {
 };
 struct Conv1d {
     int64_t stride = 1, padding = 0, dilation = 1, groups = 1;
+    MatmulClass arithmetic = MatmulClass::exact;  // the caller's class (ops/conv1d.hpp)
 };
 struct Attention {
     bool causal = false;

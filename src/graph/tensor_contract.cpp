@@ -145,7 +145,7 @@ void require_float_operands(const char* op, const std::vector<std::pair<const ch
 }  // namespace
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor* bias, int64_t stride,
-              int64_t padding, int64_t dilation, int64_t groups) {
+              int64_t padding, int64_t dilation, int64_t groups, MatmulClass arithmetic) {
     if (x.rank() != 2 && x.rank() != 3)
         fail("conv1d: x is {}; expected [batch, in_channels, length] or [in_channels, length]",
              graph::to_string(x.shape()));
@@ -157,14 +157,15 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor* bias, int64_t
     ops::Conv1dShape sh{xb.shape()[0],     xb.shape()[1],     xb.shape()[2],
                         weight.shape()[0], weight.shape()[2], {stride, padding, dilation, groups}};
     ops::conv1d_check_shape(sh);
+    ops::check_class(arithmetic, x.dtype(), "conv1d");
     if (weight.shape()[1] * groups != sh.in_channels)
         fail(
             "conv1d: weight {} has {} input channels per group but x {} has {} channels in {} "
             "groups; expected weight [out_channels, {}, kernel]",
             graph::to_string(weight.shape()), weight.shape()[1], graph::to_string(x.shape()),
             sh.in_channels, groups, sh.in_channels / groups);
-    Tensor y(graph::make_node(graph::op::Conv1d{stride, padding, dilation, groups}, x.dtype(),
-                              {sh.batch, sh.out_channels, sh.out_length()},
+    Tensor y(graph::make_node(graph::op::Conv1d{stride, padding, dilation, groups, arithmetic},
+                              x.dtype(), {sh.batch, sh.out_channels, sh.out_length()},
                               {xb.node(), weight.node()}, &x.device()));
     if (bias) {
         if (bias->rank() != 1 || bias->shape()[0] != sh.out_channels || bias->dtype() != x.dtype())

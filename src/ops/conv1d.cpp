@@ -4,6 +4,8 @@
 #include "ops/ceil_div.hpp"
 #include "ops/contraction.hpp"
 #include "ops/kernel_memo.hpp"
+#include "ops/matmul.hpp"
+#include "ops/matmul_tensor_core.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -19,7 +21,16 @@ namespace {
 
 using namespace contraction;
 
+// A tensor-core point as matmul's (its implicit GEMM runs matmul's tensor-core kernel).
+MatmulSchedule as_matmul(const Conv1dSchedule& s) {
+    MatmulSchedule m{s.name, s.bm, s.bn, s.bk, 1, 1, true, true};
+    m.wm = s.wm;
+    m.wn = s.wn;
+    return m;
+}
+
 void check_schedule(const Conv1dSchedule& s) {
+    if (s.tensor_core()) return check_tensor_core_schedule(as_matmul(s));
     check_tiles("conv1d", s.name, s.bm, s.bn, s.tm, s.tn);
     if (!s.staged && !s.spread && s.tn != 1)
         fail("conv1d schedule {}: a direct point with {} positions a thread; expected 1", s.name,
@@ -354,8 +365,8 @@ void staged_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const
 
 // The memo key of a kernel: every comptime value it is built from.
 std::string kernel_key(const Conv1dTypes& t, const Conv1dSchedule& s) {
-    return fmt::format("conv1d/{}/{}/{}/m{}n{}k{}t{}x{}s{}c{}", name(t.input), name(t.output),
-                       s.name, s.bm, s.bn, s.bk, s.tm, s.tn, s.staged, s.spread);
+    return fmt::format("conv1d/{}/{}/{}/m{}n{}k{}t{}x{}s{}c{}w{}x{}", name(t.input), name(t.output),
+                       s.name, s.bm, s.bn, s.bk, s.tm, s.tn, s.staged, s.spread, s.wm, s.wn);
 }
 
 std::function<ir::Kernel()> builder(const Conv1dTypes& t, const Conv1dSchedule& s) {
@@ -449,30 +460,69 @@ void check_view(const Conv1dView& v, const Conv1dShape& s, size_t count) {
 }
 
 Tuned<Buffer> make_tuned(Device& device, const Buffer& x, const Conv1dView& xv, const Buffer& w,
-                         const Conv1dShape& shape, DType out) {
+                         const Conv1dShape& shape, DType out, MatmulClass cls) {
     const Conv1dTypes t{x.dtype(), out};
     const Conv1dParams& p = shape.params;
+    const std::span<const Conv1dSchedule> points = conv1d_domain(device, cls);
+    const bool on_tensor_cores = points.front().tensor_core();
     Tuned<Buffer> tuned(
         "conv1d",
         fmt::format("batch={},c_in={},length={},c_out={},kernel={},stride={},padding={},"
-                    "dilation={},groups={},in={},out={}",
+                    "dilation={},groups={},in={},out={}{}",
                     shape.batch, shape.in_channels, shape.length, shape.out_channels, shape.kernel,
-                    p.stride, p.padding, p.dilation, p.groups, name(t.input), name(t.output)),
+                    p.stride, p.padding, p.dilation, p.groups, name(t.input), name(t.output),
+                    on_tensor_cores ? ",class=tensor_core" : ""),
         device);
     const VariantTable& table =
-        memo_variant_table(fmt::format("conv1d/{}/{}", name(t.input), name(t.output)),
+        memo_variant_table(fmt::format("conv1d/{}/{}{}", name(t.input), name(t.output),
+                                       on_tensor_cores ? "/tensor_core" : ""),
                            device.info().backend, "conv1d", [&] {
                                std::vector<NamedKernel> kernels;
-                               for (const auto& s : conv1d_variants())
+                               for (const auto& s : points)
                                    kernels.push_back({s.name, kernel_key(t, s), builder(t, s)});
                                return kernels;
                            });
-    tuned.variants(table, [&device, &x, xv, &w, shape, out](size_t i) -> Tuned<Buffer>::Closure {
-        return [&device, &x, xv, &w, shape, out, s = &conv1d_variants()[i]](int iters) {
-            return conv1d_bench(device, x, xv, w, shape, out, *s, iters);
-        };
-    });
+    tuned.variants(table,
+                   [&device, &x, xv, &w, shape, out, points](size_t i) -> Tuned<Buffer>::Closure {
+                       return [&device, &x, xv, &w, shape, out, s = &points[i]](int iters) {
+                           return conv1d_bench(device, x, xv, w, shape, out, *s, iters);
+                       };
+                   });
     return tuned;
+}
+
+// The implicit GEMM in matmul's tensor-core kernel: batch n*groups + g; A is group g's rows of w
+// (og x k, contiguous along q); B(q, t) = x[n, g*cg + q / kernel, t*stride - padding +
+// (q % kernel)*dilation], zero in the padding.
+void tensor_core_terms(KernelBuilder& k, const Conv1dViews& p, const Conv1dTypes& t,
+                       const Conv1dSchedule& s, const Conv1dStore& store) {
+    Var cg = k.let(p.c_in / p.groups, "cg");
+    Var og = k.let(p.c_out / p.groups, "og");
+    Var l_out =
+        k.let((p.length + 2 * p.padding - p.dilation * (p.kernel - 1) - 1) / p.stride + 1, "l_out");
+    Var terms = k.let(cg * p.kernel, "terms");
+    auto position = [=](const Expr& col, const Expr& q) {
+        return col * p.stride - p.padding + q % p.kernel * p.dilation;
+    };
+    const TensorCoreOperand w{
+        p.w, true, [=](const Expr& batch) { return batch % p.groups * og * terms; },
+        [=](const Expr& base, const Expr& row, const Expr& q) { return base + row * terms + q; }};
+    const TensorCoreOperand x{
+        p.x, false,
+        [=](const Expr& batch) {
+            return p.x_offset + batch / p.groups * p.x_batch + batch % p.groups * cg * p.x_channel;
+        },
+        [=](const Expr& base, const Expr& col, const Expr& q) {
+            return base + q / p.kernel * p.x_channel + min(max(position(col, q), 0), p.length - 1);
+        },
+        [=](const Expr& col, const Expr& q) {
+            const Expr at = position(col, q);
+            return at >= 0 && at < p.length;
+        }};
+    tensor_core_product(k, {w, x, og, l_out, terms}, t.input, as_matmul(s),
+                        [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& v) {
+                            store(batch / p.groups, batch % p.groups * og + row, col, v);
+                        });
 }
 
 }  // namespace
@@ -506,8 +556,37 @@ const std::vector<Conv1dSchedule>& conv1d_variants() {
     return variants;
 }
 
+const std::vector<Conv1dSchedule>& conv1d_tensor_core_variants() {
+    auto point = [](int bm, int bn, int wm, int wn) {
+        Conv1dSchedule s{fmt::format("tc{}x{}_k32_w{}x{}", bm, bn, wm, wn), bm, bn, 32, 1, 1, true};
+        s.wm = wm;
+        s.wn = wn;
+        return s;
+    };
+    static const std::vector<Conv1dSchedule> variants = {
+        point(128, 128, 64, 32), point(64, 128, 32, 64), point(64, 64, 32, 32),
+        point(32, 32, 16, 16)};
+    return variants;
+}
+
+const std::vector<Conv1dSchedule>& conv1d_all_variants() {
+    static const std::vector<Conv1dSchedule> all = [] {
+        std::vector<Conv1dSchedule> points = conv1d_variants();
+        for (const auto& s : conv1d_tensor_core_variants()) points.push_back(s);
+        return points;
+    }();
+    return all;
+}
+
+std::span<const Conv1dSchedule> conv1d_domain(const Device& device, MatmulClass cls) {
+    const std::span<const Conv1dSchedule> all = conv1d_all_variants();
+    const size_t exact = conv1d_variants().size();
+    return cls == MatmulClass::tensor_core && has_tensor_cores(device) ? all.subspan(exact)
+                                                                       : all.first(exact);
+}
+
 const Conv1dSchedule& conv1d_variant(const std::string& n) {
-    for (const auto& s : conv1d_variants())
+    for (const auto& s : conv1d_all_variants())
         if (s.name == n) return s;
     fail("conv1d: no schedule named '{}'", n);
 }
@@ -530,6 +609,7 @@ void conv1d_body(KernelBuilder& k, const Conv1dViews& p, const Conv1dTypes& t,
                  const Conv1dSchedule& s, const Conv1dStore& store) {
     check_types(t);
     check_schedule(s);
+    if (s.tensor_core()) return tensor_core_terms(k, p, t, s, store);
     const Place at = place(k, p, s);
     Accumulators acc(k, s.tm, s.tn);
     if (s.staged)
@@ -590,6 +670,7 @@ Timed<Buffer> conv1d_bench(Device& device, const Buffer& x, const Conv1dView& xv
                            int iters) {
     conv1d_check(x, xv, w, shape, out);
     check_schedule(schedule);
+    if (schedule.tensor_core()) check_class(MatmulClass::tensor_core, x.dtype(), "conv1d");
     if (&x.device() != &device)
         fail("conv1d: x lives on {}; expected {}", x.device().info().id, device.info().id);
     const Conv1dTypes t{x.dtype(), out};
@@ -604,21 +685,23 @@ Timed<Buffer> conv1d_bench(Device& device, const Buffer& x, const Conv1dView& xv
 }
 
 Tuned<Buffer> conv1d_tuned(Device& device, const Buffer& x, const Conv1dView& xv, const Buffer& w,
-                           const Conv1dShape& shape, DType out) {
+                           const Conv1dShape& shape, DType out, MatmulClass cls) {
     conv1d_check(x, xv, w, shape, out);
-    return make_tuned(device, x, xv, w, shape, out);
+    check_class(cls, x.dtype(), "conv1d");
+    return make_tuned(device, x, xv, w, shape, out, cls);
 }
 
 Buffer conv1d(Device& device, const Buffer& x, const Conv1dView& xv, const Buffer& w,
-              const Conv1dShape& shape, DType out, Tuner& tuner) {
+              const Conv1dShape& shape, DType out, MatmulClass cls, Tuner& tuner) {
     conv1d_check(x, xv, w, shape, out);
+    check_class(cls, x.dtype(), "conv1d");
     if (&x.device() != &device)
         fail("conv1d: x lives on {}; expected {}", x.device().info().id, device.info().id);
-    return make_tuned(device, x, xv, w, shape, out).run(tuner);
+    return make_tuned(device, x, xv, w, shape, out, cls).run(tuner);
 }
 
 Buffer conv1d(Device& device, const Conv1dInput& x, const Conv1dWeight& w,
-              const Conv1dParams& params, DType out, Tuner& tuner) {
+              const Conv1dParams& params, DType out, MatmulClass cls, Tuner& tuner) {
     if (x.batch < 1 || x.channels < 1 || x.length < 1)
         fail("conv1d: x is {} x {} x {}; expected every size >= 1", x.batch, x.channels, x.length);
     if (w.out_channels < 1 || w.in_channels < 1 || w.kernel < 1)
@@ -641,7 +724,7 @@ Buffer conv1d(Device& device, const Conv1dInput& x, const Conv1dWeight& w,
             "conv1d: w has {} input channels per group but x has {} channels in {} groups; "
             "expected w's in_channels = {}",
             w.in_channels, x.channels, params.groups, x.channels / params.groups);
-    return conv1d(device, x.buffer, {0, x.channels * x.length, x.length}, w.buffer, shape, out,
+    return conv1d(device, x.buffer, {0, x.channels * x.length, x.length}, w.buffer, shape, out, cls,
                   tuner);
 }
 

@@ -20,10 +20,18 @@
 //
 // The terms of an output are matmul's over k = cg*kernel, q = ic*kernel + r: w is matmul's A
 // (c_out x k, row-major) and x read through the taps' index map its B (implicit GEMM).
+//
+// The tensor-core class (the caller's `MatmulClass`; f16/bf16 inputs on a CUDA device with tensor
+// cores; elsewhere the exact class above): that implicit GEMM as matmul's tensor-core class
+// computes it, each output a chain of mma.m16n8k16 steps over q in 16s from q = 0, a tap in the
+// padding (and q past k) an exact zero term. Its points give the same bits on one device, within
+// matmul's bound of the exact oracle: |y - oracle| <= kTensorCoreBound * k * sum |w x| over the
+// output's taps inside x (oracle::conv1d_tensor_core_bound), for finite inputs.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +40,7 @@
 #include "kiln/device.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/ir.hpp"
+#include "kiln/matmul_class.hpp"
 #include "kiln/tune.hpp"
 #include "ops/kernel_parts.hpp"
 
@@ -80,6 +89,9 @@ struct Conv1dView {
 //            its group's channels and y, with every tap inside x and stride 1, reads x and w as
 //            they are (i64 indices: adjacent threads' positions are adjacent addresses); the
 //            others read clamped and test each tap, skipping those in the padding.
+//   tensor core (the tensor-core class): the implicit GEMM in matmul's tensor-core kernel, a
+//            block's bm x bn tile in (bm/wm)*(bn/wn) warps of wm x wn, steps of bk terms staged
+//            as pairs in shared tiles.
 struct Conv1dSchedule {
     std::string name;
     int bm = 64, bn = 64;  // block tile (output channels x positions), multiples of tm and tn
@@ -87,7 +99,11 @@ struct Conv1dSchedule {
     int tm = 4, tn = 4;    // thread tile (outputs held in registers), 1 to 8 each
     bool staged = true;
     bool spread = false;  // direct only: a thread's positions bn/tn apart
-    int threads() const { return (bm / tm) * (bn / tn); }
+    int wm = 0, wn = 0;   // tensor-core points only: a warp's tile
+    bool tensor_core() const { return wm > 0; }
+    int threads() const {
+        return tensor_core() ? (bm / wm) * (bn / wn) * 32 : (bm / tm) * (bn / tn);
+    }
 };
 
 // The domain, in declaration order (the first is the tuner's default):
@@ -98,7 +114,20 @@ struct Conv1dSchedule {
 //   s128x128_k8_t8x8             staged, 256 threads of 8x8
 //   d8x128_t8x4_s                spread, 32 threads of 8 channels x 4 positions (the CPU's point)
 const std::vector<Conv1dSchedule>& conv1d_variants();
-const Conv1dSchedule& conv1d_variant(const std::string& name);  // kiln::Error if unknown
+// The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
+//   tc128x128_k32_w64x32   8 warps of 64 x 32
+//   tc64x128_k32_w32x64    4 warps of 32 x 64
+//   tc64x64_k32_w32x32     4 warps of 32 x 32
+//   tc32x32_k32_w16x16     4 warps of 16 x 16 (small shapes: the most blocks)
+const std::vector<Conv1dSchedule>& conv1d_tensor_core_variants();
+// Both domains in one list, the exact points first (one index space for a planner).
+const std::vector<Conv1dSchedule>& conv1d_all_variants();
+// The points `cls` runs on `device`, a contiguous part of conv1d_all_variants(): the
+// tensor-core points where the class is tensor_core and the device has tensor cores, the exact
+// ones otherwise (within the class's bound).
+std::span<const Conv1dSchedule> conv1d_domain(const Device& device, MatmulClass cls);
+// Either domain's point by name; kiln::Error if unknown.
+const Conv1dSchedule& conv1d_variant(const std::string& name);
 
 // What a kernel is built for: the inputs' dtype and y's.
 struct Conv1dTypes {
@@ -151,16 +180,17 @@ Timed<Buffer> conv1d_bench(Device& device, const Buffer& x, const Conv1dView& xv
                            const Conv1dShape& shape, DType out, const Conv1dSchedule& schedule,
                            int iters);
 
-// The tuned op over the domain, keyed by shape, parameters and dtypes. The buffers must outlive
-// it.
+// The tuned op over the class's domain, keyed by shape, parameters, dtypes and class. The
+// buffers must outlive it.
 Tuned<Buffer> conv1d_tuned(Device& device, const Buffer& x, const Conv1dView& xv, const Buffer& w,
-                           const Conv1dShape& shape, DType out);
+                           const Conv1dShape& shape, DType out,
+                           MatmulClass cls = MatmulClass::exact);
 
 // y = conv1d(x, w) as a new dense buffer (batch x out_channels x l_out, dtype `out`) on
 // `device`, with the tuner's winner. Arguments are checked.
 Buffer conv1d(Device& device, const Buffer& x, const Conv1dView& xv, const Buffer& w,
               const Conv1dShape& shape, DType out = DType::f32,
-              Tuner& tuner = Tuner::process_default());
+              MatmulClass cls = MatmulClass::exact, Tuner& tuner = Tuner::process_default());
 
 // Dense operands, as torch tensors: x is batch x channels x length, w is out_channels x
 // in_channels x kernel (in_channels: per group), each buffer exactly that size.
@@ -177,6 +207,6 @@ struct Conv1dWeight {
 // x's channels / groups; then the entry above.
 Buffer conv1d(Device& device, const Conv1dInput& x, const Conv1dWeight& w,
               const Conv1dParams& params = {}, DType out = DType::f32,
-              Tuner& tuner = Tuner::process_default());
+              MatmulClass cls = MatmulClass::exact, Tuner& tuner = Tuner::process_default());
 
 }  // namespace kiln::ops

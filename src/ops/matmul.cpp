@@ -115,7 +115,7 @@ struct Place {
 };
 
 Place place(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
-    const BlockIndex block = block_index(k, p, s);
+    const BlockIndex block = block_index(k, p.m, p.n, s);
     const int across = s.bn / s.tn;  // threads along a row of the block tile
     Var t = k.let(k.thread_index(), "t");
     const bool one_row = s.threads() <= across;  // then ty is 0 and tx is t, known as such
@@ -413,9 +413,9 @@ std::span<const MatmulSchedule> matmul_domain(const Device& device, MatmulClass 
                                                                        : all.first(exact);
 }
 
-BlockIndex block_index(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
-    Var tiles_m = k.let((p.m + (s.bm - 1)) / s.bm, "tiles_m");
-    Var tiles_n = k.let((p.n + (s.bn - 1)) / s.bn, "tiles_n");
+BlockIndex block_index(KernelBuilder& k, const Expr& m, const Expr& n, const MatmulSchedule& s) {
+    Var tiles_m = k.let((m + (s.bm - 1)) / s.bm, "tiles_m");
+    Var tiles_n = k.let((n + (s.bn - 1)) / s.bn, "tiles_n");
     Var block = k.let(k.block_index(), "block");
     Var tile_n = k.let(block % tiles_n, "tile_n");
     Var rest = k.let(block / tiles_n, "rest");

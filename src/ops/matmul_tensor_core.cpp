@@ -43,7 +43,26 @@ void check_tensor_core_schedule(const MatmulSchedule& s) {
 
 void tensor_core_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
                       const MatmulSchedule& s, const MatmulStore& store) {
-    check_class(MatmulClass::tensor_core, t.input);
+    auto operand = [](const ElementRead& read, const Expr& offset, const Expr& batch_stride,
+                      const Expr& ld, bool transposed, bool rows) {
+        // A's lines are its rows (element (line, q)), B's its columns (element (q, line)).
+        return TensorCoreOperand{read, transposed != rows,
+                                 [=](const Expr& batch) { return offset + batch * batch_stride; },
+                                 [=](const Expr& base, const Expr& line, const Expr& q) {
+                                     return rows ? element_at(base, line, q, ld, transposed)
+                                                 : element_at(base, q, line, ld, transposed);
+                                 }};
+    };
+    tensor_core_product(
+        k,
+        {operand(p.a, p.a_offset, p.a_batch, p.lda, t.a_transposed, true),
+         operand(p.b, p.b_offset, p.b_batch, p.ldb, t.b_transposed, false), p.m, p.n, p.k},
+        t.input, s, store);
+}
+
+void tensor_core_product(KernelBuilder& k, const TensorCoreProduct& p, DType input,
+                         const MatmulSchedule& s, const MatmulStore& store) {
+    check_class(MatmulClass::tensor_core, input);
     const int T = s.threads(), bm = s.bm, bn = s.bn, bk = s.bk;
     const int pairs = bk / 2, ld = pairs + kPairPad;
     // A's tile holds bm rows of a step's k pairs, B's bn columns of them (n-major), so a warp
@@ -51,27 +70,25 @@ void tensor_core_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes&
     const int a_size = bm * ld, b_size = bn * ld;  // one stage's tiles
     auto a_tile = k.shared(DType::u32, int64_t{a_size} * s.stages, "a_pairs");
     auto b_tile = k.shared(DType::u32, int64_t{b_size} * s.stages, "b_pairs");
-    const BlockIndex block = block_index(k, p, s);
+    const BlockIndex block = block_index(k, p.m, p.n, s);
     struct {
         Var batch, a_base, b_base, i0, j0;
-    } at{block.batch, k.let(p.a_offset + block.batch * p.a_batch, "a_base"),
-         k.let(p.b_offset + block.batch * p.b_batch, "b_base"), k.let(block.tile_m * bm, "i0"),
+    } at{block.batch, k.let(p.a.base_of(block.batch), "a_base"),
+         k.let(p.b.base_of(block.batch), "b_base"), k.let(block.tile_m * bm, "i0"),
          k.let(block.tile_n * bn, "j0")};
     // Each operand's share of a step's pairs; A's lines are rows of C, B's columns.
-    Staging a = stage_operand(k, {p.a, bm, pairs, ld, !t.a_transposed, T,
-                                  [&](const Expr& line) { return min(at.i0 + line, p.m - 1); }});
-    Staging b = stage_operand(k, {p.b, bn, pairs, ld, t.b_transposed, T,
-                                  [&](const Expr& line) { return min(at.j0 + line, p.n - 1); }});
-    auto a_element = [&](const Expr& row, const Expr& q) {
-        return element_at(at.a_base, row, q, p.lda, t.a_transposed);
-    };
-    auto b_element = [&](const Expr& col, const Expr& q) {
-        return element_at(at.b_base, q, col, p.ldb, t.b_transposed);
-    };
+    Staging a = stage_operand(
+        k, {p.a.read, bm, pairs, ld, p.a.k_contiguous, T,
+            [&](const Expr& line) { return min(at.i0 + line, p.m - 1); }, bool(p.a.present)});
+    Staging b = stage_operand(
+        k, {p.b.read, bn, pairs, ld, p.b.k_contiguous, T,
+            [&](const Expr& line) { return min(at.j0 + line, p.n - 1); }, bool(p.b.present)});
+    auto a_element = [&](const Expr& row, const Expr& q) { return p.a.index(at.a_base, row, q); };
+    auto b_element = [&](const Expr& col, const Expr& q) { return p.b.index(at.b_base, col, q); };
     // The step's pairs from p0 on; `inside`: the whole step lies below k.
     auto fetch = [&](const Expr& p0, bool inside) {
-        a.fetch(k, p0, p.k, inside, a_element);
-        b.fetch(k, p0, p.k, inside, b_element);
+        a.fetch(k, p0, p.k, inside, a_element, p.a.present);
+        b.fetch(k, p0, p.k, inside, b_element, p.b.present);
     };
     // The fetched pairs into the tiles of stage `stage` (the caller then waits at a barrier).
     auto put = [&](const Expr& stage) {
@@ -112,7 +129,7 @@ void tensor_core_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes&
         for (int mi = 0; mi < mt; ++mi)
             for (int ni = 0; ni < nt; ++ni) {
                 const auto first = acc.begin() + (mi * nt + ni) * 4;
-                k.mma(t.input, a[static_cast<size_t>(mi)], b[static_cast<size_t>(ni)],
+                k.mma(input, a[static_cast<size_t>(mi)], b[static_cast<size_t>(ni)],
                       std::vector<Var>(first, first + 4));
             }
     };

@@ -6,11 +6,15 @@ namespace kiln::ops::tensor_core {
 using contraction::TileSlot;
 
 Expr pair_at(const ElementRead& m, const Expr& q, const Expr& k, bool inside,
-             const std::function<Expr(const Expr&)>& element) {
+             const std::function<Expr(const Expr&)>& element,
+             const std::function<Expr(const Expr&)>& present) {
     auto half = [&](const Expr& at) {
-        if (inside) return bitcast(DType::u32, m(element(at)));
-        return select(at < k, bitcast(DType::u32, m(element(min(at, k - 1)))),
-                      constant(DType::u32, 0));
+        const Expr clamped = inside ? at : min(at, k - 1);
+        const Expr value = bitcast(DType::u32, m(element(clamped)));
+        if (inside && !present) return value;
+        Expr exists = inside ? present(at) : at < k;
+        if (present && !inside) exists = exists && present(clamped);
+        return select(exists, value, constant(DType::u32, 0));
     };
     return half(q) | (half(q + 1) << 16);
 }
@@ -21,10 +25,12 @@ Expr pack_pair(DType input, const Expr& lo, const Expr& hi) {
 }
 
 void Staging::fetch(KernelBuilder& k, const Expr& p0, const Expr& k_terms, bool inside,
-                    const std::function<Expr(const Expr&, const Expr&)>& element) {
+                    const LineElement& element, const LineElement& present) {
     for (size_t i = 0; i < slots.size(); ++i) {
         const TileSlot& slot = slots[i];
         auto at = [&](const Expr& q) { return element(slot.line, q); };
+        std::function<Expr(const Expr&)> exists;
+        if (present) exists = [&](const Expr& q) { return present(slot.line, q); };
         if (width == 4 && inside) {
             const std::vector<Var> v = k.load_vector(*read.buffer, at(p0 + slot.term), 8, "h");
             for (size_t j = 0; j < 4; ++j)
@@ -33,7 +39,8 @@ void Staging::fetch(KernelBuilder& k, const Expr& p0, const Expr& k_terms, bool 
             continue;
         }
         for (int j = 0; j < width; ++j)
-            pairs[i][size_t(j)] = pair_at(read, p0 + slot.term + 2 * j, k_terms, inside, at);
+            pairs[i][size_t(j)] =
+                pair_at(read, p0 + slot.term + 2 * j, k_terms, inside, at, exists);
     }
 }
 
@@ -55,7 +62,7 @@ void Staging::put(KernelBuilder& k, const Memory& tile, const Expr& offset) cons
 
 Staging stage_operand(KernelBuilder& k, const OperandShape& o) {
     Staging st{.read = o.read};
-    st.width = o.read.buffer && o.k_contiguous && o.pairs % 4 == 0 ? 4 : 1;
+    st.width = o.read.buffer && o.k_contiguous && !o.gaps && o.pairs % 4 == 0 ? 4 : 1;
     const int runs = o.pairs / st.width;  // a line's slots
     st.slots = contraction::tile_slots(k, o.lines * runs, o.threads, [&](const Expr& e) {
         Var line = k.let(o.k_contiguous ? e / runs : e % o.lines, "line");

@@ -17,9 +17,11 @@ inline constexpr int kWarp = 32;
 // Input elements q and q + 1 along k of an operand line as one u32 (q's bits in the low half).
 // `element(q)` is the index of the line's element q. Unless `inside` (both below k, known),
 // each is read clamped (always in bounds) and zero past k, so a last, padded mma step adds
-// exact zeros.
+// exact zeros. Where `present` is given, an element for which it is false reads as zero too
+// (element(q) must still be in bounds).
 Expr pair_at(const ElementRead& m, const Expr& q, const Expr& k, bool inside,
-             const std::function<Expr(const Expr&)>& element);
+             const std::function<Expr(const Expr&)>& element,
+             const std::function<Expr(const Expr&)>& present = {});
 
 // Two f32 values rounded to `input` (f16 or bf16) as one u32, lo's bits in the low half.
 Expr pack_pair(DType input, const Expr& lo, const Expr& hi);
@@ -32,6 +34,7 @@ struct OperandShape {
     bool k_contiguous;  // consecutive elements along k are adjacent in memory
     int threads;
     std::function<Expr(const Expr&)> clamped_line;  // a tile line's operand line, in range
+    bool gaps = false;  // some elements are absent (Staging::fetch's present): no wide loads
 };
 
 // The slots a thread fills of one operand's tile, each `width` pairs: 4 (read as one 16-byte
@@ -44,9 +47,11 @@ struct Staging {
     ElementRead read;
 
     // Loads the slots' pairs of the step from p0 on (`inside`: the whole step lies below
-    // k_terms); element(line, q) is the index of element q of the operand line.
+    // k_terms); element(line, q) is the index of element q of the operand line, present(line, q)
+    // (where given) whether it exists (else it reads as zero).
+    using LineElement = std::function<Expr(const Expr& line, const Expr& q)>;
     void fetch(KernelBuilder& k, const Expr& p0, const Expr& k_terms, bool inside,
-               const std::function<Expr(const Expr&, const Expr&)>& element);
+               const LineElement& element, const LineElement& present = {});
     // Stores the pairs into the tile from `offset` (a stage's first word).
     void put(KernelBuilder& k, const Memory& tile, const Expr& offset) const;
 };

@@ -45,7 +45,7 @@ std::string to_string(LaunchKind kind, const Schedule& s) {
         case LaunchKind::contract:
             return ops::matmul_all_variants().at(size_t(s.variant)).name;
         case LaunchKind::conv1d:
-            return ops::conv1d_variants().at(size_t(s.variant)).name;
+            return ops::conv1d_all_variants().at(size_t(s.variant)).name;
         case LaunchKind::attention:
             return ops::attention_all_variants().at(size_t(s.variant)).name;
     }
@@ -54,11 +54,14 @@ std::string to_string(LaunchKind kind, const Schedule& s) {
 
 namespace {
 
-// Every point of an op's schedule domain, its threads as the block.
-template <typename Points>
-void add_points(std::vector<Schedule>& d, const Points& points) {
+// The points of a class's domain that `fits` keeps (a contiguous part of an op's list of every
+// point, `all`), as indices into `all`, their threads as the block.
+template <typename Point, typename Fits>
+void add_points(std::vector<Schedule>& d, std::span<const Point> points,
+                const std::vector<Point>& all, const Fits& fits) {
+    const size_t first = size_t(points.data() - all.data());
     for (size_t v = 0; v < points.size(); ++v)
-        d.push_back({.block = points[v].threads(), .variant = int(v)});
+        if (fits(points[v])) d.push_back({.block = points[v].threads(), .variant = int(first + v)});
 }
 
 }  // namespace
@@ -106,31 +109,27 @@ std::vector<Schedule> domain_of(const Launch& l, const GraphView& g) {
             for (int b : {64, 128, 256}) d.push_back({.block = b});
             break;
         case LaunchKind::contract: {
-            // The matmul's class on its device (ops::matmul_domain), as indices into
-            // ops::matmul_all_variants().
+            // Each contraction: its class's points on its device (ops::*_domain).
             const graph::Node& mm = g.node(l.contraction);
-            const auto points =
-                ops::matmul_domain(*mm.device, mm.as<graph::op::Matmul>()->arithmetic);
-            const size_t first = size_t(points.data() - ops::matmul_all_variants().data());
-            for (size_t i = 0; i < points.size(); ++i)
-                d.push_back({.block = points[i].threads(), .variant = int(first + i)});
+            add_points(d, ops::matmul_domain(*mm.device, mm.as<graph::op::Matmul>()->arithmetic),
+                       ops::matmul_all_variants(), [](const auto&) { return true; });
             break;
         }
-        case LaunchKind::conv1d:
-            add_points(d, ops::conv1d_variants());
+        case LaunchKind::conv1d: {
+            const graph::Node& c = g.node(l.contraction);
+            add_points(d, ops::conv1d_domain(*c.device, c.as<graph::op::Conv1d>()->arithmetic),
+                       ops::conv1d_all_variants(), [](const auto&) { return true; });
             break;
+        }
         case LaunchKind::attention: {
-            // The node's class on its device (ops::attention_domain), as indices into
-            // ops::attention_all_variants(); points whose shared tiles do not fit for this
-            // head_dim are left out.
+            // Points whose shared tiles do not fit for this head_dim are left out.
             const int D = static_cast<int>(attention_shape(g, l.contraction).head_dim);
             const graph::Node& a = g.node(l.contraction);
-            const auto points =
-                ops::attention_domain(*a.device, attention_options(g, l.contraction).arithmetic, D);
-            const size_t first = size_t(points.data() - ops::attention_all_variants().data());
-            for (size_t v = 0; v < points.size(); ++v)
-                if (ops::attention_fits(points[v], D))
-                    d.push_back({.block = points[v].threads(), .variant = int(first + v)});
+            add_points(
+                d,
+                ops::attention_domain(*a.device, attention_options(g, l.contraction).arithmetic, D),
+                ops::attention_all_variants(),
+                [D](const auto& p) { return ops::attention_fits(p, D); });
             break;
         }
     }

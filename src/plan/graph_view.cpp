@@ -68,6 +68,7 @@ void add_payload(Hasher& h, const graph::Node& n) {
                 h.add(p.padding);
                 h.add(p.dilation);
                 h.add(p.groups);
+                h.add(static_cast<int>(p.arithmetic));
             } else if constexpr (std::is_same_v<P, op::Attention>) {
                 h.add(p.causal);
                 h.add(p.scale);

@@ -246,7 +246,7 @@ class Writer {
         const ops::Conv1dTypes types{g_.node(x).dtype, DType::f32};
         const int64_t l_out = sh.out_length();
         ops::conv1d_body(
-            k_, views, types, ops::conv1d_variants().at(size_t(s_.variant)),
+            k_, views, types, ops::conv1d_all_variants().at(size_t(s_.variant)),
             [&](const Expr& n, const Expr& oc, const Expr& t, const Expr& acc) {
                 store_contraction(
                     (as_index(n) * it(sh.out_channels) + as_index(oc)) * it(l_out) + as_index(t),
@@ -822,7 +822,7 @@ int64_t grid_of(const Launch& l, const GraphView& g, const Schedule& s) {
         case LaunchKind::conv1d:
             return std::max<int64_t>(
                 1, ops::conv1d_grid(conv1d_shape(g, l.contraction),
-                                    ops::conv1d_variants().at(size_t(s.variant))));
+                                    ops::conv1d_all_variants().at(size_t(s.variant))));
         case LaunchKind::attention:
             return std::max<int64_t>(
                 1, ops::attention_grid(attention_shape(g, l.contraction),

@@ -47,7 +47,8 @@ const char* name(LaunchKind k);
 //   segments: block, threads (per segment), unroll
 //   scatter: block
 //   contract: variant (an index into ops::matmul_all_variants()); block is its threads
-//   conv1d, attention: variant (into ops::conv1d_variants(), ops::attention_all_variants()); block
+//   conv1d, attention: variant (into ops::conv1d_all_variants(), ops::attention_all_variants());
+//   block
 //            is its threads
 struct Schedule {
     int block = 256;

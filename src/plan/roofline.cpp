@@ -83,7 +83,9 @@ double contraction_share(const Launch& l, const Schedule& s, const DeviceFacts& 
     auto staged_share = [](double tile) { return std::clamp(tile / 64.0, 0.1, 1.0); };
     switch (l.kind) {
         case LaunchKind::conv1d: {
-            const ops::Conv1dSchedule& p = ops::conv1d_variants().at(size_t(s.variant));
+            const ops::Conv1dSchedule& p = ops::conv1d_all_variants().at(size_t(s.variant));
+            // A tensor-core point: matmul's tensor-core kernel on the implicit GEMM.
+            if (p.tensor_core()) return 2.0 * std::clamp(p.wm * p.wn / 32.0 / 128.0, 0.1, 1.0);
             return f.gpu ? (p.staged ? staged_share(p.tm * p.tn) : 0.02) : (p.spread ? 1.0 : 0.15);
         }
         case LaunchKind::attention: {
@@ -137,7 +139,7 @@ std::vector<double> operand_read_factors(const GraphView& g, const Launch& l, co
     switch (l.kind) {
         case LaunchKind::conv1d: {
             const ops::Conv1dShape c = conv1d_shape(g, node);
-            const ops::Conv1dSchedule& p = ops::conv1d_variants().at(size_t(s.variant));
+            const ops::Conv1dSchedule& p = ops::conv1d_all_variants().at(size_t(s.variant));
             return {
                 tiles(c.out_channels / c.params.groups, p.staged ? p.bm : p.tm) * double(c.kernel),
                 tiles(c.out_length(), p.staged ? p.bn : p.tn) * double(c.batch)};

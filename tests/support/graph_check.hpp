@@ -101,6 +101,41 @@ inline void expect_graph_everywhere(const GraphBuilder& build, bool sweep = fals
 }
 
 // Host data with kiln's edge values mixed in, as a tensor on `d`.
+// A tensor-core class through the graph: where the device has tensor cores (`tensor_cores`),
+// every plan member gives the same bits, the resolve too, and each launch of `kind` runs a
+// tensor-core point; returns those bits, one per output. Elsewhere the resolve gives the graph
+// oracle's bits (the class runs the exact class there) and the result is empty.
+inline std::vector<std::vector<uint8_t>> expect_class_in_every_member(
+    const std::vector<Tensor>& outs, plan::LaunchKind kind, bool tensor_cores) {
+    const std::vector<graph::NodeRef> nodes = nodes_of(outs);
+    std::vector<std::vector<uint8_t>> first;
+    if (tensor_cores) {
+        const int members = plan::sweep(nodes, [&](const plan::Member& mb, const auto& got) {
+            SCOPED_TRACE(mb.fusion + " " + mb.launch + " " + mb.schedule);
+            if (first.empty()) first = got;
+            for (size_t i = 0; i < got.size(); ++i)
+                EXPECT_TRUE(identical({outs[i].dtype(), got[i]}, {outs[i].dtype(), first[i]}));
+        });
+        EXPECT_GT(members, 1);
+    }
+    std::vector<Tensor> resolved = outs;
+    resolve(resolved);
+    for (const auto& launch : plan::last_executable()->launches) {
+        if (launch.kind != kind) continue;
+        EXPECT_EQ(launch.record.schedule.rfind("tc", 0) == 0, tensor_cores)
+            << launch.record.schedule;
+    }
+    if (!tensor_cores) {
+        const auto want = graph::evaluate(nodes);
+        for (size_t i = 0; i < resolved.size(); ++i)
+            EXPECT_EQ(resolved[i].to_host_bytes(), want[i].bytes()) << "output " << i;
+        return {};
+    }
+    for (size_t i = 0; i < resolved.size(); ++i)
+        EXPECT_EQ(resolved[i].to_host_bytes(), first[i]) << "output " << i;  // a member too
+    return first;
+}
+
 inline Tensor random_tensor(Device& d, DType t, const Shape& shape, uint64_t seed) {
     const HostBuffer h = random_buffer(t, static_cast<size_t>(graph::element_count(shape)), seed);
     return Tensor::from_bytes(h.bytes.data(), h.count(), t, shape, d);

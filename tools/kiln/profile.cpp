@@ -174,10 +174,10 @@ Command add_profile_command(CLI::App& parent) {
                   "mul_rank4's shape (9,11,32,16), conv1d's batch,in_channels,length,"
                   "out_channels,kernel, attention's batch,heads,seq,head_dim");
     p->add_option("--dtype", opt->dtype, "the inputs' dtype: f32 (default), f16 or bf16");
-    p->add_flag(
-        "--tensor-cores", opt->tensor_cores,
-        "matmul, mlp, q8_linear and attention in the tensor-core class (f16/bf16; on tensor cores the "
-        "results lie within the class's bound of the oracle)");
+    p->add_flag("--tensor-cores", opt->tensor_cores,
+                "matmul, mlp, q8_linear, conv1d and attention in the tensor-core class (f16/bf16; "
+                "on tensor cores the "
+                "results lie within the class's bound of the oracle)");
     p->add_option("--hits", opt->hits, "replay hits to time (median)")
         ->check(CLI::Range(1, 100000));
     p->add_flag("--json", opt->json, "print one JSON object");
