@@ -42,12 +42,14 @@ struct Case {
 
 // One key (seq 1); a causal grouped-query shape with seq_q < seq_k, neither a multiple of the
 // key block; head_dim 40 (not a multiple of 16: padded dims) over two key blocks and a bit;
-// head_dim 20 (not a multiple of 8: V read element by element).
+// head_dim 20 (not a multiple of 8: V read element by element); causal with key blocks every row
+// of a query block sees whole (no mask) and others it sees in part.
 const Case kCases[] = {
     {{1, 1, 0, 1, 1, 16}, false},
     {{1, 4, 2, 37, 70, 64}, true},
     {{2, 2, 0, 20, 130, 40}, false},
     {{1, 1, 0, 9, 9, 20}, true},
+    {{1, 1, 0, 80, 150, 32}, true},
 };
 
 struct Inputs {

@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <initializer_list>
 #include <regex>
 
@@ -11,6 +12,7 @@
 #include "kiln/compile.hpp"
 #include "kiln/device.hpp"
 #include "kiln/dsl.hpp"
+#include "kiln/interpret.hpp"
 #include "ops/test_kernels.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"
@@ -360,6 +362,36 @@ TEST(CudaCodegen, OnlyBufferParametersCanBeStreaming) {
         EXPECT_NE(std::string(e.what()).find("only a buffer parameter can be streaming"),
                   std::string::npos);
     }
+}
+
+// device_exp2 (the tensor-core class's hardware 2^x) is the ex2 unit on CUDA, std::exp2 in the
+// interpreter, refused by the CPU and OpenCL dialects and for anything but f32.
+TEST(CudaCodegen, DeviceExp2IsTheEx2UnitOnCudaAndRefusedElsewhere) {
+    KernelBuilder k("ex2", 64);
+    auto x = k.input("x", DType::f32);
+    auto y = k.output("y", DType::f32);
+    y[k.thread_index()] = device_exp2(x[k.thread_index()]);
+    const std::vector kernels{k.finish()};
+    const std::string cuda = generate_source(Backend::cuda, kernels);
+    EXPECT_NE(kernel_of(cuda).find("kiln_ex2("), std::string::npos);
+    EXPECT_NE(cuda.find("ex2.approx.ftz.f32"), std::string::npos);
+    std::string why, log;
+    if (cuda::nvrtc_available(&why)) {
+        EXPECT_NO_THROW(cuda::nvrtc_compile(cuda, "sm_90", &log)) << log;
+    }
+    for (Backend backend : {Backend::cpu, Backend::opencl})
+        test::expect_error_naming("ex2", [&] { (void)generate_source(backend, kernels); },
+                                  {"device_exp2", "expected a CUDA device"});
+    std::vector<float> in(64), want(64);
+    for (int i = 0; i < 64; ++i) in[size_t(i)] = float(i - 32) * 0.37f;
+    for (int i = 0; i < 64; ++i) want[size_t(i)] = std::exp2(in[size_t(i)]);
+    const auto out =
+        interpret(kernels[0], 1, {HostBuffer::of(in), HostBuffer::of(std::vector<float>(64))});
+    EXPECT_EQ(out[1].values<float>(), want);
+    KernelBuilder h("ex2_half", 32);
+    auto hx = h.input("x", DType::f16);
+    test::expect_error_naming("device_exp2", [&] { (void)device_exp2(hx[h.thread_index()]); },
+                              {"needs an f32", "got f16"});
 }
 
 }  // namespace

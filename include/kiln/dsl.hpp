@@ -291,6 +291,11 @@ Expr fma(const Expr& a, const Expr& b, const Expr& c);  // a*b+c, one rounding
 Expr dp4a(const Expr& a, const Expr& b, const Expr& c);
 Expr sqrt(const Expr& a);
 Expr abs(const Expr& a);
+// 2^a (f32) as the target's hardware computes it: CUDA's ex2 unit (within 2 ulp; subnormal results
+// flushed), the host's std::exp2 in kiln::interpret. Not the same bits on every backend, so it
+// belongs only to the tensor-core class's kernels (device-dependent by declaration, within a
+// stated bound); the CPU and OpenCL dialects refuse it. Every other kernel uses kiln::exp2.
+Expr device_exp2(const Expr& a);
 Expr constant(DType type, double value);  // a typed constant (integers: value must be integral)
 
 // Multi-dimensional indexing over row-major shapes (the last dimension varies fastest), so a

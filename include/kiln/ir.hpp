@@ -30,7 +30,9 @@ struct StmtNode;
 using ExprRef = std::shared_ptr<const ExprNode>;
 using StmtRef = std::shared_ptr<const StmtNode>;
 
-enum class UnOp : uint8_t { neg, bit_not, logical_not, sqrt, abs };
+// exp2_device: 2^x of an f32 as the target's hardware computes it (kiln::device_exp2), for the
+// tensor-core class's kernels only.
+enum class UnOp : uint8_t { neg, bit_not, logical_not, sqrt, abs, exp2_device };
 enum class BinOp : uint8_t {
     add,
     sub,

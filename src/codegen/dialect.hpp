@@ -33,6 +33,7 @@ struct Dialect {
     std::string barrier;       // statement
     std::string warp_barrier;  // statement syncing 32 threads; empty: use `barrier`
     std::string sqrt_f32;      // correctly rounded sqrt function
+    std::string device_exp2;   // the hardware's 2^x of an f32 (kiln::device_exp2); empty: none
     std::string fma_f32;       // fused multiply-add function
     std::string dp4a;          // packed int8 dot product with i32 accumulate
     EntryAbi entry_abi = EntryAbi::opencl_kernel;

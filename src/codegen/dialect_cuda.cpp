@@ -33,6 +33,8 @@ KILN_FN int2 kiln_keep(const int2* p) { const uint2 u = kiln_keep((const uint2*)
 KILN_FN int4 kiln_keep(const int4* p) { const uint4 u = kiln_keep((const uint4*)p); return make_int4((int)u.x, (int)u.y, (int)u.z, (int)u.w); }
 KILN_FN float2 kiln_keep(const float2* p) { const uint2 u = kiln_keep((const uint2*)p); return make_float2(__uint_as_float(u.x), __uint_as_float(u.y)); }
 KILN_FN float4 kiln_keep(const float4* p) { const uint4 u = kiln_keep((const uint4*)p); return make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z), __uint_as_float(u.w)); }
+// kiln::device_exp2: the ex2 unit's 2^x (within 2 ulp, subnormal results flushed to zero).
+KILN_FN float kiln_ex2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 #if __CUDA_ARCH__ >= 800
 // One warp's mma.m16n8k16 with f32 accumulators (ir::stmt::Mma): d = a * b + d.
 #define KILN_MMA(name, type) \
@@ -56,6 +58,7 @@ KILN_MMA(kiln_mma_bf16, "bf16")
         .barrier = "__syncthreads();",
         .warp_barrier = "__syncwarp();",
         .sqrt_f32 = "__fsqrt_rn",
+        .device_exp2 = "kiln_ex2",
         .fma_f32 = "__fmaf_rn",
         .dp4a = "__dp4a",
         .entry_abi = EntryAbi::cuda_global,

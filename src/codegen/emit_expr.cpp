@@ -201,6 +201,13 @@ std::string Emitter::unary(const ExprRef& e, const expr::Unary& n) {
             return "(!" + a + ")";
         case UnOp::sqrt:
             return narrow(t, d.sqrt_f32 + "(" + widen(t, a) + ")");
+        case UnOp::exp2_device:
+            if (d.device_exp2.empty())
+                fail(
+                    "kernel {}: device_exp2 (the tensor-core class's hardware 2^x); the {} "
+                    "dialect has none: expected a CUDA device",
+                    k.name, d.name);
+            return d.device_exp2 + "(" + a + ")";
         case UnOp::abs:
             if (t == DType::f32) return "kiln_bits_f32(kiln_f32_bits(" + a + ") & 0x7fffffffu)";
             if (is_half(t)) return "((uint16_t)(" + a + " & 0x7fff))";

@@ -108,6 +108,9 @@ Expr unary(UnOp op, const Expr& a) {
             if (t == DType::boolean || (is_integer(t) && !is_signed(t)))
                 fail("abs needs a float or signed integer, got {}", name(t));
             break;
+        case UnOp::exp2_device:
+            if (t != DType::f32) fail("device_exp2 needs an f32, got {}", name(t));
+            break;
     }
     if (a.weak()) {  // fold literals right here
         const auto& c = std::get<ir::expr::Const>(a.node()->node);
@@ -198,6 +201,10 @@ Expr max(const Expr& a, const Expr& b) {
 Expr sqrt(const Expr& a) {
     return unary(UnOp::sqrt, a);
 }
+Expr device_exp2(const Expr& a) {
+    return unary(UnOp::exp2_device, a);
+}
+
 Expr abs(const Expr& a) {
     return unary(UnOp::abs, a);
 }

@@ -19,6 +19,8 @@ const char* name(UnOp op) {
             return "sqrt";
         case UnOp::abs:
             return "abs";
+        case UnOp::exp2_device:
+            return "exp2_device";
     }
     return "?";
 }

@@ -206,6 +206,7 @@ Slot unary(Slot x, Slot, Slot) {
         if constexpr (op == UnOp::neg) return R::put(-a);
         if constexpr (op == UnOp::sqrt) return R::put(std::sqrt(a));
         if constexpr (op == UnOp::abs) return x & (T == DType::f32 ? 0x7fffffffu : 0x7fffu);
+        if constexpr (op == UnOp::exp2_device) return R::put(std::exp2(a));
     } else {
         using U = typename R::U;
         if constexpr (op == UnOp::neg) return static_cast<U>(U{0} - static_cast<U>(a));
@@ -221,6 +222,7 @@ constexpr bool unary_defined() {
     if constexpr (op == UnOp::sqrt) return float_type(T);
     if constexpr (op == UnOp::bit_not) return int_type(T);
     if constexpr (op == UnOp::abs) return float_type(T) || std::is_signed_v<typename Rep<T>::V>;
+    if constexpr (op == UnOp::exp2_device) return T == DType::f32;
     return T != DType::boolean;  // neg
 }
 
@@ -238,6 +240,7 @@ SlotFn unary_for(UnOp op) {
         KILN_UNARY(logical_not)
         KILN_UNARY(sqrt)
         KILN_UNARY(abs)
+        KILN_UNARY(exp2_device)
 #undef KILN_UNARY
     }
     return nullptr;

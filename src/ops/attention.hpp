@@ -37,6 +37,8 @@
 // blocks and steps, with
 //   dot_j   a chain of mma.m16n8k16 steps over d in 16s from d = 0 (the dims past head_dim
 //           zero), as matmul's tensor-core class computes it
+//   s_j     kept in base 2: dot_j * (scale * log2(e)); p_j = 2^(s_j - m_new) and c = 2^(m - m_new)
+//           from the device's ex2 unit (kiln::device_exp2)
 //   m_new   the row's largest s_j, however grouped (max is exact)
 //   l       each lane's part of the block's p_j (its 16 keys in the mma layout, in order), the
 //           parts carried from block to block, and added in lane order at the end
@@ -48,10 +50,10 @@
 //                   + h * sum_j |v_jd| + n * 2^-126
 //   e_j = scale * 2^-22 * (head_dim + 16) * sum_d |q_d k_jd|        (the score's error)
 //   n = seq_k + head_dim + 16
-// with u the input dtype's unit roundoff (2^-8 bf16, 2^-11 f16) and h half its smallest
-// subnormal step (2^-134 bf16, 2^-25 f16); sums over the row's keys. p's rounding and the
-// scores' error each move an output by at most its share of the weighted |v|; a p below the
-// input dtype's normal range rounds by at most h; the n terms cover the f32 sums of both sides
+// with u the input dtype's unit roundoff (2^-8 bf16, 2^-11 f16) and h the most a tiny p can move
+// (2^-126 bf16: f32's subnormals, which the ex2 unit flushes; 2^-25 f16: half its smallest
+// subnormal step); sums over the row's keys. p's rounding and the scores' error each move an
+// output by at most its share of the weighted |v|; the n terms cover the f32 sums of both sides
 // and f32's subnormal range. It holds for finite inputs.
 #pragma once
 

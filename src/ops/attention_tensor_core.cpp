@@ -18,6 +18,7 @@ using namespace tensor_core;
 // words) then touches each of the 32 banks once.
 constexpr int kPairPad = 4;
 constexpr int kKeyPairs = kKeyBlock / 2;
+constexpr float kLog2e = 0x1.715476p+0f;
 
 // head_dim rounded up to whole mma steps (16 dims); the dims past head_dim read as zeros.
 int padded_dims(int head_dim) {
@@ -30,6 +31,7 @@ struct Place {
     Var g, tq;
     Var q_at, kv_at;  // the first elements of the (batch, head)'s Q rows and of its K and V rows
     Var end;          // keys any row of the block sees
+    Var shared_keys;  // keys every row of the block sees (its first row's)
     Var slot;         // the lane's word of its warp's row parts (row g's; row g + 8's 32 on)
     std::vector<Var> row, limit;  // the lane's two rows and the keys each sees
 };
@@ -48,6 +50,7 @@ Place place(KernelBuilder& k, const Params& p, const AttentionSchedule& s, int D
              k.let(bh * p.seq_q * D, "q_at"),
              k.let(kv_row(p, bh) * p.seq_k * D, "kv_at"),
              k.let(key_limit(p, keys, min(i0 + R, p.seq_q) - 1), "end"),
+             k.let(key_limit(p, keys, min(i0, p.seq_q - 1)), "shared_keys"),
              k.let((warp * 16 + g) * 4 + tq, "slot"),
              {},
              {}};
@@ -159,7 +162,8 @@ class TensorCore {
           s_(s),
           D_(t.head_dim),
           Dp_(padded_dims(t.head_dim)),
-          at_(place(k, p, s, t.head_dim)) {}
+          at_(place(k, p, s, t.head_dim)),
+          scale2_(k.let(p.scale * kLog2e, "scale2")) {}
 
     void build() {
         const int k_ld = Dp_ / 2 + kPairPad, v_ld = kKeyPairs + kPairPad;
@@ -194,7 +198,11 @@ class TensorCore {
                 values.put(v_tile, v_ld);
                 k_.barrier();
                 k_.if_(t0 + kKeyBlock < at_.end, [&] { fetch(t0 + kKeyBlock); });
-                key_block(t0, k_tile, k_ld, v_tile, v_ld, exchange);
+                // A block every row sees whole needs no mask.
+                k_.if_(
+                    t0 + kKeyBlock <= at_.shared_keys,
+                    [&] { key_block(t0, k_tile, k_ld, v_tile, v_ld, exchange, false); },
+                    [&] { key_block(t0, k_tile, k_ld, v_tile, v_ld, exchange, true); });
                 k_.barrier();  // the tiles are read before the next block stores them
             },
             kKeyBlock);
@@ -243,8 +251,10 @@ class TensorCore {
         return whole;
     }
 
+    // One key block from t0 (`masking`: some row of the block sees only part of it). The scores
+    // are kept in base 2 (scaled by scale * log2(e)), so p and c are the ex2 unit's 2^x.
     void key_block(const Expr& t0, const Memory& k_tile, int k_ld, const Memory& v_tile, int v_ld,
-                   const Memory& exchange) {
+                   const Memory& exchange, bool masking) {
         const int nt = kKeyBlock / 8;
         // S = Q·Kᵀ for the warp's 16 rows and the block's keys: 8 tiles of 16 x 8.
         std::vector<Var> s;
@@ -264,10 +274,14 @@ class TensorCore {
         for (int ni = 0; ni < nt; ++ni)
             for (int i = 0; i < 4; ++i) {
                 const int r = i / 2;
-                Var key = k_.let(t0 + ni * 8 + at_.tq * 2 + (i & 1), "key");
-                masked.push_back(k_.let(key >= at_.limit[size_t(r)], "masked"));
                 Var& v = s[size_t(ni * 4 + i)];
-                v = select(masked.back(), kMinusInf, v * p_.scale);
+                if (masking) {
+                    Var key = k_.let(t0 + ni * 8 + at_.tq * 2 + (i & 1), "key");
+                    masked.push_back(k_.let(key >= at_.limit[size_t(r)], "masked"));
+                    v = select(masked.back(), kMinusInf, v * scale2_);
+                } else {
+                    v = v * scale2_;
+                }
                 largest[size_t(r)] = max(largest[size_t(r)], v);
             }
         const std::vector<Var> block_max =
@@ -275,7 +289,8 @@ class TensorCore {
         std::vector<Var> scale;
         for (int r = 0; r < 2; ++r) {
             Var m_new = k_.let(max(m_[size_t(r)], block_max[size_t(r)]), "m_new");
-            scale.push_back(k_.let(rescale(m_[size_t(r)], m_new), "c"));
+            scale.push_back(k_.let(
+                select(m_[size_t(r)] == kMinusInf, 0.0f, device_exp2(m_[size_t(r)] - m_new)), "c"));
             m_[size_t(r)] = m_new;
         }
         // p = exp(s - m_new) (masked: 0); l's part and O shrink by c first.
@@ -285,7 +300,8 @@ class TensorCore {
             for (int i = 0; i < 4; ++i) {
                 const int r = i / 2;
                 Var& v = s[size_t(ni * 4 + i)];
-                v = select(masked[size_t(ni * 4 + i)], 0.0f, exp(v - m_[size_t(r)]));
+                const Expr p = device_exp2(v - m_[size_t(r)]);
+                v = masking ? select(masked[size_t(ni * 4 + i)], 0.0f, p) : p;
                 l_[size_t(r)] = l_[size_t(r)] + v;
             }
         // O += P·V: P's accumulators of keys 16kc ... 16kc + 15 are the A operand's layout.
@@ -310,6 +326,7 @@ class TensorCore {
     const AttentionSchedule& s_;
     const int D_, Dp_;
     const Place at_;
+    Var scale2_;  // scale * log2(e): scores in base 2
     std::vector<Var> q_, m_, l_, o_;
 };
 

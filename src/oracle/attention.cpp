@@ -112,8 +112,9 @@ std::vector<double> attention_tensor_core_bound(DType input, const std::vector<u
     const int64_t D = shape.head_dim;
     const double u = input == DType::bf16 ? 0x1p-8 : 0x1p-11;
     const double sums = static_cast<double>(Sk + D + 16) * 0x1p-23;
-    // p's rounding to the input dtype below its normal range: at most half its smallest step.
-    const double underflow = input == DType::bf16 ? 0x1p-134 : 0x1p-25;
+    // A p below f32's normal range (flushed by the ex2 unit) or rounded to the input dtype below
+    // its normal range: off by at most 2^-126, or half f16's smallest step.
+    const double underflow = input == DType::bf16 ? 0x1p-126 : 0x1p-25;
     const double tiny = static_cast<double>(Sk + D + 16) * 0x1p-126;  // f32's subnormal range
     std::vector<double> bound(static_cast<size_t>(B * H * Sq * D));
     auto at = [&](const std::vector<uint8_t>& bytes, int64_t i) -> double {
