@@ -2,6 +2,8 @@
 // once with its own schedule domain, run at schedule points and compared with its oracle in
 // src/oracle/. Without --sweep a case runs the domain's first point (the tuner's default) in f32;
 // with --sweep every point of the domain, in every dtype pair the case covers.
+#include <span>
+
 #include <fmt/format.h>
 
 #include "conformance/case.hpp"
@@ -67,48 +69,60 @@ std::string types_text(const TypePair& t) {
     return fmt::format("{}->{}", name(t.input), name(t.output));
 }
 
+// The inputs the tensor-core class's checks use: bf16 (with --sweep f16 too).
+std::vector<DType> tensor_core_inputs(const CaseContext& ctx) {
+    if (ctx.sweep) return {DType::bf16, DType::f16};
+    return {DType::bf16};
+}
+
 // The tensor-core class where the device has tensor cores (elsewhere the class runs the exact
-// points, which matmul_case runs): bf16 inputs (with --sweep f16 too), f32 output, at the class's
-// first point (with --sweep every one), each within the class's bound of the oracle and
-// bit-identical to the class's first point.
-void tensor_core_points(CaseContext& ctx, const ops::MatmulShape& shape,
-                        const ops::MatmulOperand& av, const ops::MatmulOperand& bv) {
-    std::vector<DType> inputs{DType::bf16};
-    if (ctx.sweep) inputs.push_back(DType::f16);
-    for (DType input : inputs) {
+// points, which the cases run): f32 output, at the class's first point (with --sweep every one),
+// each within the class's bound of the oracle (`want`, `bound`) and bit-identical to the class's
+// first point. run(point) gives a point's output.
+template <typename Point, typename Run>
+void report_tensor_core_points(CaseContext& ctx, std::span<const Point> domain, DType input,
+                               const Bytes& want, const std::vector<double>& bound,
+                               const Run& run) {
+    Bytes first;
+    for (const auto* p : points(domain, ctx.sweep)) {
+        const Bytes got = run(*p);
+        Result r = ctx.base;
+        r.member = "tensor_core";
+        r.schedule = fmt::format("{} {}->f32", p->name, name(input));
+        std::optional<Mismatch> m = compare_within(got, want, bound);
+        std::string what = "lie outside the tensor-core class's bound of the oracle";
+        if (!m && !first.empty()) {
+            m = compare(DType::f32, got, first);
+            what = "differ from the class's first point";
+        }
+        if (first.empty()) first = got;
+        if (m) {
+            r.status = Status::failed;
+            r.miscompile = true;
+            r.index = m->index;
+            r.got = m->got;
+            r.want = m->want;
+            r.detail = fmt::format("{} of {} elements {}", m->count, bound.size(), what);
+        }
+        ctx.report(std::move(r));
+    }
+}
+
+void matmul_tensor_core_points(CaseContext& ctx, const ops::MatmulShape& shape,
+                               const ops::MatmulOperand& av, const ops::MatmulOperand& bv) {
+    for (DType input : tensor_core_inputs(ctx)) {
         const Bytes a = random_bytes(ctx, input, size_t(shape.batch * shape.m * shape.k));
         const Bytes b = random_bytes(ctx, input, size_t(shape.batch * shape.k * shape.n));
-        const Bytes want = oracle::matmul(input, DType::f32, a, av, b, bv, shape);
-        const std::vector<double> bound =
-            oracle::matmul_tensor_core_bound(input, a, av, b, bv, shape);
         const Buffer ab = device_buffer(ctx.device, input, a);
         const Buffer bb = device_buffer(ctx.device, input, b);
-        Bytes first;
-        for (const auto* p :
-             points(ops::matmul_domain(ctx.device, ops::MatmulClass::tensor_core), ctx.sweep)) {
-            const Bytes got =
-                ops::matmul_bench(ctx.device, ab, av, bb, bv, shape, DType::f32, *p, 1)
+        report_tensor_core_points(
+            ctx, ops::matmul_domain(ctx.device, ops::MatmulClass::tensor_core), input,
+            oracle::matmul(input, DType::f32, a, av, b, bv, shape),
+            oracle::matmul_tensor_core_bound(input, a, av, b, bv, shape),
+            [&](const ops::MatmulSchedule& p) {
+                return ops::matmul_bench(ctx.device, ab, av, bb, bv, shape, DType::f32, p, 1)
                     .output.download_bytes();
-            Result r = ctx.base;
-            r.member = "tensor_core";
-            r.schedule = fmt::format("{} {}->f32", p->name, name(input));
-            std::optional<Mismatch> m = compare_within(got, want, bound);
-            std::string what = "lie outside the tensor-core class's bound of the oracle";
-            if (!m && !first.empty()) {
-                m = compare(DType::f32, got, first);
-                what = "differ from the class's first point";
-            }
-            if (first.empty()) first = got;
-            if (m) {
-                r.status = Status::failed;
-                r.miscompile = true;
-                r.index = m->index;
-                r.got = m->got;
-                r.want = m->want;
-                r.detail = fmt::format("{} of {} elements {}", m->count, bound.size(), what);
-            }
-            ctx.report(std::move(r));
-        }
+            });
     }
 }
 
@@ -136,7 +150,7 @@ void matmul_case(CaseContext& ctx) {
                          got.download_bytes(), want);
         }
     }
-    if (ops::has_tensor_cores(ctx.device)) tensor_core_points(ctx, shape, av, bv);
+    if (ops::has_tensor_cores(ctx.device)) matmul_tensor_core_points(ctx, shape, av, bv);
 }
 
 void conv_case(CaseContext& ctx) {
@@ -179,6 +193,24 @@ void conv_case(CaseContext& ctx) {
                          got.download_bytes(), want);
         }
     }
+    if (!ops::has_tensor_cores(ctx.device)) return;
+    for (DType input : tensor_core_inputs(ctx)) {
+        const Bytes x =
+            random_bytes(ctx, input, size_t(shape.batch * shape.in_channels * shape.length));
+        const Bytes w = random_bytes(
+            ctx, input,
+            size_t(shape.out_channels * (shape.in_channels / shape.params.groups) * shape.kernel));
+        const Buffer xb = device_buffer(ctx.device, input, x);
+        const Buffer wb = device_buffer(ctx.device, input, w);
+        report_tensor_core_points(
+            ctx, ops::conv1d_domain(ctx.device, ops::MatmulClass::tensor_core), input,
+            oracle::conv1d(input, DType::f32, x, xv, w, shape),
+            oracle::conv1d_tensor_core_bound(input, x, xv, w, shape),
+            [&](const ops::Conv1dSchedule& p) {
+                return ops::conv1d_bench(ctx.device, xb, xv, wb, shape, DType::f32, p, 1)
+                    .output.download_bytes();
+            });
+    }
 }
 
 void attention_case(CaseContext& ctx) {
@@ -215,6 +247,27 @@ void attention_case(CaseContext& ctx) {
             report_point(ctx, p->staged ? "staged" : "direct", p->name, types_text(t), t.output,
                          got.download_bytes(), want);
         }
+    }
+    if (!ops::has_tensor_cores(ctx.device)) return;
+    options.out = DType::f32;
+    options.arithmetic = ops::MatmulClass::tensor_core;
+    const auto domain = ops::attention_domain(ctx.device, options.arithmetic, int(shape.head_dim));
+    for (DType input : tensor_core_inputs(ctx)) {
+        const Bytes q = random_bytes(ctx, input, q_count);
+        const Bytes k = random_bytes(ctx, input, kv_count);
+        const Bytes v = random_bytes(ctx, input, kv_count);
+        const float scale = ops::attention_scale(shape, options);
+        const Buffer qb = device_buffer(ctx.device, input, q);
+        const Buffer kb = device_buffer(ctx.device, input, k);
+        const Buffer vb = device_buffer(ctx.device, input, v);
+        report_tensor_core_points(
+            ctx, domain, input,
+            oracle::attention(input, DType::f32, q, k, v, shape, options.causal, scale),
+            oracle::attention_tensor_core_bound(input, q, k, v, shape, options.causal, scale),
+            [&](const ops::AttentionSchedule& p) {
+                return ops::attention_bench(ctx.device, qb, kb, vb, shape, options, p, 1)
+                    .output.download_bytes();
+            });
     }
 }
 
