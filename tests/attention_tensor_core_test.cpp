@@ -45,11 +45,8 @@ struct Case {
 // head_dim 20 (not a multiple of 8: V read element by element); causal with key blocks every row
 // of a query block sees whole (no mask) and others it sees in part.
 const Case kCases[] = {
-    {{1, 1, 0, 1, 1, 16}, false},
-    {{1, 4, 2, 37, 70, 64}, true},
-    {{2, 2, 0, 20, 130, 40}, false},
-    {{1, 1, 0, 9, 9, 20}, true},
-    {{1, 1, 0, 80, 150, 32}, true},
+    {{1, 1, 0, 1, 1, 16}, false}, {{1, 4, 2, 37, 70, 64}, true},  {{2, 2, 0, 20, 130, 40}, false},
+    {{1, 1, 0, 9, 9, 20}, true},  {{1, 1, 0, 80, 150, 32}, true},
 };
 
 struct Inputs {

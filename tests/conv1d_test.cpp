@@ -297,7 +297,8 @@ TEST(Conv1d, DenseEntryTunesOnceThenHitsAndMatchesTheOracle) {
     test::expect_tunes_once_then_hits(
         "conv1d", cpu,
         [&](Tuner& tuner) {
-            return download(ops::conv1d(cpu, dx, dw, s.params, DType::f32, MatmulClass::exact, tuner));
+            return download(
+                ops::conv1d(cpu, dx, dw, s.params, DType::f32, MatmulClass::exact, tuner));
         },
         want, ops::conv1d_variants().size(),
         "batch=2,c_in=6,length=41,c_out=4,kernel=3,stride=1,padding=3,dilation=2,groups=2,in=f32,"

@@ -1,5 +1,6 @@
 // attention in the DSL: one kernel source, monomorphized per dtypes, head_dim and schedule.
 #include "ops/attention.hpp"
+#include "ops/class_domain.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -345,22 +346,18 @@ const std::vector<AttentionSchedule>& attention_tensor_core_variants() {
 }
 
 const std::vector<AttentionSchedule>& attention_all_variants() {
-    static const std::vector<AttentionSchedule> all = [] {
-        std::vector<AttentionSchedule> points = attention_variants();
-        for (const auto& s : attention_tensor_core_variants()) points.push_back(s);
-        return points;
-    }();
+    static const std::vector<AttentionSchedule> all =
+        both_classes(attention_variants(), attention_tensor_core_variants());
     return all;
 }
 
 std::span<const AttentionSchedule> attention_domain(const Device& device, MatmulClass cls,
                                                     int head_dim) {
-    const std::span<const AttentionSchedule> all = attention_all_variants();
-    const size_t exact = attention_variants().size();
-    const bool fits = std::any_of(all.begin() + exact, all.end(),
+    const auto& tensor_core = attention_tensor_core_variants();
+    const bool fits = std::any_of(tensor_core.begin(), tensor_core.end(),
                                   [&](const auto& s) { return attention_fits(s, head_dim); });
-    return cls == MatmulClass::tensor_core && has_tensor_cores(device) && fits ? all.subspan(exact)
-                                                                               : all.first(exact);
+    return class_points(attention_all_variants(), attention_variants().size(),
+                        cls == MatmulClass::tensor_core && has_tensor_cores(device) && fits);
 }
 
 const AttentionSchedule& attention_variant(const std::string& n) {

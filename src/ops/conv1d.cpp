@@ -1,5 +1,6 @@
 // conv1d in the DSL: one kernel source, monomorphized per dtypes and schedule.
 #include "ops/conv1d.hpp"
+#include "ops/class_domain.hpp"
 
 #include "ops/ceil_div.hpp"
 #include "ops/contraction.hpp"
@@ -111,6 +112,12 @@ void require_contract(KernelBuilder& k, const Params& p) {
         "(out_channels-1)*y_channel + l_out)");
 }
 
+// y's length, (length + 2*padding - dilation*(kernel-1) - 1) / stride + 1 (the launch contract
+// keeps it >= 1).
+Expr out_length(const Conv1dViews& p) {
+    return (p.length + 2 * p.padding - p.dilation * (p.kernel - 1) - 1) / p.stride + 1;
+}
+
 // Where a thread works: the sizes derived from the parameters, its block's group, first output
 // channel and position, the bases of its batch in x and y, and its place in the block tile.
 struct Place {
@@ -127,8 +134,7 @@ struct Place {
 Place place(KernelBuilder& k, const Conv1dViews& p, const Conv1dSchedule& s) {
     Var cg = k.let(p.c_in / p.groups, "cg");
     Var og = k.let(p.c_out / p.groups, "og");
-    Var l_out =
-        k.let((p.length + 2 * p.padding - p.dilation * (p.kernel - 1) - 1) / p.stride + 1, "l_out");
+    Var l_out = k.let(out_length(p), "l_out");
     Var tiles_t = k.let((l_out + (s.bn - 1)) / s.bn, "tiles_t");
     Var tiles_c = k.let((og + (s.bm - 1)) / s.bm, "tiles_c");
     Var block = k.let(k.block_index(), "block");
@@ -498,8 +504,7 @@ void tensor_core_terms(KernelBuilder& k, const Conv1dViews& p, const Conv1dTypes
                        const Conv1dSchedule& s, const Conv1dStore& store) {
     Var cg = k.let(p.c_in / p.groups, "cg");
     Var og = k.let(p.c_out / p.groups, "og");
-    Var l_out =
-        k.let((p.length + 2 * p.padding - p.dilation * (p.kernel - 1) - 1) / p.stride + 1, "l_out");
+    Var l_out = k.let(out_length(p), "l_out");
     Var terms = k.let(cg * p.kernel, "terms");
     auto position = [=](const Expr& col, const Expr& q) {
         return col * p.stride - p.padding + q % p.kernel * p.dilation;
@@ -570,19 +575,14 @@ const std::vector<Conv1dSchedule>& conv1d_tensor_core_variants() {
 }
 
 const std::vector<Conv1dSchedule>& conv1d_all_variants() {
-    static const std::vector<Conv1dSchedule> all = [] {
-        std::vector<Conv1dSchedule> points = conv1d_variants();
-        for (const auto& s : conv1d_tensor_core_variants()) points.push_back(s);
-        return points;
-    }();
+    static const std::vector<Conv1dSchedule> all =
+        both_classes(conv1d_variants(), conv1d_tensor_core_variants());
     return all;
 }
 
 std::span<const Conv1dSchedule> conv1d_domain(const Device& device, MatmulClass cls) {
-    const std::span<const Conv1dSchedule> all = conv1d_all_variants();
-    const size_t exact = conv1d_variants().size();
-    return cls == MatmulClass::tensor_core && has_tensor_cores(device) ? all.subspan(exact)
-                                                                       : all.first(exact);
+    return class_points(conv1d_all_variants(), conv1d_variants().size(),
+                        cls == MatmulClass::tensor_core && has_tensor_cores(device));
 }
 
 const Conv1dSchedule& conv1d_variant(const std::string& n) {

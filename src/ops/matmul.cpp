@@ -1,5 +1,6 @@
 // matmul in the DSL: one kernel source, monomorphized per dtypes, operand layouts and schedule.
 #include "ops/matmul.hpp"
+#include "ops/class_domain.hpp"
 
 #include "conformance/break_switch.hpp"
 
@@ -379,11 +380,8 @@ const MatmulSchedule& matmul_variant(const std::string& n) {
 }
 
 const std::vector<MatmulSchedule>& matmul_all_variants() {
-    static const std::vector<MatmulSchedule> all = [] {
-        std::vector<MatmulSchedule> points = matmul_variants();
-        for (const auto& s : matmul_tensor_core_variants()) points.push_back(s);
-        return points;
-    }();
+    static const std::vector<MatmulSchedule> all =
+        both_classes(matmul_variants(), matmul_tensor_core_variants());
     return all;
 }
 
@@ -407,10 +405,8 @@ bool has_tensor_cores(const Device& device) {
 }
 
 std::span<const MatmulSchedule> matmul_domain(const Device& device, MatmulClass cls) {
-    const std::span<const MatmulSchedule> all = matmul_all_variants();
-    const size_t exact = matmul_variants().size();
-    return cls == MatmulClass::tensor_core && has_tensor_cores(device) ? all.subspan(exact)
-                                                                       : all.first(exact);
+    return class_points(matmul_all_variants(), matmul_variants().size(),
+                        cls == MatmulClass::tensor_core && has_tensor_cores(device));
 }
 
 BlockIndex block_index(KernelBuilder& k, const Expr& m, const Expr& n, const MatmulSchedule& s) {
