@@ -205,11 +205,20 @@ class KernelBuilder {
     // wide store where the target has one and the address is aligned to width*4 bytes, element
     // stores otherwise (the same effect).
     void store_vector(const Memory& m, const Expr& index, const std::vector<Expr>& values);
+    // Copies 16 bytes, the elements from `from` on of a buffer of a 2- or 4-byte dtype, into
+    // elements index .. index+3 of a u32 shared tile (the first element's bits lowest). Where
+    // the target copies asynchronously (CUDA's cp.async, at 16-byte aligned addresses) the
+    // bytes land by the barrier that `barrier(copies_in_flight)` says; read them only after it.
+    void copy_to_shared(const Memory& tile, const Expr& index, const Memory& buffer,
+                        const Expr& from);
 
     // Cooperation: block-shared tiles, barriers at uniform points, per-thread arrays.
     Memory shared(DType type, int64_t size, const std::string& name = "tile");
     Memory local_array(DType type, int64_t size, const std::string& name = "arr");
-    void barrier();
+    // copies_in_flight: the groups of this thread's copy_to_shared copies (those issued between
+    // two of its barriers form one; this barrier closes the last) that may still be landing
+    // past the barrier. 0: all have landed.
+    void barrier(int copies_in_flight = 0);
     // A barrier among each group of 32 consecutive threads (a CUDA warp): use it where threads
     // exchange shared data only within their group. Reached by the whole block like barrier();
     // needs a block size that is a multiple of 32.
@@ -222,6 +231,15 @@ class KernelBuilder {
     // block must reach it, as a barrier.
     void mma(DType input, const std::vector<Expr>& a, const std::vector<Expr>& b,
              const std::vector<Var>& acc);
+    // A warp's ldmatrix (ir::stmt::LoadMatrix): `matrices` (1, 2 or 4) 8 x 8 matrices of
+    // 16-bit elements from a u32 shared tile; lane 8j + r gives, as `row`, the word where row r
+    // of matrix j starts (a multiple of 4); each lane gets one u32 of each matrix: word lane % 4
+    // of row lane / 4 (mma's fragment layout). CUDA devices with tensor cores only, reached by
+    // every thread of the block.
+    // With `trans` each lane gets instead the two elements of column lane / 4 in rows
+    // 2 (lane % 4) and 2 (lane % 4) + 1 (the matrix transposed; the first in the low half).
+    std::vector<Var> load_matrix(const Memory& tile, const Expr& row, int matrices,
+                                 const std::string& name = "", bool trans = false);
 
     // The canonical fold over [0, extent): returns the folded value, the same in every thread
     // of the fold's thread group. `body(i)` may emit statements and returns element i's value.

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -198,9 +199,15 @@ struct If {
 // Every thread of the block waits here; shared memory is then consistent. A warp barrier
 // promises that threads exchange data only within their group of 32 consecutive threads: CUDA
 // syncs just the warp, other backends sync the block (stronger, so equally correct).
+//
+// Asynchronous copies (StoreVector::from) a thread issues between two of its barriers form one
+// group. At a barrier, every group but the last `copies_in_flight` (the one it closes counts) has
+// landed; with 0 (the default) all have. Targets that copy synchronously ignore the count.
 struct Barrier {
     bool warp = false;
+    int copies_in_flight = 0;
 };
+inline constexpr int kMaxCopiesInFlight = 7;
 inline constexpr int kWarpBarrierGroup = 32;  // threads a warp barrier syncs
 // Declares `locals` (2 or 4 of them for a 4-byte dtype of mem, 4 or 8 for a 2-byte one) and
 // gives them the consecutive elements index, index+1, ... of mem: one wide load where the target
@@ -214,10 +221,34 @@ struct LoadVector {
 // Stores values[0], values[1], ... (2 or 4, of mem's dtype, which has 4 bytes) into the
 // consecutive elements index, index+1, ... of mem: one wide store where the target has one and
 // the address is aligned to the whole vector, one store per element otherwise (same effect).
+//
+// With `from`, the values are the bytes of a buffer's consecutive elements from `from->index`
+// (16 bytes into a shared tile; the builder makes them so, and passes keep them so), and a target
+// with asynchronous copies (CUDA's cp.async) may copy those bytes into the tile without passing
+// them through registers: they land by the barrier Barrier::copies_in_flight says. A pass that
+// rebuilds the values drops `from`, which leaves an ordinary store.
+struct CopySource {
+    MemRef mem;
+    ExprRef index;
+};
 struct StoreVector {
     MemRef mem;
     ExprRef index;
     std::vector<ExprRef> values;
+    std::optional<CopySource> from;
+};
+// A warp's load of 8 x 8 matrices of 16-bit elements from a u32 shared tile (PTX ldmatrix; the
+// mma fragments of ir::stmt::Mma): with each group of 32 consecutive threads as one warp, row r
+// of matrix j (j < locals.size(): 1, 2 or 4) is the 4 words from word `row` of lane 8j + r, and
+// lane l gets word l % 4 of row l / 4 of matrix j in locals[j] (u32). With `trans`, lane l gets
+// instead elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4) (row, column) of matrix j, the
+// first in the low half: the matrix transposed. `row` is a multiple of 4 (16 bytes). Only
+// targets with tensor cores emit it, and every thread of the block reaches it.
+struct LoadMatrix {
+    MemRef mem;
+    ExprRef row;
+    std::vector<int> locals;
+    bool trans = false;
 };
 // A warp's tensor-core step (the tensor-core class, docs/numerics.md): with each group of 32
 // consecutive threads as one warp, D = A · B + C for a 16 x 16 A and a 16 x 8 B of `input`
@@ -245,7 +276,8 @@ struct Fold {
 
 struct StmtNode {
     std::variant<stmt::Seq, stmt::Let, stmt::Assign, stmt::Store, stmt::For, stmt::If,
-                 stmt::Barrier, stmt::LoadVector, stmt::StoreVector, stmt::Mma, stmt::Fold>
+                 stmt::Barrier, stmt::LoadVector, stmt::StoreVector, stmt::LoadMatrix, stmt::Mma,
+                 stmt::Fold>
         node;
 };
 

@@ -42,6 +42,12 @@ struct Dialect {
     // CUDA: tensor-core steps (ir::stmt::Mma) as kiln_mma_f16 / kiln_mma_bf16 of the prelude,
     // defined for sm_80 and later.
     bool has_mma = false;
+    // CUDA: copying vector stores (ir::StoreVector::from) as kiln_copy16(tile address, buffer
+    // address) where both are 16-byte aligned, and a barrier's wait for copy groups as
+    // kiln_copies_wait(n) before it; empty: the values are stored, barriers as they are. Warp
+    // matrix loads (ir::stmt::LoadMatrix) as kiln_ldmatrix_x1/x2/x4 come with has_mma.
+    std::string async_copy;
+    std::string async_wait;
     int warp_size = 1;
     VectorLoad vector_load = VectorLoad::elements;
     // OpenCL: in a kernel with barriers, `if (c) A else B` is written as two ifs on a volatile

@@ -47,6 +47,26 @@ KILN_FN float kiln_ex2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=
   }
 KILN_MMA(kiln_mma_f16, "f16")
 KILN_MMA(kiln_mma_bf16, "bf16")
+// Asynchronous 16-byte copies into shared memory (ir::StoreVector::from): each barrier closes
+// the thread's group of copies and waits until at most n groups are in flight.
+KILN_FN uint32_t kiln_shared_address(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+KILN_FN void kiln_copy16(void* tile, const void* buffer) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(kiln_shared_address(tile)), "l"(buffer) : "memory");
+}
+#define kiln_copies_wait(n) asm volatile("cp.async.commit_group;\ncp.async.wait_group " #n ";" ::: "memory")
+// A warp's ldmatrix (ir::stmt::LoadMatrix): this lane's row address in, its words out.
+#define KILN_LDMATRIX(name, shape) \
+  KILN_FN void name##_x1(uint32_t& r0, const uint32_t* row) { \
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1" shape ".shared.b16 {%0}, [%1];" : "=r"(r0) : "r"(kiln_shared_address(row))); \
+  } \
+  KILN_FN void name##_x2(uint32_t& r0, uint32_t& r1, const uint32_t* row) { \
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2" shape ".shared.b16 {%0, %1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(kiln_shared_address(row))); \
+  } \
+  KILN_FN void name##_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, const uint32_t* row) { \
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4" shape ".shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(kiln_shared_address(row))); \
+  }
+KILN_LDMATRIX(kiln_ldmatrix, "")
+KILN_LDMATRIX(kiln_ldmatrix_trans, ".trans")
 #endif
 )",
         .global_space = "",
@@ -65,6 +85,8 @@ KILN_MMA(kiln_mma_bf16, "bf16")
         .threads_as_loops = false,
         .has_shuffle = true,
         .has_mma = true,
+        .async_copy = "kiln_copy16",
+        .async_wait = "kiln_copies_wait({});",
         .warp_size = 32,
         .vector_load = VectorLoad::aligned_or_elements,
         .buffer_alignment = 16,

@@ -4,6 +4,7 @@
 
 #include "codegen/c_types.hpp"
 #include "codegen/emitter.hpp"
+#include "ir/visit.hpp"
 #include "kiln/error.hpp"
 
 namespace kiln::codegen {
@@ -93,6 +94,7 @@ void Emitter::stmt(const StmtRef& s) {
                 if_else(
                     n, [&] { stmt(n.then_body); }, [&] { stmt(n.else_body); });
             } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
+                if (copies_async) line(fmt::format(fmt::runtime(d.async_wait), n.copies_in_flight));
                 line(n.warp && !d.warp_barrier.empty() ? d.warp_barrier : d.barrier);
             } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
                 name_shared({n.index});
@@ -101,16 +103,31 @@ void Emitter::stmt(const StmtRef& s) {
             } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
                 std::vector<ExprRef> roots = n.values;
                 roots.push_back(n.index);
+                if (n.from) roots.push_back(n.from->index);
                 name_shared(roots);
-                store_vector(n);
+                if (n.from && copies_async)
+                    copy_vector(n);
+                else
+                    store_vector(n);
                 named.clear();
             } else if constexpr (std::is_same_v<N, stmt::Mma>) {
                 mma(n);
+            } else if constexpr (std::is_same_v<N, stmt::LoadMatrix>) {
+                name_shared({n.row});
+                load_matrix(n);
+                named.clear();
             } else {
                 fail("kernel {}: fold reached the emitter unlowered", k.name);
             }
         },
         s->node);
+}
+
+bool Emitter::has_copies(const Kernel& kernel) {
+    return contains(kernel.body, [](const StmtNode& n) {
+        const auto* s = std::get_if<stmt::StoreVector>(&n.node);
+        return s && s->from;
+    });
 }
 
 void Emitter::mma(const stmt::Mma& n) {

@@ -4,6 +4,7 @@
 
 #include "codegen/c_types.hpp"
 #include "codegen/emitter.hpp"
+#include "kiln/error.hpp"
 
 namespace kiln::codegen {
 
@@ -108,6 +109,54 @@ void Emitter::store_vector(const stmt::StoreVector& n) {
             break;
     }
     close();
+}
+
+// A copying vector store (StoreVector::from) where the dialect copies asynchronously: the
+// buffer's 16 bytes go straight into the tile where both addresses are 16-byte aligned (known
+// from the indices' divisibility, else tested at run time); otherwise the values are stored.
+void Emitter::copy_vector(const stmt::StoreVector& n) {
+    const MemRef src = n.from->mem;
+    const DType src_type = mem_dtype(k, src);
+    auto known = [&](int alignment, const ExprRef& index, DType t) {
+        return alignment >= 16 &&
+               divisibility.of(index) * static_cast<int64_t>(size_of(t)) % 16 == 0;
+    };
+    std::vector<std::string> tests;
+    if (!known(d.tile_alignment, n.index, mem_dtype(k, n.mem)))
+        tests.push_back("((unsigned long long)kiln_to & 15ull) == 0ull");
+    if (!known(d.buffer_alignment, n.from->index, src_type))
+        tests.push_back("((unsigned long long)kiln_from & 15ull) == 0ull");
+    open("");
+    line(fmt::format("{}{}* kiln_to = &{}[{}];", vector_space(d, n.mem),
+                     c_mem_type(mem_dtype(k, n.mem)), mem(n.mem), expr(n.index)));
+    line(fmt::format("const {}{}* kiln_from = &{}[{}];", vector_space(d, src), c_mem_type(src_type),
+                     mem(src), expr(n.from->index)));
+    const std::string copy = fmt::format("{}(kiln_to, kiln_from);", d.async_copy);
+    if (tests.empty()) {
+        line(copy);
+    } else {
+        open(fmt::format("if ({})", fmt::join(tests, " && ")));
+        line(copy);
+        --depth;
+        line("} else {");
+        ++depth;
+        store_vector(stmt::StoreVector{n.mem, n.index, n.values});
+        close();
+    }
+    close();
+}
+
+// A warp's ldmatrix: this lane's row address, the words of each matrix into the locals.
+void Emitter::load_matrix(const stmt::LoadMatrix& n) {
+    if (divisibility.of(n.row) % 4 != 0)
+        fail(
+            "kernel {}: an ldmatrix row ({}) not known to be a multiple of 4 words; expected "
+            "16-byte aligned rows",
+            k.name, expr(n.row));
+    std::vector<std::string> outs;
+    for (int l : n.locals) outs.push_back(local(l));
+    line(fmt::format("kiln_ldmatrix{}_x{}({}, &{}[{}]);", n.trans ? "_trans" : "", n.locals.size(),
+                     fmt::join(outs, ", "), mem(n.mem), expr(n.row)));
 }
 
 // A vector load: the locals take elements index, index+1, ... of the memory.

@@ -31,6 +31,8 @@ struct Emitter {
     // + - * are written to wrap and loop steps as `+=`.
     const ir::NoWrap* no_wrap = nullptr;
     bool split_if_else = false;  // Dialect::split_if_else, in a kernel with barriers
+    // Dialect::async_copy in a kernel with copying vector stores: barriers wait for copy groups.
+    bool copies_async = false;
     // Dialect::opaque_block_index in a kernel with barriers: the block index is the variable
     // kiln_block_index, declared by declare_block_index().
     bool opaque_block_index = false;
@@ -40,7 +42,10 @@ struct Emitter {
     int temp_counter = 0;
 
     Emitter(const ir::Kernel& kernel, const Dialect& dialect)
-        : k(kernel), d(dialect), divisibility(kernel) {}
+        : k(kernel), d(dialect), divisibility(kernel) {
+        copies_async = !d.async_copy.empty() && has_copies(kernel);
+    }
+    static bool has_copies(const ir::Kernel& kernel);
 
     // Source lines at the current depth; open() and close() bracket a block.
     void line(const std::string& s);
@@ -86,7 +91,9 @@ struct Emitter {
     // Vector loads and stores (emit_vector.cpp).
     void load_vector(const ir::stmt::LoadVector& n);
     void store_vector(const ir::stmt::StoreVector& n);
+    void copy_vector(const ir::stmt::StoreVector& n);  // n.from, where the dialect copies async
     void mma(const ir::stmt::Mma& n);  // lower() let it through: the dialect has has_mma
+    void load_matrix(const ir::stmt::LoadMatrix& n);  // as mma
 
     // The entry point's signature and, where arguments come as an array, their unpacking
     // (emit_abi.cpp).

@@ -10,10 +10,12 @@ namespace kiln::codegen {
 
 Lowered lower(const ir::Kernel& kernel, const Dialect& dialect, const EmitOptions& options) {
     if (!dialect.has_mma && ir::contains(kernel.body, [](const ir::StmtNode& n) {
-            return std::holds_alternative<ir::stmt::Mma>(n.node);
+            return std::holds_alternative<ir::stmt::Mma>(n.node) ||
+                   std::holds_alternative<ir::stmt::LoadMatrix>(n.node);
         }))
         fail(
-            "kernel {}: a tensor-core mma step; the {} backend has no tensor cores (the "
+            "kernel {}: a tensor-core mma step or ldmatrix; the {} backend has no tensor cores "
+            "(the "
             "tensor-core class runs its exact kernels there); expected a CUDA device",
             kernel.name, dialect.name);
     Lowered out{ir::simplify(ir::lower_folds(kernel, dialect.warp_size, dialect.threads_as_loops)),

@@ -285,6 +285,50 @@ void KernelBuilder::store_vector(const Memory& m, const Expr& index,
     emit(ir::make(ir::stmt::StoreVector{m.ref(), index.node(), std::move(nodes)}));
 }
 
+void KernelBuilder::copy_to_shared(const Memory& tile, const Expr& index, const Memory& buffer,
+                                   const Expr& from) {
+    if (tile.ref().space != ir::MemSpace::shared || tile.dtype() != DType::u32)
+        fail("kernel {}: copy_to_shared into {} {} memory; expected a u32 shared tile",
+             kernel_.name, kiln::name(tile.dtype()), ir::name(tile.ref().space));
+    const size_t bytes = size_of(buffer.dtype());
+    if (buffer.ref().space != ir::MemSpace::global || (bytes != 2 && bytes != 4))
+        fail(
+            "kernel {}: copy_to_shared from {} {} memory; expected a buffer of a 2- or 4-byte "
+            "dtype",
+            kernel_.name, kiln::name(buffer.dtype()), ir::name(buffer.ref().space));
+    auto word = [&](const Expr& at) {
+        const Expr v = buffer[at];
+        return v.type() == DType::u32 ? v : bitcast(DType::u32, v);
+    };
+    std::vector<Expr> values;
+    for (int j = 0; j < 4; ++j)
+        values.push_back(bytes == 4 ? word(from + j)
+                                    : word(from + 2 * j) | (word(from + 2 * j + 1) << 16));
+    const auto stores = capture([&] { store_vector(tile, index, values); });
+    ir::stmt::StoreVector copy = std::get<ir::stmt::StoreVector>(stores.at(0)->node);
+    copy.from = ir::stmt::CopySource{buffer.ref(), (from + 0).node()};
+    emit(ir::make(std::move(copy)));
+}
+
+std::vector<Var> KernelBuilder::load_matrix(const Memory& tile, const Expr& row, int matrices,
+                                            const std::string& name, bool trans) {
+    if (tile.ref().space != ir::MemSpace::shared || tile.dtype() != DType::u32)
+        fail("kernel {}: load_matrix from {} {} memory; expected a u32 shared tile", kernel_.name,
+             kiln::name(tile.dtype()), ir::name(tile.ref().space));
+    if (matrices != 1 && matrices != 2 && matrices != 4)
+        fail("kernel {}: load_matrix of {} matrices; expected 1, 2 or 4", kernel_.name, matrices);
+    const Expr first = tile[row];  // checks the row is an integer in scope
+    const auto& load = std::get<ir::expr::Load>(first.node()->node);
+    std::vector<Var> vars;
+    std::vector<int> ids;
+    for (int i = 0; i < matrices; ++i) {
+        ids.push_back(new_local(DType::u32, name));
+        vars.emplace_back(this, ids.back(), DType::u32);
+    }
+    emit(ir::make(ir::stmt::LoadMatrix{load.mem, load.index, std::move(ids), trans}));
+    return vars;
+}
+
 void KernelBuilder::for_(const Expr& begin, const Expr& end, const std::function<void(Expr)>& body,
                          const Expr& step) {
     for_(begin, end, step, body);
@@ -341,8 +385,11 @@ Memory KernelBuilder::local_array(DType type, int64_t size, const std::string& n
     return Memory(this, {ir::MemSpace::local, static_cast<int>(kernel_.arrays.size() - 1)}, type);
 }
 
-void KernelBuilder::barrier() {
-    emit(ir::make(ir::stmt::Barrier{}));
+void KernelBuilder::barrier(int copies_in_flight) {
+    if (copies_in_flight < 0 || copies_in_flight > ir::stmt::kMaxCopiesInFlight)
+        fail("kernel {}: a barrier leaving {} copy groups in flight; expected 0 to {}",
+             kernel_.name, copies_in_flight, ir::stmt::kMaxCopiesInFlight);
+    emit(ir::make(ir::stmt::Barrier{.copies_in_flight = copies_in_flight}));
 }
 
 void KernelBuilder::warp_barrier() {

@@ -379,8 +379,30 @@ struct Checker {
                     std::vector<ExprRef> values;
                     for (const auto& v : n.values) values.push_back(top(v));
                     const int width = static_cast<int>(n.values.size());
-                    return guarded(n.mem, n.index, index, width, true,
-                                   make(stmt::StoreVector{n.mem, index, std::move(values)}));
+                    StmtRef store =
+                        guarded(n.mem, n.index, index, width, true,
+                                make(stmt::StoreVector{n.mem, index, std::move(values)}));
+                    if (!n.from) return store;
+                    // A copy reads its source's 16 bytes whole: it stays a copy where they are
+                    // in range, else the checked values are stored (recording the fault).
+                    const ExprRef from = top(n.from->index);
+                    const int count = 16 / static_cast<int>(size_of(mem_dtype(k, n.from->mem)));
+                    const ExprRef ok =
+                        test(n.from->mem, n.from->index, from, count, false, nullptr, facts);
+                    StmtRef copy =
+                        guarded(n.mem, n.index, index, width, true,
+                                make(stmt::StoreVector{n.mem, index, n.values,
+                                                       stmt::CopySource{n.from->mem, from}}));
+                    return ok ? make(stmt::If{ok, copy, store}) : copy;
+                } else if constexpr (std::is_same_v<N, stmt::LoadMatrix>) {
+                    // A warp's collective load runs in every lane: a lane whose row is out of
+                    // range records the fault and gives row 0 instead.
+                    const ExprRef row = top(n.row);
+                    const ExprRef ok = test(n.mem, n.row, row, 4, false, nullptr, facts);
+                    const ExprRef safe =
+                        ok ? make(row->type, expr::Select{ok, row, constant(row->type, 0, 0)})
+                           : row;
+                    return make(stmt::LoadMatrix{n.mem, safe, n.locals, n.trans});
                 } else if constexpr (std::is_same_v<N, stmt::Mma>) {
                     std::vector<ExprRef> a, b;
                     for (const auto& v : n.a) a.push_back(top(v));

@@ -45,6 +45,8 @@ Divisibility::Divisibility(const Kernel& kernel) : local_(kernel.locals.size(), 
                     scan(n.else_body);
                 } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
                     for (int l : n.locals) opaque[static_cast<size_t>(l)] = true;
+                } else if constexpr (std::is_same_v<N, stmt::LoadMatrix>) {
+                    for (int l : n.locals) opaque[static_cast<size_t>(l)] = true;
                 } else if constexpr (std::is_same_v<N, stmt::Mma>) {
                     for (int l : n.acc) opaque[static_cast<size_t>(l)] = true;
                 } else if constexpr (std::is_same_v<N, stmt::Fold>) {

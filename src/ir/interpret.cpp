@@ -191,6 +191,9 @@ class Interpreter {
     void exec(const stmt::Mma&, int) {
         fail("kernel {}: a tensor-core mma step reached inside code run per thread", k_.name);
     }
+    void exec(const stmt::LoadMatrix&, int) {
+        fail("kernel {}: an ldmatrix reached inside code run per thread", k_.name);
+    }
 
     // --- the canonical fold ------------------------------------------------------------------
 
@@ -236,10 +239,11 @@ class Interpreter {
         if (!s) return false;
         auto it = meets_.find(s.get());
         if (it != meets_.end()) return it->second;
-        const bool m =
-            contains_barrier(s) || contains(s, [](const StmtNode& n) {
-                return reads_other_threads(n) || std::holds_alternative<stmt::Mma>(n.node);
-            });
+        const bool m = contains_barrier(s) || contains(s, [](const StmtNode& n) {
+                           return reads_other_threads(n) ||
+                                  std::holds_alternative<stmt::Mma>(n.node) ||
+                                  std::holds_alternative<stmt::LoadMatrix>(n.node);
+                       });
         meets_.emplace(s.get(), m);
         return m;
     }
@@ -351,6 +355,46 @@ class Interpreter {
         }
     }
     void across(const stmt::Assign& n) { assign_after_all(n); }
+    // A warp's ldmatrix (ir::stmt::LoadMatrix): lane 8j + r gives row r of matrix j; lane l
+    // takes word l % 4 of row l / 4 of each matrix, or with trans the two elements of its column
+    // l / 4 in rows 2 (l % 4) and 2 (l % 4) + 1. Every row is read before any local is set.
+    void across(const stmt::LoadMatrix& n) {
+        if (threads_ % stmt::kWarpBarrierGroup != 0)
+            fail("kernel {}: an ldmatrix in a block of {} threads; expected a multiple of {}",
+                 k_.name, threads_, stmt::kWarpBarrierGroup);
+        const auto matrices = static_cast<int>(n.locals.size());
+        for (int w = 0; w < threads_; w += stmt::kWarpBarrierGroup) {
+            std::vector<Slot> words(static_cast<size_t>(matrices) * 32);  // [matrix][row][word]
+            for (int giver = 0; giver < 8 * matrices; ++giver) {
+                const int t = w + giver;
+                const int64_t row = eval_int(n.row, t);
+                if (row % 4 != 0)
+                    fail(
+                        "kernel {}: block {} thread {}: ldmatrix row at word {}; expected a "
+                        "multiple of 4 (16 bytes)",
+                        k_.name, block_, t, row);
+                for (int i = 0; i < 4; ++i) {
+                    Slot v = 0;
+                    ThreadEnv env(*this, t);
+                    if (!env.load(n.mem, row + i, &v))
+                        out_of_range("loads from", n.mem, t, row + i);
+                    words[static_cast<size_t>(giver * 4 + i)] = v;
+                }
+            }
+            // Element (r, c) of matrix j: half c % 2 of word c / 2 of its row r.
+            auto element = [&](int j, int r, int c) {
+                return (static_cast<uint32_t>(words[static_cast<size_t>(j * 32 + r * 4 + c / 2)]) >>
+                        (16 * (c % 2))) &
+                       0xffffu;
+            };
+            for (int lane = 0; lane < stmt::kWarpBarrierGroup; ++lane)
+                for (int j = 0; j < matrices; ++j)
+                    local(w + lane, n.locals[static_cast<size_t>(j)]) =
+                        n.trans ? element(j, 2 * (lane % 4), lane / 4) |
+                                      (element(j, 2 * (lane % 4) + 1, lane / 4) << 16)
+                                : words[static_cast<size_t>(j * 32 + lane)];
+        }
+    }
     template <typename N>
     void across(const N& n) {  // Store, LoadVector, StoreVector: never meeting points
         for (int t = 0; t < threads_; ++t) exec(n, t);

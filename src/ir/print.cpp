@@ -140,7 +140,11 @@ struct Printer {
                     }
                     line(depth, "}");
                 } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
-                    line(depth, n.warp ? "barrier warp" : "barrier");
+                    line(depth,
+                         fmt::format("{}{}", n.warp ? "barrier warp" : "barrier",
+                                     n.copies_in_flight ? fmt::format(" ({} copy groups in flight)",
+                                                                      n.copies_in_flight)
+                                                        : ""));
                 } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
                     std::string names;
                     for (int l : n.locals) names += (names.empty() ? "" : ", ") + local(l);
@@ -150,7 +154,17 @@ struct Printer {
                 } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
                     std::string values;
                     for (const auto& v : n.values) values += (values.empty() ? "" : ", ") + expr(v);
-                    line(depth, fmt::format("{}[{}..] = ({})", mem(n.mem), expr(n.index), values));
+                    line(depth,
+                         fmt::format("{}[{}..] = ({}){}", mem(n.mem), expr(n.index), values,
+                                     n.from ? fmt::format(" copied from {}[{}..]", mem(n.from->mem),
+                                                          expr(n.from->index))
+                                            : ""));
+                } else if constexpr (std::is_same_v<N, stmt::LoadMatrix>) {
+                    std::string names;
+                    for (int l : n.locals) names += (names.empty() ? "" : ", ") + local(l);
+                    line(depth, fmt::format("let ({}) = ldmatrix x{}{} {}[rows at {}]", names,
+                                            n.locals.size(), n.trans ? " trans" : "", mem(n.mem),
+                                            expr(n.row)));
                 } else if constexpr (std::is_same_v<N, stmt::Mma>) {
                     auto list = [&](const std::vector<ExprRef>& vs) {
                         std::string out;

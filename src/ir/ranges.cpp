@@ -174,6 +174,8 @@ std::set<int> assigned_in(const StmtRef& s) {
                     out.insert(x.locals.begin(), x.locals.end());
                 } else if constexpr (std::is_same_v<N, stmt::Mma>) {
                     out.insert(x.acc.begin(), x.acc.end());
+                } else if constexpr (std::is_same_v<N, stmt::LoadMatrix>) {
+                    out.insert(x.locals.begin(), x.locals.end());
                 } else if constexpr (std::is_same_v<N, stmt::Fold>) {
                     out.insert(x.result);
                     out.insert(x.index);
@@ -280,6 +282,9 @@ Ranges::Ranges(const Kernel& kernel, int64_t max_grid)
                         definitions_.at(static_cast<size_t>(l)).push_back({.opaque = true});
                 } else if constexpr (std::is_same_v<N, stmt::Mma>) {
                     for (int l : n.acc)
+                        definitions_.at(static_cast<size_t>(l)).push_back({.opaque = true});
+                } else if constexpr (std::is_same_v<N, stmt::LoadMatrix>) {
+                    for (int l : n.locals)
                         definitions_.at(static_cast<size_t>(l)).push_back({.opaque = true});
                 } else if constexpr (std::is_same_v<N, stmt::Fold>) {
                     definitions_.at(static_cast<size_t>(n.result)).push_back({.opaque = true});

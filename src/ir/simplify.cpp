@@ -289,6 +289,8 @@ std::vector<ExprRef> constant_locals(const Kernel& k) {
                     for (int l : x.locals) def(l, nullptr);
                 } else if constexpr (std::is_same_v<N, stmt::Mma>) {
                     for (int l : x.acc) def(l, nullptr);
+                } else if constexpr (std::is_same_v<N, stmt::LoadMatrix>) {
+                    for (int l : x.locals) def(l, nullptr);
                 } else if constexpr (std::is_same_v<N, stmt::Fold>) {
                     def(x.result, nullptr);
                     def(x.index, nullptr);

@@ -52,6 +52,8 @@ struct Analyzer {
                     for (int l : n.locals) mark(l, v);
                 } else if constexpr (std::is_same_v<N, stmt::Mma>) {
                     for (int l : n.acc) mark(l, true);  // each thread holds its own fragment
+                } else if constexpr (std::is_same_v<N, stmt::LoadMatrix>) {
+                    for (int l : n.locals) mark(l, true);
                 } else if constexpr (std::is_same_v<N, stmt::For>) {
                     const bool v = varying_control || u.varying(n.begin) || u.varying(n.end) ||
                                    u.varying(n.step);

@@ -141,6 +141,35 @@ struct Verifier {
                         what, divergence.back()));
     }
 
+    // An asynchronous copy: 16 bytes of a buffer into a shared tile.
+    void copy_source(const stmt::StoreVector& n, DType tile_type) {
+        expr(n.from->index);
+        check_mem(n.from->mem, false);
+        if (n.mem.space != MemSpace::shared || n.from->mem.space != MemSpace::global)
+            error("a copying vector store must copy from a buffer into a shared tile");
+        const int64_t bytes = static_cast<int64_t>(n.values.size()) * size_of(tile_type);
+        if (bytes != 16)
+            error(fmt::format("a copying vector store of {} bytes; expected 16", bytes));
+        if (!is_integer(n.from->index->type))
+            error(fmt::format("copy source index {} is {}; expected an integer",
+                              text(n.from->index), name(n.from->index->type)));
+    }
+
+    // A warp's ldmatrix: 1, 2 or 4 matrices from a u32 tile, reached by whole warps.
+    void load_matrix(const stmt::LoadMatrix& n) {
+        expr(n.row);
+        check_mem(n.mem, false);
+        if (n.mem.space != MemSpace::shared || mem_dtype(k, n.mem) != DType::u32)
+            error("ldmatrix reads a u32 shared tile");
+        if (n.locals.size() != 1 && n.locals.size() != 2 && n.locals.size() != 4)
+            error(fmt::format("ldmatrix of {} matrices; expected 1, 2 or 4", n.locals.size()));
+        if (!is_integer(n.row->type))
+            error(fmt::format("ldmatrix row {} is {}; expected an integer", text(n.row),
+                              name(n.row->type)));
+        for (int l : n.locals) declare(l, DType::u32);
+        barrier_point("ldmatrix (a warp's collective load)");
+    }
+
     // A warp's step: f16/bf16 inputs in fragments of 4 and 2 u32 pairs, 4 f32 accumulators,
     // reached by whole warps (as a barrier: never under a condition that differs between
     // threads).
@@ -231,6 +260,11 @@ struct Verifier {
                     if (v) divergence.pop_back();
                 } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
                     barrier_point(n.warp ? "warp barrier" : "barrier");
+                    if (n.copies_in_flight < 0 || n.copies_in_flight > stmt::kMaxCopiesInFlight)
+                        error(
+                            fmt::format("a barrier leaving {} copy groups in flight; expected 0 "
+                                        "to {}",
+                                        n.copies_in_flight, stmt::kMaxCopiesInFlight));
                     if (n.warp && k.block_size % stmt::kWarpBarrierGroup != 0)
                         error(
                             fmt::format("a warp barrier needs a block size that is a multiple "
@@ -246,6 +280,9 @@ struct Verifier {
                         if (v->type != t)
                             error(fmt::format("vector store of {} into {} memory", name(v->type),
                                               name(t)));
+                    if (n.from) copy_source(n, t);
+                } else if constexpr (std::is_same_v<N, stmt::LoadMatrix>) {
+                    load_matrix(n);
                 } else if constexpr (std::is_same_v<N, stmt::Mma>) {
                     mma(n);
                 } else {

@@ -143,7 +143,11 @@ StmtRef rewrite_stmt(const StmtRef& s, const std::function<ExprRef(const ExprRef
             } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
                 std::vector<ExprRef> values;
                 for (const auto& v : n.values) values.push_back(x(v));
-                return make(stmt::StoreVector{n.mem, x(n.index), std::move(values)});
+                std::optional<stmt::CopySource> from;
+                if (n.from) from = stmt::CopySource{n.from->mem, x(n.from->index)};
+                return make(stmt::StoreVector{n.mem, x(n.index), std::move(values), from});
+            } else if constexpr (std::is_same_v<N, stmt::LoadMatrix>) {
+                return make(stmt::LoadMatrix{n.mem, x(n.row), n.locals, n.trans});
             } else if constexpr (std::is_same_v<N, stmt::Mma>) {
                 std::vector<ExprRef> a, b;
                 for (const auto& v : n.a) a.push_back(x(v));
@@ -194,6 +198,9 @@ void for_each_own_expr(const StmtNode& s, const std::function<void(const ExprRef
             } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
                 for (const auto& v : n.values) f(v);
                 f(n.index);
+                if (n.from) f(n.from->index);
+            } else if constexpr (std::is_same_v<N, stmt::LoadMatrix>) {
+                f(n.row);
             } else if constexpr (std::is_same_v<N, stmt::Mma>) {
                 for (const auto& v : n.a) f(v);
                 for (const auto& v : n.b) f(v);
@@ -248,8 +255,10 @@ bool assigns(const StmtRef& s, int local) {
         const auto* a = std::get_if<stmt::Assign>(&n.node);
         const auto* l = std::get_if<stmt::Let>(&n.node);
         const auto* m = std::get_if<stmt::Mma>(&n.node);
+        const auto* lm = std::get_if<stmt::LoadMatrix>(&n.node);
         return (a && a->local == local) || (l && l->local == local) ||
-               (m && std::find(m->acc.begin(), m->acc.end(), local) != m->acc.end());
+               (m && std::find(m->acc.begin(), m->acc.end(), local) != m->acc.end()) ||
+               (lm && std::find(lm->locals.begin(), lm->locals.end(), local) != lm->locals.end());
     });
 }
 
