@@ -144,7 +144,8 @@ TEST(MatmulTensorCore, F16PointsAgreeAndStayWithinTheBoundOnTensorCores) {
 // the hardware), so every point's fragment layout and staging is checked on the host too: ragged
 // shapes, both layouts of each operand, views at odd and at 16-byte-aligned offsets.
 TEST(MatmulTensorCore, InterpretedPointsStayWithinTheBound) {
-    constexpr ops::MatmulShape shapes[] = {{1, 1, 1, 1}, {2, 37, 45, 16}, {1, 40, 33, 70}};
+    constexpr ops::MatmulShape shapes[] = {
+        {1, 1, 1, 1}, {2, 37, 45, 16}, {1, 40, 33, 70}, {1, 20, 24, 300}};
     uint64_t seed = 400;
     for (const auto* p : tensor_core_points())
         for (const auto& s : shapes)

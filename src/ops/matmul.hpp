@@ -59,9 +59,10 @@ struct MatmulShape {
 //   tensor core (the tensor-core class, f16/bf16 inputs on CUDA, matmul_tensor_core.cpp): a
 //            block computes a bm x bn tile with (bm/wm)*(bn/wn) warps of a wm x wn tile each,
 //            staged as above in steps of bk (pairs of inputs, prefetched), each warp's tile in
-//            mma.m16n8k16 steps over k in 16s from p = 0; with 2 stages the shared tiles are
-//            doubled, so a step's pairs are stored while the previous step's are summed (one
-//            barrier a step instead of two).
+//            mma.m16n8k16 steps over k in 16s from p = 0, its fragments read by ldmatrix; with
+//            S > 1 stages the shared tiles are S-fold, step i in stage i % S, issued S - 1 steps
+//            ahead (an operand contiguous along k copied straight into shared memory, by
+//            cp.async on CUDA), one barrier a step.
 struct MatmulSchedule {
     std::string name;
     int bm = 64, bn = 64;  // block tile (outputs), multiples of tm and tn (or wm and wn)
@@ -74,7 +75,7 @@ struct MatmulSchedule {
     // threads take adjacent columns (a CPU runs them as the lanes of one vector)
     bool spread = false;
     int wm = 0, wn = 0;  // tensor-core points only: a warp's tile (multiples of 16 and 8)
-    int stages = 1;      // tensor-core points only: sets of shared tiles (1 or 2)
+    int stages = 1;      // tensor-core points only: sets of shared tiles (1 to 4)
     bool tensor_core() const { return wm > 0; }
     int threads() const {
         return tensor_core() ? (bm / wm) * (bn / wn) * 32 : (bm / tm) * (bn / tn);
@@ -102,8 +103,9 @@ const std::vector<MatmulSchedule>& matmul_variants();
 //   tc64x128_k32_w32x64     4 warps of 32 x 64
 //   tc64x64_k32_w32x32      4 warps of 32 x 32
 //   tc32x32_k32_w16x16      4 warps of 16 x 16 (small shapes: the most blocks)
-//   tc128x128_k32_w64x32_s2 tc64x128_k32_w32x64_s2 tc64x64_k32_w32x32_s2   ... with 2 stages
-//   tc128x256_k16_w64x64_s2 steps of 16 terms, 2 stages (the tiles of 32 would not fit twice)
+//   tc128x128_k32_w64x32_s2 tc64x128_k32_w32x64_s3 tc64x64_k32_w32x32_s4  ... with 2-4 stages
+//   tc128x128_k16_w64x32_s4 tc128x256_k16_w64x64_s2 tc256x128_k16_w64x64_s2  steps of 16 terms
+//                           (so 4 or 2 stages fit the 48 KiB of static shared memory)
 //   tc16x32_k32_w16x8       4 warps of 16 x 8  } few rows, long k (a few tokens through a
 //   tc16x16_k32_w16x8       2 warps of 16 x 8  } linear layer): blocks enough for every SM
 //   tc256x128_k32_w64x64    8 warps of 64 x 64, A's tile the taller

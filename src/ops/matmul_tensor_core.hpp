@@ -38,6 +38,9 @@ struct TensorCoreOperand {
     std::function<Expr(const Expr& batch)> base_of;
     std::function<Expr(const Expr& base, const Expr& line, const Expr& q)> index;
     std::function<Expr(const Expr& line, const Expr& q)> present = {};
+    // Element q of lines l and l + 1 are adjacent in memory (a buffer's row-major B or
+    // transposed A): with stages, such an operand is copied into k-major tiles.
+    bool lines_contiguous = false;
 };
 // C[batch] = A[batch] · B[batch], m x n outputs a batch over k terms, each output a chain of mma
 // steps over k in 16s from q = 0 (matmul's tensor-core class), `store` once per output in range.

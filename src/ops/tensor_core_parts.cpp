@@ -60,6 +60,69 @@ void Staging::put(KernelBuilder& k, const Memory& tile, const Expr& offset) cons
     }
 }
 
+void Staging::copy(KernelBuilder& k, const Expr& p0, const Memory& tile, const Expr& offset,
+                   const LineElement& element) const {
+    for (const TileSlot& slot : slots) {
+        auto one = [&] {
+            k.copy_to_shared(tile, slot.tile_at + offset, *read.buffer,
+                             element(slot.line, p0 + slot.term));
+        };
+        if (slot.has)
+            k.if_(*slot.has, one);
+        else
+            one();
+    }
+}
+
+KMajorStaging stage_k_major(KernelBuilder& k, const ElementRead& read, int lines, int terms,
+                            int threads) {
+    KMajorStaging st{lines, lines / 2 + 4, read, {}};
+    const int runs = lines / 8;  // a row's slots
+    st.slots = contraction::tile_slots(k, terms * runs, threads, [&](const Expr& e) {
+        Var row = k.let(e / runs, "row");
+        Var run = k.let(e % runs, "run");
+        return TileSlot{k.let(row * st.ld + run * 4, "tile_at"), k.let(run * 8, "line"), row,
+                        std::nullopt};
+    });
+    return st;
+}
+
+void KMajorStaging::issue(KernelBuilder& k, const Expr& q0, const Expr& k_terms, bool inside,
+                          const Expr& first_line, const Expr& line_count,
+                          const Staging::LineElement& element, const Memory& tile,
+                          const Expr& offset) const {
+    for (const TileSlot& slot : slots) {
+        auto one = [&] {
+            Var q = k.let(q0 + slot.term, "q");
+            Var line = k.let(first_line + slot.line, "line0");
+            Expr whole = line + 8 <= line_count;
+            if (!inside) whole = whole && q < k_terms;
+            k.if_(
+                whole,
+                [&] {
+                    k.copy_to_shared(tile, slot.tile_at + offset, *read.buffer, element(line, q));
+                },
+                [&] {
+                    auto value = [&](int i) {
+                        const Expr at = line + i;
+                        const Expr v =
+                            bitcast(DType::u32,
+                                    read(element(min(at, line_count - 1), min(q, k_terms - 1))));
+                        return select(at < line_count && q < k_terms, v, constant(DType::u32, 0));
+                    };
+                    std::vector<Expr> words;
+                    for (int j = 0; j < 4; ++j)
+                        words.push_back(value(2 * j) | (value(2 * j + 1) << 16));
+                    k.store_vector(tile, slot.tile_at + offset, words);
+                });
+        };
+        if (slot.has)
+            k.if_(*slot.has, one);
+        else
+            one();
+    }
+}
+
 Staging stage_operand(KernelBuilder& k, const OperandShape& o) {
     Staging st{.read = o.read};
     st.width = o.read.buffer && o.k_contiguous && !o.gaps && o.pairs % 4 == 0 ? 4 : 1;

@@ -1,6 +1,7 @@
 // Pieces the tensor-core class's kernels (matmul's, attention's) build from: operand elements as
 // u32 pairs of 16-bit values (mma's operand words), and a block's staging of an operand's lines
-// into a shared pair tile, 4 pairs a load where the operand is a buffer contiguous along k.
+// into a shared pair tile, 4 pairs a load (or a copy) where the operand is a buffer contiguous
+// along k, or into a k-major tile by copies where its lines are adjacent.
 #pragma once
 
 #include <functional>
@@ -54,10 +55,35 @@ struct Staging {
                const LineElement& element, const LineElement& present = {});
     // Stores the pairs into the tile from `offset` (a stage's first word).
     void put(KernelBuilder& k, const Memory& tile, const Expr& offset) const;
+    // Where the slots are 4 pairs wide: copies the slots of a step that lies below k, from p0
+    // on, straight into the tile from `offset` (KernelBuilder::copy_to_shared: asynchronous on
+    // CUDA, landing by a barrier that waits for them).
+    void copy(KernelBuilder& k, const Expr& p0, const Memory& tile, const Expr& offset,
+              const LineElement& element) const;
 };
 
 // Consecutive threads take consecutive pairs (or runs of 4) along the operand's contiguous
 // dimension.
 Staging stage_operand(KernelBuilder& k, const OperandShape& o);
+
+// An operand whose lines are adjacent in a buffer (B row-major, A transposed), staged k-major:
+// row q of a stage holds term q of the block's `lines` lines, two lines a word, rows `ld` =
+// lines / 2 + 4 words apart (so 8 rows of an ldmatrix hit every bank once); fragments are read
+// by ldmatrix.trans. Each slot is 8 lines of one row: 16 bytes.
+struct KMajorStaging {
+    int lines, ld;
+    ElementRead read;
+    std::vector<contraction::TileSlot> slots;  // line: the slot's first (of the tile); term: row
+
+    // Stores the step from q0 on into the tile from `offset`: a slot whose 8 lines exist (below
+    // line_count from first_line) and whose term lies below k_terms (known where `inside`) is
+    // copied (KernelBuilder::copy_to_shared), any other read element by element (zero past
+    // either end). element(line, q) is the index of element q of operand line `line`.
+    void issue(KernelBuilder& k, const Expr& q0, const Expr& k_terms, bool inside,
+               const Expr& first_line, const Expr& line_count, const Staging::LineElement& element,
+               const Memory& tile, const Expr& offset) const;
+};
+KMajorStaging stage_k_major(KernelBuilder& k, const ElementRead& read, int lines, int terms,
+                            int threads);
 
 }  // namespace kiln::ops::tensor_core

@@ -98,8 +98,11 @@ double contraction_share(const Launch& l, const Schedule& s, const DeviceFacts& 
         default: {
             const ops::MatmulSchedule& p = ops::matmul_all_variants().at(size_t(s.variant));
             // A tensor-core point (CUDA only) reaches about twice the f32 rate with 128 outputs
-            // a thread (a 64 x 64 warp tile), which reads each shared pair for the most of them.
-            if (p.tensor_core()) return 2.0 * std::clamp(p.wm * p.wn / 32.0 / 128.0, 0.1, 1.0);
+            // a thread (a 64 x 64 warp tile), which reads each shared pair for the most of them;
+            // each further stage of copies in flight hides more of the loads' latency.
+            if (p.tensor_core())
+                return 2.0 * std::clamp(p.wm * p.wn / 32.0 / 128.0, 0.1, 1.0) *
+                       (1.0 + 0.5 * (p.stages - 1));
             // A staged thread reads tm + tn shared values for its tm x tn terms, and a unit
             // reads shared memory at a quarter of its fma rate.
             const double shared_bound = p.tm * p.tn / (4.0 * (p.tm + p.tn));
