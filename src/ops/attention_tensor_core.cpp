@@ -129,14 +129,10 @@ class ValueStaging {
     // Stores the pairs into the tile (dims as lines `ld` words apart).
     void put(const Memory& tile, int ld) const {
         for (const Slot& slot : slots_) {
-            auto store = [&] {
+            contraction::where_slot(k_, slot.has, [&] {
                 for (int i = 0; i < 8; ++i)
                     tile[(slot.d0 + i) * ld + slot.jp] = slot.pairs[size_t(i)];
-            };
-            if (slot.has)
-                k_.if_(*slot.has, store);
-            else
-                store();
+            });
         }
     }
 

@@ -80,11 +80,16 @@ std::vector<TileSlot> tile_slots(KernelBuilder& k, int count, int threads,
     return slots;
 }
 
-void store_slot(KernelBuilder& k, const Memory& tile, const TileSlot& slot, const Expr& v) {
-    if (slot.has)
-        k.if_(*slot.has, [&] { tile[slot.tile_at] = v; });
+void where_slot(KernelBuilder& k, const std::optional<Expr>& has,
+                const std::function<void()>& body) {
+    if (has)
+        k.if_(*has, body);
     else
-        tile[slot.tile_at] = v;
+        body();
+}
+
+void store_slot(KernelBuilder& k, const Memory& tile, const TileSlot& slot, const Expr& v) {
+    where_slot(k, slot.has, [&] { tile[slot.tile_at] = v; });
 }
 
 }  // namespace kiln::ops::contraction

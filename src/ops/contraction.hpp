@@ -62,6 +62,9 @@ struct TileSlot {
 };
 std::vector<TileSlot> tile_slots(KernelBuilder& k, int count, int threads,
                                  const std::function<TileSlot(const Expr&)>& slot);
+// body(), where the slot exists (under `if (*slot.has)` where it may not).
+void where_slot(KernelBuilder& k, const std::optional<Expr>& has,
+                const std::function<void()>& body);
 // tile[slot.tile_at] = v, where the slot has an element to store.
 void store_slot(KernelBuilder& k, const Memory& tile, const TileSlot& slot, const Expr& v);
 

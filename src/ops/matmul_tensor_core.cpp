@@ -38,7 +38,7 @@ void check_tensor_core_schedule(const MatmulSchedule& s) {
     // larger, as the layout depends on the operand).
     auto stage_words = [&](int lines) {
         const int64_t pairs = int64_t{lines} * (s.bk / 2 + kPairPad);
-        return s.stages == 1 ? pairs : std::max<int64_t>(pairs, int64_t{s.bk} * (lines / 2 + 4));
+        return s.stages == 1 ? pairs : std::max<int64_t>(pairs, int64_t{s.bk} * k_major_ld(lines));
     };
     const int64_t bytes = (stage_words(s.bm) + stage_words(s.bn)) * 4 * s.stages;
     if (s.stages < 1 || s.stages > 4 || bytes > kMaxSharedBytes)
@@ -118,7 +118,7 @@ void tensor_core_product(KernelBuilder& k, const TensorCoreProduct& p, DType inp
     auto staged = [&](const TensorCoreOperand& op, int lines, const Expr& first_line,
                       const Expr& count, const char* name) {
         const bool k_major = S > 1 && op.read.buffer && op.lines_contiguous && !op.present;
-        const int size = k_major ? bk * (lines / 2 + 4) : lines * ld;
+        const int size = k_major ? bk * k_major_ld(lines) : lines * ld;
         StagedOperand o{op,
                         k.let(op.base_of(block.batch), fmt::format("{}_base", name)),
                         k.let(first_line * lines, fmt::format("{}_first", name)),
@@ -167,7 +167,7 @@ void tensor_core_product(KernelBuilder& k, const TensorCoreProduct& p, DType inp
     Var r8 = k.let(lane % 8, "r8");
     Var j1 = k.let(lane / 8 % 2, "j1");
     Var j2 = k.let(lane / 16, "j2");
-    const int a_ld = bm / 2 + 4, b_ld = bn / 2 + 4;  // k-major rows
+    const int a_ld = k_major_ld(bm), b_ld = k_major_ld(bn);  // k-major rows
     Var a_row = a.rows ? k.let((r8 + j2 * 8) * a_ld + wy * (s.wm / 2) + j1 * 4, "a_row")
                        : k.let((wy * s.wm + r8 + j1 * 8) * ld + j2 * 4, "a_row");
     Var b_row = b.rows ? k.let((r8 + j1 * 8) * b_ld + wx * (s.wn / 2) + j2 * 4, "b_row")

@@ -53,30 +53,22 @@ void Staging::put(KernelBuilder& k, const Memory& tile, const Expr& offset) cons
             else
                 tile[at] = pairs[i][0];
         };
-        if (slots[i].has)
-            k.if_(*slots[i].has, store);
-        else
-            store();
+        contraction::where_slot(k, slots[i].has, store);
     }
 }
 
 void Staging::copy(KernelBuilder& k, const Expr& p0, const Memory& tile, const Expr& offset,
                    const LineElement& element) const {
-    for (const TileSlot& slot : slots) {
-        auto one = [&] {
+    for (const TileSlot& slot : slots)
+        contraction::where_slot(k, slot.has, [&] {
             k.copy_to_shared(tile, slot.tile_at + offset, *read.buffer,
                              element(slot.line, p0 + slot.term));
-        };
-        if (slot.has)
-            k.if_(*slot.has, one);
-        else
-            one();
-    }
+        });
 }
 
 KMajorStaging stage_k_major(KernelBuilder& k, const ElementRead& read, int lines, int terms,
                             int threads) {
-    KMajorStaging st{lines, lines / 2 + 4, read, {}};
+    KMajorStaging st{k_major_ld(lines), read, {}};
     const int runs = lines / 8;  // a row's slots
     st.slots = contraction::tile_slots(k, terms * runs, threads, [&](const Expr& e) {
         Var row = k.let(e / runs, "row");
@@ -92,7 +84,7 @@ void KMajorStaging::issue(KernelBuilder& k, const Expr& q0, const Expr& k_terms,
                           const Staging::LineElement& element, const Memory& tile,
                           const Expr& offset) const {
     for (const TileSlot& slot : slots) {
-        auto one = [&] {
+        contraction::where_slot(k, slot.has, [&] {
             Var q = k.let(q0 + slot.term, "q");
             Var line = k.let(first_line + slot.line, "line0");
             Expr whole = line + 8 <= line_count;
@@ -115,11 +107,7 @@ void KMajorStaging::issue(KernelBuilder& k, const Expr& q0, const Expr& k_terms,
                         words.push_back(value(2 * j) | (value(2 * j + 1) << 16));
                     k.store_vector(tile, slot.tile_at + offset, words);
                 });
-        };
-        if (slot.has)
-            k.if_(*slot.has, one);
-        else
-            one();
+        });
     }
 }
 

@@ -68,10 +68,13 @@ Staging stage_operand(KernelBuilder& k, const OperandShape& o);
 
 // An operand whose lines are adjacent in a buffer (B row-major, A transposed), staged k-major:
 // row q of a stage holds term q of the block's `lines` lines, two lines a word, rows `ld` =
-// lines / 2 + 4 words apart (so 8 rows of an ldmatrix hit every bank once); fragments are read
-// by ldmatrix.trans. Each slot is 8 lines of one row: 16 bytes.
+// k_major_ld(lines) = lines / 2 + 4 words apart (so 8 rows of an ldmatrix hit every bank once);
+// fragments are read by ldmatrix.trans. Each slot is 8 lines of one row: 16 bytes.
+inline constexpr int k_major_ld(int lines) {
+    return lines / 2 + 4;
+}
 struct KMajorStaging {
-    int lines, ld;
+    int ld;  // k_major_ld(lines)
     ElementRead read;
     std::vector<contraction::TileSlot> slots;  // line: the slot's first (of the tile); term: row
 
