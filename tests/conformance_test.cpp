@@ -5,6 +5,9 @@
 #include <bit>
 #include <cstring>
 
+#include <fmt/format.h>
+
+#include "kiln/compile.hpp"
 #include "ops/test_kernels.hpp"
 #include "oracle/scalar.hpp"
 #include "oracle/test_kernels.hpp"
@@ -115,6 +118,47 @@ TEST(Casts, F16ConversionMatchesTheCompilersFloat16) {
         ASSERT_EQ(semantics::f32_to_f16(f), hb) << std::hex << bits;
         ASSERT_EQ(std::bit_cast<uint32_t>(semantics::f16_to_f32(hb)),
                   std::bit_cast<uint32_t>(static_cast<float>(h)));
+    }
+}
+
+// Two f32 values rounded to halves and packed into a u32 (a tensor-core operand pair): CUDA
+// writes the pattern as one cvt of both (the dialect's pack_halves); every device gives the two
+// casts' bits, NaN payloads and signs included, with either or both halves a NaN.
+TEST(Casts, PairsOfHalvesPackAsTwoCasts) {
+    const size_t n = 4096;
+    HostBuffer x = test::random_buffer(DType::f32, 2 * n, 11);
+    const uint32_t edges[] = {0x3f808000, 0x3f818000, 0x3f801000, 0x3f803000, 0x7fa00000,
+                              0xffc00001, 0x7f800001, 0xff800000, 0x477ff000, 0x33000001,
+                              0x00000001, 0x80000000, 0x7f7fffff, 0xfff00000};
+    for (size_t i = 0; i < std::size(edges); ++i) {
+        std::memcpy(&x.bytes[2 * i * 4], &edges[i], 4);  // as the low half
+        std::memcpy(&x.bytes[(2 * (i + std::size(edges)) + 1) * 4], &edges[i], 4);  // the high
+        std::memcpy(&x.bytes[2 * (i + 2 * std::size(edges)) * 4], &edges[i], 4);    // both
+        std::memcpy(&x.bytes[(2 * (i + 2 * std::size(edges)) + 1) * 4], &edges[i], 4);
+    }
+    for (DType half : {DType::f16, DType::bf16}) {
+        SCOPED_TRACE(name(half));
+        KernelBuilder k(fmt::format("pack_{}", name(half)), 128);
+        auto in = k.input("x", DType::f32);
+        auto out = k.output("y", DType::u32);
+        Expr i = k.absolute_pos();
+        auto bits = [&](const Expr& v) { return bitcast(DType::u32, cast(half, v)); };
+        k.if_(i < out.len(), [&] { out[i] = bits(in[2 * i]) | (bits(in[2 * i + 1]) << 16); });
+        const ir::Kernel kernel = k.finish();
+        EXPECT_NE(generate_source(Backend::cuda, std::vector{kernel})
+                      .find(fmt::format("kiln_pack_{}x2(", name(half))),
+                  std::string::npos);
+        HostBuffer want = test::poisoned(DType::u32, n);
+        for (size_t j = 0; j < n; ++j) {
+            float pair[2];
+            std::memcpy(pair, &x.bytes[2 * j * 4], 8);
+            auto narrow = [&](float f) -> uint32_t {
+                return half == DType::bf16 ? semantics::f32_to_bf16(f) : semantics::f32_to_f16(f);
+            };
+            const uint32_t word = narrow(pair[0]) | (narrow(pair[1]) << 16);
+            std::memcpy(&want.bytes[j * 4], &word, 4);
+        }
+        test::expect_everywhere(kernel, n / 128, {x, test::poisoned(DType::u32, n)}, 1, want);
     }
 }
 

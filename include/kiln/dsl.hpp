@@ -221,7 +221,8 @@ class KernelBuilder {
     void barrier(int copies_in_flight = 0);
     // A barrier among each group of 32 consecutive threads (a CUDA warp): use it where threads
     // exchange shared data only within their group. Reached by the whole block like barrier();
-    // needs a block size that is a multiple of 32.
+    // needs a block size that is a multiple of 32. Copies (copy_to_shared) stay in flight
+    // across it: only barrier() closes and waits for their groups.
     void warp_barrier();
 
     // A warp's tensor-core step, the tensor-core class (ir::stmt::Mma gives the fragment

@@ -202,7 +202,9 @@ struct If {
 //
 // Asynchronous copies (StoreVector::from) a thread issues between two of its barriers form one
 // group. At a barrier, every group but the last `copies_in_flight` (the one it closes counts) has
-// landed; with 0 (the default) all have. Targets that copy synchronously ignore the count.
+// landed; with 0 (the default) all have. A warp barrier neither closes a group nor waits for one
+// (copies fill block-shared tiles: read them after a block barrier). Targets that copy
+// synchronously ignore the count.
 struct Barrier {
     bool warp = false;
     int copies_in_flight = 0;

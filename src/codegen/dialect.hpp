@@ -36,6 +36,13 @@ struct Dialect {
     std::string device_exp2;   // the hardware's 2^x of an f32 (kiln::device_exp2); empty: none
     std::string fma_f32;       // fused multiply-add function
     std::string dp4a;          // packed int8 dot product with i32 accumulate
+    // f32 to f16 / bf16 bits by the hardware, bit for bit the semantics file's kiln_f32_to_f16 /
+    // kiln_f32_to_bf16 (defined in the prelude); empty: those.
+    std::string f32_to_f16, f32_to_bf16;
+    // Two f32 values as f16 / bf16 bits packed into one u32 (the first in the low half), bit for
+    // bit two of those conversions, as a function "..{}.." of the half type's name ("f16",
+    // "bf16"); empty: the conversions, shifted and or'ed.
+    std::string pack_halves;
     EntryAbi entry_abi = EntryAbi::opencl_kernel;
     bool threads_as_loops = false;  // CPU: run a block's threads as loops (codegen/cpu_threads.hpp)
     bool has_shuffle = false;       // CUDA: __shfl_xor_sync

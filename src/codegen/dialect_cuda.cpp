@@ -35,6 +35,43 @@ KILN_FN float2 kiln_keep(const float2* p) { const uint2 u = kiln_keep((const uin
 KILN_FN float4 kiln_keep(const float4* p) { const uint4 u = kiln_keep((const uint4*)p); return make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z), __uint_as_float(u.w)); }
 // kiln::device_exp2: the ex2 unit's 2^x (within 2 ulp, subnormal results flushed to zero).
 KILN_FN float kiln_ex2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+// f32 to f16 / bf16 bits by one cvt (round to nearest, ties to even, as the semantics file
+// rounds), and two of them packed into a u32 by one cvt (the first in the low half). cvt does
+// not keep a NaN's payload, the semantics file does: f16 takes a NaN through the semantics
+// file's conversion out of line; bf16 selects its rule's result (the top half of the f32 bits,
+// quieted) without a branch (branches around every pack cost more than the select).
+KILN_FN uint16_t kiln_f32_to_f16(float f);
+static __device__ __noinline__ uint32_t kiln_f16_halves_with_nan(float lo, float hi) {
+  return (uint32_t)kiln_f32_to_f16(lo) | ((uint32_t)kiln_f32_to_f16(hi) << 16);
+}
+#if __CUDA_ARCH__ >= 800
+KILN_FN uint16_t kiln_cvt_f16(float f) {
+  if (f != f) return (uint16_t)kiln_f16_halves_with_nan(f, 0.0f);
+  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h;
+}
+KILN_FN uint32_t kiln_pack_f16x2(float lo, float hi) {
+  if (lo != lo || hi != hi) return kiln_f16_halves_with_nan(lo, hi);
+  uint32_t r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r;
+}
+KILN_FN uint16_t kiln_cvt_bf16(float f) {
+  unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return f != f ? (uint16_t)((kiln_f32_bits(f) >> 16) | 0x0040u) : h;
+}
+KILN_FN uint32_t kiln_pack_bf16x2(float lo, float hi) {
+  uint32_t r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  const uint32_t quiet = __byte_perm(kiln_f32_bits(lo), kiln_f32_bits(hi), 0x7632) | 0x00400040u;
+  if (lo != lo) r = (r & 0xffff0000u) | (quiet & 0xffffu);
+  if (hi != hi) r = (r & 0xffffu) | (quiet & 0xffff0000u);
+  return r;
+}
+#else
+#define kiln_cvt_f16 kiln_f32_to_f16
+#define kiln_cvt_bf16 kiln_f32_to_bf16
+#define kiln_pack_f16x2(lo, hi) \
+  ((uint32_t)kiln_f32_to_f16(lo) | ((uint32_t)kiln_f32_to_f16(hi) << 16))
+#define kiln_pack_bf16x2(lo, hi) \
+  ((uint32_t)kiln_f32_to_bf16(lo) | ((uint32_t)kiln_f32_to_bf16(hi) << 16))
+#endif
 #if __CUDA_ARCH__ >= 800
 // One warp's mma.m16n8k16 with f32 accumulators (ir::stmt::Mma): d = a * b + d.
 #define KILN_MMA(name, type) \
@@ -81,6 +118,9 @@ KILN_LDMATRIX(kiln_ldmatrix_trans, ".trans")
         .device_exp2 = "kiln_ex2",
         .fma_f32 = "__fmaf_rn",
         .dp4a = "__dp4a",
+        .f32_to_f16 = "kiln_cvt_f16",
+        .f32_to_bf16 = "kiln_cvt_bf16",
+        .pack_halves = "kiln_pack_{}x2",
         .entry_abi = EntryAbi::cuda_global,
         .threads_as_loops = false,
         .has_shuffle = true,

@@ -30,6 +30,15 @@ bool plain_divisor(DType t, const ExprRef& b) {
     return is_const(b, &c) && c != 0 && !(is_signed(t) && c == -1);
 }
 
+// Where e is the f32 value x as `half` bits widened to u32 (bitcast(u32, cast(half, x))), x.
+const ExprRef* half_bits_of_f32(const ExprRef& e, DType half) {
+    const auto* bits = std::get_if<expr::Bitcast>(&e->node);
+    if (e->type != DType::u32 || !bits || bits->a->type != half) return nullptr;
+    const auto* narrowed = std::get_if<expr::Cast>(&bits->a->node);
+    if (!narrowed || narrowed->a->type != DType::f32) return nullptr;
+    return &narrowed->a;
+}
+
 }  // namespace
 
 std::string widen(DType t, const std::string& v) {
@@ -38,10 +47,10 @@ std::string widen(DType t, const std::string& v) {
     return v;
 }
 
-std::string narrow(DType t, const std::string& v) {
-    if (t == DType::f16) return "kiln_f32_to_f16(" + v + ")";
-    if (t == DType::bf16) return "kiln_f32_to_bf16(" + v + ")";
-    return v;
+std::string Emitter::narrow(DType t, const std::string& v) const {
+    if (t != DType::f16 && t != DType::bf16) return v;
+    const std::string& hardware = t == DType::f16 ? d.f32_to_f16 : d.f32_to_bf16;
+    return (hardware.empty() ? "kiln_f32_to_" + suffix(t) : hardware) + "(" + v + ")";
 }
 
 std::string Emitter::param_name(int i) const {
@@ -134,8 +143,25 @@ std::string Emitter::builtin(BuiltinKind b) const {
     return "?";
 }
 
+std::optional<std::string> Emitter::packed_halves(const expr::Binary& n) {
+    if (d.pack_halves.empty() || n.op != BinOp::bit_or) return std::nullopt;
+    const auto* high = std::get_if<expr::Binary>(&n.b->node);
+    int64_t shift = 0;
+    if (!high || high->op != BinOp::shl || !is_const(high->b, &shift) || shift != 16)
+        return std::nullopt;
+    for (DType half : {DType::f16, DType::bf16}) {
+        const ExprRef* lo = half_bits_of_f32(n.a, half);
+        const ExprRef* hi = half_bits_of_f32(high->a, half);
+        if (lo && hi)
+            return fmt::format("{}({}, {})", fmt::format(fmt::runtime(d.pack_halves), name(half)),
+                               expr(*lo), expr(*hi));
+    }
+    return std::nullopt;
+}
+
 std::string Emitter::binary(const ExprRef& e, const expr::Binary& n) {
     const DType t = n.a->type;
+    if (std::optional<std::string> packed = packed_halves(n)) return *packed;
     std::string a = expr(n.a), b = expr(n.b);
     const std::string op = name(n.op);
     if (is_float(t)) {

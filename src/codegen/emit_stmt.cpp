@@ -94,7 +94,8 @@ void Emitter::stmt(const StmtRef& s) {
                 if_else(
                     n, [&] { stmt(n.then_body); }, [&] { stmt(n.else_body); });
             } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
-                if (copies_async) line(fmt::format(fmt::runtime(d.async_wait), n.copies_in_flight));
+                if (copies_async && !n.warp)
+                    line(fmt::format(fmt::runtime(d.async_wait), n.copies_in_flight));
                 line(n.warp && !d.warp_barrier.empty() ? d.warp_barrier : d.barrier);
             } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
                 name_shared({n.index});

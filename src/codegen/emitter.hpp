@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -71,6 +72,12 @@ struct Emitter {
     std::string load_at(ir::MemRef m, const std::string& address) const;
     std::string hinted_load(ir::MemRef m, const std::string& element) const;
     std::string cast(DType to, DType from, const std::string& v) const;
+    // An f32 value to f16/bf16 bits (identity for other types): the dialect's conversion where
+    // it has one, else the semantics file's.
+    std::string narrow(DType t, const std::string& v) const;
+    // cast(half, lo) | cast(half, hi) << 16 (as u32 bits, lo and hi f32) as the dialect's
+    // pack_halves, where it has one.
+    std::optional<std::string> packed_halves(const ir::expr::Binary& n);
     std::string builtin(ir::BuiltinKind b) const;
     std::string binary(const ir::ExprRef& e, const ir::expr::Binary& n);
     std::string unary(const ir::ExprRef& e, const ir::expr::Unary& n);
@@ -108,8 +115,7 @@ struct Emitter {
     void block_steps(const BlockSteps& steps);
 };
 
-// f16/bf16 bits to f32 and back (identity for other types).
+// f16/bf16 bits to f32 (identity for other types).
 std::string widen(DType t, const std::string& v);
-std::string narrow(DType t, const std::string& v);
 
 }  // namespace kiln::codegen
