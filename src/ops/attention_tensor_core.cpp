@@ -1,7 +1,10 @@
 // attention's tensor-core form (attention_parts.hpp; the class is stated in attention.hpp): each
 // warp takes 16 query rows; per key block of kAttentionKeyBlock keys, S = Q·Kᵀ and O += P·V are
-// mma.m16n8k16 chains, the softmax statistics stay in the accumulators' registers, and P goes
-// from its accumulators to the next mma's operand without shared memory.
+// mma.m16n8k16 chains whose K and V fragments are read by ldmatrix (V's k-major rows by
+// ldmatrix.trans), the softmax statistics stay in the accumulators' registers, and P goes from
+// its accumulators to the next mma's operand without shared memory. K and V are copied into
+// their shared tiles asynchronously where they are buffers: V's block while S is summed, the
+// next block's K while P·V is.
 #include <vector>
 
 #include "kiln/math.hpp"
@@ -17,7 +20,6 @@ using namespace tensor_core;
 // u32 words each line of a pair tile is padded by: a fragment read (8 lines x 4 consecutive
 // words) then touches each of the 32 banks once.
 constexpr int kPairPad = 4;
-constexpr int kKeyPairs = kKeyBlock / 2;
 constexpr float kLog2e = 0x1.715476p+0f;
 
 // head_dim rounded up to whole mma steps (16 dims); the dims past head_dim read as zeros.
@@ -29,6 +31,7 @@ int padded_dims(int head_dim) {
 // and g + 8 of those (g = lane / 4, tq = lane % 4: mma's fragment layout).
 struct Place {
     Var g, tq;
+    Var r8, j1, j2;   // the row a lane gives ldmatrix: lane % 8, of matrix lane / 8 = j1 + 2 j2
     Var q_at, kv_at;  // the first elements of the (batch, head)'s Q rows and of its K and V rows
     Var end;          // keys any row of the block sees
     Var shared_keys;  // keys every row of the block sees (its first row's)
@@ -47,6 +50,9 @@ Place place(KernelBuilder& k, const Params& p, const AttentionSchedule& s, int D
     const std::optional<Expr> keys = batch_keys(k, p, bh);
     Place at{g,
              tq,
+             k.let(lane % 8, "r8"),
+             k.let(lane / 8 % 2, "j1"),
+             k.let(lane / 16, "j2"),
              k.let(bh * p.seq_q * D, "q_at"),
              k.let(kv_row(p, bh) * p.seq_k * D, "kv_at"),
              k.let(key_limit(p, keys, min(i0 + R, p.seq_q) - 1), "end"),
@@ -60,93 +66,6 @@ Place place(KernelBuilder& k, const Params& p, const AttentionSchedule& s, int D
     }
     return at;
 }
-
-// V's pairs along the keys (mma's B operand of P·V): a slot is key pair jp of the block and the 8
-// dims from d0. Consecutive threads take consecutive key pairs, so their stores fall in distinct
-// banks. A slot reads its two keys' 8 elements with one 16-byte load each where V is a buffer
-// and head_dim a multiple of 8, element by element otherwise; keys past seq_k read as zeros.
-class ValueStaging {
-  public:
-    ValueStaging(KernelBuilder& k, const Params& p, int head_dim, int padded, int threads)
-        : k_(k), p_(p), D_(head_dim), Dp_(padded) {
-        const int count = kKeyPairs * padded / 8;
-        for (int n = 0; n * threads < count; ++n) {
-            Expr e = k.thread_index() + n * threads;
-            std::optional<Expr> has;
-            if ((n + 1) * threads > count) {
-                has = k.let(e < count, "has");
-                e = min(e, count - 1);
-            }
-            Var at = k.let(e, "v_slot");
-            slots_.push_back(
-                {k.let(at % kKeyPairs, "jp"), k.let(at / kKeyPairs * 8, "d0"), has, {}});
-            for (int i = 0; i < 8; ++i) slots_.back().pairs.push_back(k.let(DType::u32, 0, "v"));
-        }
-    }
-
-    // The pairs of the key block from t0; kv_at is the (batch, head)'s first element of V.
-    void fetch(const Expr& t0, const Expr& kv_at) {
-        const bool vector = p_.v.buffer && D_ % 8 == 0;
-        for (Slot& slot : slots_) {
-            Var key = k_.let(t0 + slot.jp * 2, "key");
-            std::vector<Expr> present, rows;
-            for (int h = 0; h < 2; ++h) {
-                present.push_back(key + h < p_.seq_k);
-                rows.push_back(k_.let(kv_at + min(key + h, p_.seq_k - 1) * D_, "v_row"));
-            }
-            auto pair = [&](const Expr& lo, const Expr& hi) {
-                auto half = [&](int h, const Expr& x) {
-                    return select(present[size_t(h)], bitcast(DType::u32, x),
-                                  constant(DType::u32, 0));
-                };
-                return half(0, lo) | (half(1, hi) << 16);
-            };
-            auto load = [&] {
-                if (vector) {
-                    const std::vector<Var> lo =
-                        k_.load_vector(*p_.v.buffer, rows[0] + slot.d0, 8, "v_lo");
-                    const std::vector<Var> hi =
-                        k_.load_vector(*p_.v.buffer, rows[1] + slot.d0, 8, "v_hi");
-                    for (size_t i = 0; i < 8; ++i) slot.pairs[i] = pair(lo[i], hi[i]);
-                    return;
-                }
-                for (int i = 0; i < 8; ++i) {
-                    Var d = k_.let(min(slot.d0 + i, D_ - 1), "d");
-                    slot.pairs[size_t(i)] = pair(p_.v(rows[0] + d), p_.v(rows[1] + d));
-                }
-            };
-            // With head_dim a multiple of 8, a slot's dims lie inside head_dim or wholly in its
-            // padding (zeros, never stored).
-            if (vector && D_ != Dp_)
-                k_.if_(slot.d0 < D_, load, [&] {
-                    for (Var& v : slot.pairs) v = constant(DType::u32, 0);
-                });
-            else
-                load();
-        }
-    }
-
-    // Stores the pairs into the tile (dims as lines `ld` words apart).
-    void put(const Memory& tile, int ld) const {
-        for (const Slot& slot : slots_) {
-            contraction::where_slot(k_, slot.has, [&] {
-                for (int i = 0; i < 8; ++i)
-                    tile[(slot.d0 + i) * ld + slot.jp] = slot.pairs[size_t(i)];
-            });
-        }
-    }
-
-  private:
-    struct Slot {
-        Var jp, d0;
-        std::optional<Expr> has;
-        std::vector<Var> pairs;
-    };
-    KernelBuilder& k_;
-    const Params& p_;
-    const int D_, Dp_;
-    std::vector<Slot> slots_;
-};
 
 class TensorCore {
   public:
@@ -162,44 +81,58 @@ class TensorCore {
           scale2_(k.let(p.scale * kLog2e, "scale2")) {}
 
     void build() {
-        const int k_ld = Dp_ / 2 + kPairPad, v_ld = kKeyPairs + kPairPad;
+        const int k_ld = Dp_ / 2 + kPairPad, v_ld = k_major_ld(Dp_);
         Memory k_tile = k_.shared(DType::u32, int64_t{kKeyBlock} * k_ld, "k_pairs");
-        Memory v_tile = k_.shared(DType::u32, int64_t{Dp_} * v_ld, "v_pairs");
+        Memory v_tile = k_.shared(DType::u32, int64_t{kKeyBlock} * v_ld, "v_rows");
         Memory exchange = k_.shared(DType::f32, int64_t{s_.rows} * 4, "row_parts");
-        // A block's K rows (keys, pairs along the dims) and V columns (dims, pairs along the
-        // keys) of one key block.
+        // A block's K rows (keys, pairs along the dims) and V rows (keys, k-major: dims two to
+        // a word) of one key block. Key j of the block from t0 is K's row min(t0 + j, seq_k - 1)
+        // (keys past seq_k are masked); V's rows past seq_k read as zeros.
         Staging keys = stage_operand(k_, {p_.k, kKeyBlock, Dp_ / 2, k_ld, true, s_.threads(),
                                           [](const Expr& l) { return l; }});
-        ValueStaging values(k_, p_, D_, Dp_, s_.threads());
+        const bool keys_copied = keys.width == 4 && D_ == Dp_;
+        const KMajorStaging values = stage_k_major(k_, p_.v, Dp_, kKeyBlock, s_.threads());
+        auto issue_keys = [&](const Expr& t0) {
+            auto element = [&](const Expr& j, const Expr& d) {
+                return at_.kv_at + min(t0 + j, p_.seq_k - 1) * D_ + d;
+            };
+            if (keys_copied) return keys.copy(k_, 0, k_tile, 0, element);
+            keys.fetch(k_, 0, D_, D_ == Dp_, element);
+            keys.put(k_, k_tile, 0);
+        };
+        auto issue_values = [&](const Expr& t0) {
+            values.issue(
+                k_, t0, p_.seq_k, false, 0, D_,
+                [&](const Expr& d, const Expr& key) { return at_.kv_at + key * D_ + d; }, v_tile,
+                0);
+        };
         load_q();
         for (int r = 0; r < 2; ++r) {
             m_.push_back(k_.let(DType::f32, kMinusInf, "m"));
             l_.push_back(k_.let(DType::f32, 0.0f, "l"));
         }
         for (int i = 0; i < Dp_ / 8 * 4; ++i) o_.push_back(k_.let(DType::f32, 0.0f, "o"));
-        // The key block from t0: key j is K's row min(t0 + j, seq_k - 1) (keys past seq_k are
-        // masked; V's read as zeros).
-        auto fetch = [&](const Expr& t0) {
-            keys.fetch(k_, 0, D_, D_ == Dp_, [&](const Expr& j, const Expr& d) {
-                return at_.kv_at + min(t0 + j, p_.seq_k - 1) * D_ + d;
-            });
-            values.fetch(t0, at_.kv_at);
-        };
-        // The next block's loads fly while this one is summed.
-        fetch(0);
+        // Each barrier closes the copies issued since the one before as a group and leaves the
+        // last group in flight: V's block lands while S is summed, the next K while P·V is.
+        issue_keys(0);
+        k_.barrier(1);
         k_.for_(
             0, at_.end,
             [&](Expr t0) {
-                keys.put(k_, k_tile, 0);
-                values.put(v_tile, v_ld);
-                k_.barrier();
-                k_.if_(t0 + kKeyBlock < at_.end, [&] { fetch(t0 + kKeyBlock); });
+                issue_values(t0);
+                k_.barrier(1);  // this block's K has landed
+                std::vector<Var> s;
+                for (int i = 0; i < kKeyBlock / 8 * 4; ++i)
+                    s.push_back(k_.let(DType::f32, 0.0f, "s"));
                 // A block every row sees whole needs no mask.
                 k_.if_(
                     t0 + kKeyBlock <= at_.shared_keys,
-                    [&] { key_block(t0, k_tile, k_ld, v_tile, v_ld, exchange, false); },
-                    [&] { key_block(t0, k_tile, k_ld, v_tile, v_ld, exchange, true); });
-                k_.barrier();  // the tiles are read before the next block stores them
+                    [&] { scores(t0, k_tile, k_ld, exchange, s, false); },
+                    [&] { scores(t0, k_tile, k_ld, exchange, s, true); });
+                k_.barrier(1);  // V has landed, and every warp has read K's tile
+                k_.if_(t0 + kKeyBlock < at_.end, [&] { issue_keys(t0 + kKeyBlock); });
+                add_values(s, v_tile, v_ld);
+                k_.barrier(1);  // V's tile is read before the next block's copy
             },
             kKeyBlock);
         // l: the quad's four partial sums, added in lane order.
@@ -247,22 +180,27 @@ class TensorCore {
         return whole;
     }
 
-    // One key block from t0 (`masking`: some row of the block sees only part of it). The scores
-    // are kept in base 2 (scaled by scale * log2(e)), so p and c are the ex2 unit's 2^x.
-    void key_block(const Expr& t0, const Memory& k_tile, int k_ld, const Memory& v_tile, int v_ld,
-                   const Memory& exchange, bool masking) {
+    // The scores of the key block from t0 into s, turned into P (`masking`: some row of the
+    // block sees only part of it), with the rows' statistics and O rescaled. The scores are
+    // kept in base 2 (scaled by scale * log2(e)), so p and c are the ex2 unit's 2^x.
+    void scores(const Expr& t0, const Memory& k_tile, int k_ld, const Memory& exchange,
+                std::vector<Var>& s, bool masking) {
         const int nt = kKeyBlock / 8;
-        // S = Q·Kᵀ for the warp's 16 rows and the block's keys: 8 tiles of 16 x 8.
-        std::vector<Var> s;
-        for (int i = 0; i < nt * 4; ++i) s.push_back(k_.let(DType::f32, 0.0f, "s"));
-        for (int ni = 0; ni < nt; ++ni) {
-            Var base = k_.let((ni * 8 + at_.g) * k_ld + at_.tq, "k_frag");
-            for (int c = 0; c < Dp_ / 16; ++c) {
+        // S = Q·Kᵀ for the warp's 16 rows and the block's keys: 8 tiles of 16 x 8, each step of
+        // 16 dims across all 8 (independent mma chains back to back). Lane l gives ldmatrix the
+        // row of key piece ni + l / 16, dims + 8 (l / 8 % 2): b0 and b1 of two pieces.
+        Var k_row = k_.let((at_.r8 + at_.j2 * 8) * k_ld + at_.j1 * 4, "k_row");
+        for (int c = 0; c < Dp_ / 16; ++c)
+            for (int ni = 0; ni < nt; ni += 2) {
+                const std::vector<Var> b =
+                    k_.load_matrix(k_tile, k_row + ni * 8 * k_ld + c * 8, 4, "k");
                 std::vector<Expr> a(q_.begin() + c * 4, q_.begin() + c * 4 + 4);
-                k_.mma(t_.input, a, {k_tile[base + c * 8], k_tile[base + c * 8 + 4]},
-                       std::vector<Var>(s.begin() + ni * 4, s.begin() + ni * 4 + 4));
+                for (int h = 0; h < 2; ++h) {
+                    const auto first = s.begin() + (ni + h) * 4;
+                    k_.mma(t_.input, a, {b[size_t(2 * h)], b[size_t(2 * h + 1)]},
+                           std::vector<Var>(first, first + 4));
+                }
             }
-        }
         // Scaled, and masked past each row's limit; each row's largest, then the quad's.
         std::vector<Var> masked;
         std::vector<Var> largest;
@@ -300,7 +238,12 @@ class TensorCore {
                 v = masking ? select(masked[size_t(ni * 4 + i)], 0.0f, p) : p;
                 l_[size_t(r)] = l_[size_t(r)] + v;
             }
-        // O += P·V: P's accumulators of keys 16kc ... 16kc + 15 are the A operand's layout.
+    }
+
+    // O += P·V: P's accumulators of keys 16kc ... 16kc + 15 are the A operand's layout; lane l
+    // gives ldmatrix.trans the row of key 16kc + l % 8 (+ 8: l / 8 % 2) in dim piece dn + l / 16.
+    void add_values(const std::vector<Var>& s, const Memory& v_tile, int v_ld) {
+        Var v_row = k_.let((at_.r8 + at_.j1 * 8) * v_ld + at_.j2 * 4, "v_row");
         for (int kc = 0; kc < kKeyBlock / 16; ++kc) {
             std::vector<Expr> a;
             for (int half : {0, 1})
@@ -308,10 +251,14 @@ class TensorCore {
                     const size_t at = size_t((2 * kc + half) * 4 + 2 * r);
                     a.push_back(k_.let(pack_pair(t_.input, s[at], s[at + 1]), "p"));
                 }
-            for (int dn = 0; dn < Dp_ / 8; ++dn) {
-                Var base = k_.let((dn * 8 + at_.g) * v_ld + kc * 8 + at_.tq, "v_frag");
-                k_.mma(t_.input, a, {v_tile[base], v_tile[base + 4]},
-                       std::vector<Var>(o_.begin() + dn * 4, o_.begin() + dn * 4 + 4));
+            for (int dn = 0; dn < Dp_ / 8; dn += 2) {
+                const std::vector<Var> b =
+                    k_.load_matrix(v_tile, v_row + kc * 16 * v_ld + dn * 4, 4, "v", true);
+                for (int h = 0; h < 2; ++h) {
+                    const auto first = o_.begin() + (dn + h) * 4;
+                    k_.mma(t_.input, a, {b[size_t(2 * h)], b[size_t(2 * h + 1)]},
+                           std::vector<Var>(first, first + 4));
+                }
             }
         }
     }
@@ -330,7 +277,7 @@ class TensorCore {
 
 int64_t tensor_core_shared_bytes(const AttentionSchedule& s, int head_dim) {
     const int Dp = padded_dims(head_dim);
-    return 4 * (int64_t{kKeyBlock} * (Dp / 2 + kPairPad) + int64_t{Dp} * (kKeyPairs + kPairPad) +
+    return 4 * (int64_t{kKeyBlock} * (Dp / 2 + kPairPad + tensor_core::k_major_ld(Dp)) +
                 int64_t{s.rows} * 4);
 }
 

@@ -87,6 +87,19 @@ void KMajorStaging::issue(KernelBuilder& k, const Expr& q0, const Expr& k_terms,
         contraction::where_slot(k, slot.has, [&] {
             Var q = k.let(q0 + slot.term, "q");
             Var line = k.let(first_line + slot.line, "line0");
+            auto by_element = [&] {
+                auto value = [&](int i) {
+                    const Expr at = line + i;
+                    const Expr v = bitcast(
+                        DType::u32, read(element(min(at, line_count - 1), min(q, k_terms - 1))));
+                    return select(at < line_count && q < k_terms, v, constant(DType::u32, 0));
+                };
+                std::vector<Expr> words;
+                for (int j = 0; j < 4; ++j)
+                    words.push_back(value(2 * j) | (value(2 * j + 1) << 16));
+                k.store_vector(tile, slot.tile_at + offset, words);
+            };
+            if (!read.buffer) return by_element();
             Expr whole = line + 8 <= line_count;
             if (!inside) whole = whole && q < k_terms;
             k.if_(
@@ -94,19 +107,7 @@ void KMajorStaging::issue(KernelBuilder& k, const Expr& q0, const Expr& k_terms,
                 [&] {
                     k.copy_to_shared(tile, slot.tile_at + offset, *read.buffer, element(line, q));
                 },
-                [&] {
-                    auto value = [&](int i) {
-                        const Expr at = line + i;
-                        const Expr v =
-                            bitcast(DType::u32,
-                                    read(element(min(at, line_count - 1), min(q, k_terms - 1))));
-                        return select(at < line_count && q < k_terms, v, constant(DType::u32, 0));
-                    };
-                    std::vector<Expr> words;
-                    for (int j = 0; j < 4; ++j)
-                        words.push_back(value(2 * j) | (value(2 * j + 1) << 16));
-                    k.store_vector(tile, slot.tile_at + offset, words);
-                });
+                by_element);
         });
     }
 }

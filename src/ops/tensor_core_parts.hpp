@@ -66,7 +66,7 @@ struct Staging {
 // dimension.
 Staging stage_operand(KernelBuilder& k, const OperandShape& o);
 
-// An operand whose lines are adjacent in a buffer (B row-major, A transposed), staged k-major:
+// An operand whose lines are adjacent (B row-major, A transposed, attention's V), staged k-major:
 // row q of a stage holds term q of the block's `lines` lines, two lines a word, rows `ld` =
 // k_major_ld(lines) = lines / 2 + 4 words apart (so 8 rows of an ldmatrix hit every bank once);
 // fragments are read by ldmatrix.trans. Each slot is 8 lines of one row: 16 bytes.
@@ -80,8 +80,9 @@ struct KMajorStaging {
 
     // Stores the step from q0 on into the tile from `offset`: a slot whose 8 lines exist (below
     // line_count from first_line) and whose term lies below k_terms (known where `inside`) is
-    // copied (KernelBuilder::copy_to_shared), any other read element by element (zero past
-    // either end). element(line, q) is the index of element q of operand line `line`.
+    // copied (KernelBuilder::copy_to_shared), any other (every slot where the operand is not a
+    // buffer) read element by element (zero past either end). element(line, q) is the index of
+    // element q of operand line `line`.
     void issue(KernelBuilder& k, const Expr& q0, const Expr& k_terms, bool inside,
                const Expr& first_line, const Expr& line_count, const Staging::LineElement& element,
                const Memory& tile, const Expr& offset) const;
