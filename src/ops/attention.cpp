@@ -77,8 +77,15 @@ void check_schedule(const AttentionSchedule& s) {
                 "attention schedule {}: {} warps for {} rows; expected 1, 2, 4 or 8 warps of 16 "
                 "rows each, neither staged nor lockstep",
                 s.name, s.warps, s.rows);
+        if (s.stages < 1 || s.stages > 3)
+            fail("attention schedule {}: {} stages; expected 1 to 3", s.name, s.stages);
         return;
     }
+    if (s.stages != 1)
+        fail(
+            "attention schedule {}: {} stages on an exact point; expected 1 (tensor-core points "
+            "only)",
+            s.name, s.stages);
     if (!pow2(s.rows) || s.rows > 1024)
         fail("attention schedule {}: {} rows a block; expected a power of two up to 1024", s.name,
              s.rows);
@@ -232,8 +239,9 @@ void direct_form(KernelBuilder& k, const Params& p, const AttentionTypes& t) {
 
 // The memo key of a kernel: every comptime value it is built from.
 std::string kernel_key(const AttentionTypes& t, const AttentionSchedule& s) {
-    return fmt::format("attention/{}/{}/d{}/{}/r{}q{}k{}s{}l{}w{}", name(t.input), name(t.output),
-                       t.head_dim, s.name, s.rows, s.tq, s.tk, s.staged, s.lockstep, s.warps);
+    return fmt::format("attention/{}/{}/d{}/{}/r{}q{}k{}s{}l{}w{}p{}", name(t.input),
+                       name(t.output), t.head_dim, s.name, s.rows, s.tq, s.tk, s.staged, s.lockstep,
+                       s.warps, s.stages);
 }
 
 std::function<ir::Kernel()> builder(const AttentionTypes& t, const AttentionSchedule& s) {
@@ -336,12 +344,16 @@ const std::vector<AttentionSchedule>& attention_variants() {
 }
 
 const std::vector<AttentionSchedule>& attention_tensor_core_variants() {
-    auto point = [](int warps) {
-        AttentionSchedule s{fmt::format("tc{}_w{}", 16 * warps, warps), false, 16 * warps, 1, 1};
+    auto point = [](int warps, int stages = 1) {
+        AttentionSchedule s{fmt::format("tc{}_w{}{}", 16 * warps, warps,
+                                        stages > 1 ? fmt::format("_s{}", stages) : ""),
+                            false, 16 * warps, 1, 1};
         s.warps = warps;
+        s.stages = stages;
         return s;
     };
-    static const std::vector<AttentionSchedule> variants = {point(4), point(8), point(2)};
+    static const std::vector<AttentionSchedule> variants = {point(4), point(8), point(2),
+                                                            point(4, 2), point(2, 2)};
     return variants;
 }
 

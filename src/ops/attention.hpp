@@ -125,6 +125,7 @@ struct AttentionSchedule {
     int tq = 4, tk = 4;     // staged: the score tile per thread (query rows x keys)
     bool lockstep = false;  // direct only: the block's rows walk the keys together
     int warps = 0;          // tensor-core points only
+    int stages = 1;         // tensor-core: key blocks of K and V in shared tiles (copies ahead)
     bool tensor_core() const { return warps > 0; }
     int threads() const {
         if (tensor_core()) return warps * 32;
@@ -144,6 +145,8 @@ const std::vector<AttentionSchedule>& attention_variants();
 //   tc64_w4    4 warps, 64 rows a block
 //   tc128_w8   8 warps, 128 rows
 //   tc32_w2    2 warps, 32 rows (short sequences: more blocks)
+//   tc64_w4_s2, tc32_w2_s2: the same with two stages (the next key block's K and V in flight
+//              while this one is summed; their tiles fit head_dim up to 64 or so)
 const std::vector<AttentionSchedule>& attention_tensor_core_variants();
 // Both domains in one list, the exact points first (one index space for a planner).
 const std::vector<AttentionSchedule>& attention_all_variants();

@@ -3,8 +3,8 @@
 // mma.m16n8k16 chains whose K and V fragments are read by ldmatrix (V's k-major rows by
 // ldmatrix.trans), the softmax statistics stay in the accumulators' registers, and P goes from
 // its accumulators to the next mma's operand without shared memory. K and V are copied into
-// their shared tiles asynchronously where they are buffers: V's block while S is summed, the
-// next block's K while P·V is.
+// their shared tiles asynchronously where they are buffers: with one stage V's block while S is
+// summed and the next block's K while P·V is; with S stages both S - 1 blocks ahead.
 #include <vector>
 
 #include "kiln/math.hpp"
@@ -77,34 +77,38 @@ class TensorCore {
           s_(s),
           D_(t.head_dim),
           Dp_(padded_dims(t.head_dim)),
+          k_ld_(Dp_ / 2 + kPairPad),
+          v_ld_(k_major_ld(Dp_)),
+          k_size_(kKeyBlock * k_ld_),
+          v_size_(kKeyBlock * v_ld_),
           at_(place(k, p, s, t.head_dim)),
           scale2_(k.let(p.scale * kLog2e, "scale2")) {}
 
     void build() {
-        const int k_ld = Dp_ / 2 + kPairPad, v_ld = k_major_ld(Dp_);
-        Memory k_tile = k_.shared(DType::u32, int64_t{kKeyBlock} * k_ld, "k_pairs");
-        Memory v_tile = k_.shared(DType::u32, int64_t{kKeyBlock} * v_ld, "v_rows");
+        const int S = s_.stages;
+        // A key block's K rows (keys, pairs along the dims) and V rows (keys, k-major: dims two
+        // to a word), a tile of each per stage. Key j of the block from t0 is K's row
+        // min(t0 + j, seq_k - 1) (keys past seq_k are masked); V's rows past seq_k read as zeros.
+        Memory k_tile = k_.shared(DType::u32, int64_t{k_size_} * S, "k_pairs");
+        Memory v_tile = k_.shared(DType::u32, int64_t{v_size_} * S, "v_rows");
         Memory exchange = k_.shared(DType::f32, int64_t{s_.rows} * 4, "row_parts");
-        // A block's K rows (keys, pairs along the dims) and V rows (keys, k-major: dims two to
-        // a word) of one key block. Key j of the block from t0 is K's row min(t0 + j, seq_k - 1)
-        // (keys past seq_k are masked); V's rows past seq_k read as zeros.
-        Staging keys = stage_operand(k_, {p_.k, kKeyBlock, Dp_ / 2, k_ld, true, s_.threads(),
+        Staging keys = stage_operand(k_, {p_.k, kKeyBlock, Dp_ / 2, k_ld_, true, s_.threads(),
                                           [](const Expr& l) { return l; }});
         const bool keys_copied = keys.width == 4 && D_ == Dp_;
         const KMajorStaging values = stage_k_major(k_, p_.v, Dp_, kKeyBlock, s_.threads());
-        auto issue_keys = [&](const Expr& t0) {
+        auto issue_keys = [&](const Expr& t0, const Expr& stage) {
             auto element = [&](const Expr& j, const Expr& d) {
                 return at_.kv_at + min(t0 + j, p_.seq_k - 1) * D_ + d;
             };
-            if (keys_copied) return keys.copy(k_, 0, k_tile, 0, element);
+            if (keys_copied) return keys.copy(k_, 0, k_tile, stage * k_size_, element);
             keys.fetch(k_, 0, D_, D_ == Dp_, element);
-            keys.put(k_, k_tile, 0);
+            keys.put(k_, k_tile, stage * k_size_);
         };
-        auto issue_values = [&](const Expr& t0) {
+        auto issue_values = [&](const Expr& t0, const Expr& stage) {
             values.issue(
                 k_, t0, p_.seq_k, false, 0, D_,
                 [&](const Expr& d, const Expr& key) { return at_.kv_at + key * D_ + d; }, v_tile,
-                0);
+                stage * v_size_);
         };
         load_q();
         for (int r = 0; r < 2; ++r) {
@@ -112,29 +116,64 @@ class TensorCore {
             l_.push_back(k_.let(DType::f32, 0.0f, "l"));
         }
         for (int i = 0; i < Dp_ / 8 * 4; ++i) o_.push_back(k_.let(DType::f32, 0.0f, "o"));
-        // Each barrier closes the copies issued since the one before as a group and leaves the
-        // last group in flight: V's block lands while S is summed, the next K while P·V is.
-        issue_keys(0);
-        k_.barrier(1);
-        k_.for_(
-            0, at_.end,
-            [&](Expr t0) {
-                issue_values(t0);
-                k_.barrier(1);  // this block's K has landed
-                std::vector<Var> s;
-                for (int i = 0; i < kKeyBlock / 8 * 4; ++i)
-                    s.push_back(k_.let(DType::f32, 0.0f, "s"));
-                // A block every row sees whole needs no mask.
-                k_.if_(
-                    t0 + kKeyBlock <= at_.shared_keys,
-                    [&] { scores(t0, k_tile, k_ld, exchange, s, false); },
-                    [&] { scores(t0, k_tile, k_ld, exchange, s, true); });
-                k_.barrier(1);  // V has landed, and every warp has read K's tile
-                k_.if_(t0 + kKeyBlock < at_.end, [&] { issue_keys(t0 + kKeyBlock); });
-                add_values(s, v_tile, v_ld);
-                k_.barrier(1);  // V's tile is read before the next block's copy
-            },
-            kKeyBlock);
+        // The block from t0 in stage `stage`: its scores (a block every row sees whole needs no
+        // mask), then P·V (after `between`).
+        auto sum_block = [&](const Expr& t0, const Expr& stage,
+                             const std::function<void()>& between) {
+            std::vector<Var> s;
+            for (int i = 0; i < kKeyBlock / 8 * 4; ++i) s.push_back(k_.let(DType::f32, 0.0f, "s"));
+            Var k_at = k_.let(stage * k_size_, "k_at");
+            k_.if_(
+                t0 + kKeyBlock <= at_.shared_keys,
+                [&] { scores(t0, k_tile, k_at, exchange, s, false); },
+                [&] { scores(t0, k_tile, k_at, exchange, s, true); });
+            between();
+            add_values(s, v_tile, stage * v_size_);
+        };
+        // Each barrier closes the copies issued since the one before as a group.
+        if (S == 1) {
+            // One tile each: V's block lands while S is summed, the next K while P·V is.
+            const Expr only = constant(DType::i32, 0);
+            issue_keys(0, only);
+            k_.barrier(1);
+            k_.for_(
+                0, at_.end,
+                [&](Expr t0) {
+                    issue_values(t0, only);
+                    k_.barrier(1);  // this block's K has landed
+                    sum_block(t0, only, [&] {
+                        k_.barrier(1);  // V has landed, and every warp has read K's tile
+                        k_.if_(t0 + kKeyBlock < at_.end, [&] { issue_keys(t0 + kKeyBlock, only); });
+                    });
+                    k_.barrier(1);  // V's tile is read before the next block's copy
+                },
+                kKeyBlock);
+        } else {
+            // Block i in stage i % S, its K and V issued S - 1 blocks ahead: one barrier a
+            // block, which leaves the S - 2 later blocks in flight and follows every thread's
+            // reads of the stage it then fills.
+            for (int j = 0; j + 1 < S; ++j) {
+                k_.if_(Expr(j * kKeyBlock) < at_.end, [&] {
+                    issue_keys(j * kKeyBlock, j);
+                    issue_values(j * kKeyBlock, j);
+                });
+                k_.barrier(S - 1);
+            }
+            k_.for_(
+                0, at_.end,
+                [&](Expr t0) {
+                    Var block = k_.let(t0 / kKeyBlock, "key_block");
+                    k_.barrier(S - 2);  // this block has landed
+                    Var ahead = k_.let(t0 + (S - 1) * kKeyBlock, "ahead");
+                    k_.if_(ahead < at_.end, [&] {
+                        Var stage = k_.let((block + (S - 1)) % S, "ahead_stage");
+                        issue_keys(ahead, stage);
+                        issue_values(ahead, stage);
+                    });
+                    sum_block(t0, k_.let(block % S, "stage"), [] {});
+                },
+                kKeyBlock);
+        }
         // l: the quad's four partial sums, added in lane order.
         std::vector<Var> l =
             quad_combine(exchange, l_, [](const Expr& a, const Expr& b) { return a + b; });
@@ -183,13 +222,14 @@ class TensorCore {
     // The scores of the key block from t0 into s, turned into P (`masking`: some row of the
     // block sees only part of it), with the rows' statistics and O rescaled. The scores are
     // kept in base 2 (scaled by scale * log2(e)), so p and c are the ex2 unit's 2^x.
-    void scores(const Expr& t0, const Memory& k_tile, int k_ld, const Memory& exchange,
+    void scores(const Expr& t0, const Memory& k_tile, const Expr& k_at, const Memory& exchange,
                 std::vector<Var>& s, bool masking) {
+        const int k_ld = k_ld_;
         const int nt = kKeyBlock / 8;
         // S = Q·Kᵀ for the warp's 16 rows and the block's keys: 8 tiles of 16 x 8, each step of
         // 16 dims across all 8 (independent mma chains back to back). Lane l gives ldmatrix the
         // row of key piece ni + l / 16, dims + 8 (l / 8 % 2): b0 and b1 of two pieces.
-        Var k_row = k_.let((at_.r8 + at_.j2 * 8) * k_ld + at_.j1 * 4, "k_row");
+        Var k_row = k_.let(k_at + (at_.r8 + at_.j2 * 8) * k_ld + at_.j1 * 4, "k_row");
         for (int c = 0; c < Dp_ / 16; ++c)
             for (int ni = 0; ni < nt; ni += 2) {
                 const std::vector<Var> b =
@@ -242,8 +282,9 @@ class TensorCore {
 
     // O += P·V: P's accumulators of keys 16kc ... 16kc + 15 are the A operand's layout; lane l
     // gives ldmatrix.trans the row of key 16kc + l % 8 (+ 8: l / 8 % 2) in dim piece dn + l / 16.
-    void add_values(const std::vector<Var>& s, const Memory& v_tile, int v_ld) {
-        Var v_row = k_.let((at_.r8 + at_.j1 * 8) * v_ld + at_.j2 * 4, "v_row");
+    void add_values(const std::vector<Var>& s, const Memory& v_tile, const Expr& v_at) {
+        const int v_ld = v_ld_;
+        Var v_row = k_.let(v_at + (at_.r8 + at_.j1 * 8) * v_ld + at_.j2 * 4, "v_row");
         for (int kc = 0; kc < kKeyBlock / 16; ++kc) {
             std::vector<Expr> a;
             for (int half : {0, 1})
@@ -268,6 +309,8 @@ class TensorCore {
     const AttentionTypes& t_;
     const AttentionSchedule& s_;
     const int D_, Dp_;
+    const int k_ld_, v_ld_;      // words between K's tile rows (pairs) and V's (k-major)
+    const int k_size_, v_size_;  // words of one stage of each tile
     const Place at_;
     Var scale2_;  // scale * log2(e): scores in base 2
     std::vector<Var> q_, m_, l_, o_;
@@ -277,7 +320,7 @@ class TensorCore {
 
 int64_t tensor_core_shared_bytes(const AttentionSchedule& s, int head_dim) {
     const int Dp = padded_dims(head_dim);
-    return 4 * (int64_t{kKeyBlock} * (Dp / 2 + kPairPad + tensor_core::k_major_ld(Dp)) +
+    return 4 * (int64_t{s.stages} * kKeyBlock * (Dp / 2 + kPairPad + tensor_core::k_major_ld(Dp)) +
                 int64_t{s.rows} * 4);
 }
 
