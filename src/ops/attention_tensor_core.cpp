@@ -149,30 +149,14 @@ class TensorCore {
                 },
                 kKeyBlock);
         } else {
-            // Block i in stage i % S, its K and V issued S - 1 blocks ahead: one barrier a
-            // block, which leaves the S - 2 later blocks in flight and follows every thread's
-            // reads of the stage it then fills.
-            for (int j = 0; j + 1 < S; ++j) {
-                k_.if_(Expr(j * kKeyBlock) < at_.end, [&] {
-                    issue_keys(j * kKeyBlock, j);
-                    issue_values(j * kKeyBlock, j);
-                });
-                k_.barrier(S - 1);
-            }
-            k_.for_(
-                0, at_.end,
-                [&](Expr t0) {
-                    Var block = k_.let(t0 / kKeyBlock, "key_block");
-                    k_.barrier(S - 2);  // this block has landed
-                    Var ahead = k_.let(t0 + (S - 1) * kKeyBlock, "ahead");
-                    k_.if_(ahead < at_.end, [&] {
-                        Var stage = k_.let((block + (S - 1)) % S, "ahead_stage");
-                        issue_keys(ahead, stage);
-                        issue_values(ahead, stage);
-                    });
-                    sum_block(t0, k_.let(block % S, "stage"), [] {});
+            // Block i in stage i % S, its K and V copied S - 1 blocks ahead.
+            staged_steps(
+                k_, S, at_.end, kKeyBlock,
+                [&](const Expr& t0, const Expr& stage) {
+                    issue_keys(t0, stage);
+                    issue_values(t0, stage);
                 },
-                kKeyBlock);
+                [&](const Expr& t0, const Expr& stage) { sum_block(t0, stage, [] {}); });
         }
         // l: the quad's four partial sums, added in lane order.
         std::vector<Var> l =

@@ -232,12 +232,9 @@ void tensor_core_product(KernelBuilder& k, const TensorCoreProduct& p, DType inp
             sum_short_step(0);
         });
     } else {
-        // Whole step i in stage i % S, issued S - 1 steps ahead: a copied operand goes
-        // straight into its stage (asynchronously on CUDA), the other is fetched before the
-        // step is summed and put after. Each iteration's barrier leaves the copies of the
-        // S - 2 later steps in flight, and every thread finished reading the stage it then
-        // fills in the iteration before. The short step is read element by element after the
-        // loop.
+        // Whole steps through the stages (staged_steps): a copied operand goes straight into
+        // its stage (asynchronously on CUDA), the other is fetched before the step is summed
+        // and put after. The short step is read element by element after the loop.
         auto issue = [&](const Expr& p0, const Expr& stage) {
             for (StagedOperand* o : {&a, &b})
                 if (o->copied())
@@ -249,25 +246,9 @@ void tensor_core_product(KernelBuilder& k, const TensorCoreProduct& p, DType inp
             for (StagedOperand* o : {&a, &b})
                 if (!o->copied()) o->put(k, stage);
         };
-        for (int i = 0; i + 1 < S; ++i) {
-            k.if_(Expr(i * bk) < whole, [&] {
-                issue(i * bk, i);
-                put_fetched(i);
-            });
-            k.barrier(S - 1);  // closes step i's group of copies
-        }
-        k.for_(
-            0, whole,
-            [&](Expr p0) {
-                Var step = k.let(p0 / bk, "step");
-                k.barrier(S - 2);  // step `step` has landed
-                Var ahead = k.let(p0 + (S - 1) * bk, "ahead");
-                Var ahead_stage = k.let((step + (S - 1)) % S, "ahead_stage");
-                k.if_(ahead < whole, [&] { issue(ahead, ahead_stage); });
-                sum_step(step % S);
-                k.if_(ahead < whole, [&] { put_fetched(ahead_stage); });
-            },
-            bk);
+        staged_steps(
+            k, S, whole, bk, issue, [&](const Expr&, const Expr& stage) { sum_step(stage); },
+            put_fetched);
         k.if_(whole < p.k, [&] {
             Var stage = k.let(whole / bk % S, "last_stage");
             for (StagedOperand* o : {&a, &b}) {

@@ -130,4 +130,30 @@ Staging stage_operand(KernelBuilder& k, const OperandShape& o) {
     return st;
 }
 
+void staged_steps(KernelBuilder& k, int stages, const Expr& end, int step,
+                  const std::function<void(const Expr& at, const Expr& stage)>& issue,
+                  const std::function<void(const Expr& at, const Expr& stage)>& sum,
+                  const std::function<void(const Expr& stage)>& land) {
+    const int S = stages;
+    for (int i = 0; i + 1 < S; ++i) {
+        k.if_(Expr(i * step) < end, [&] {
+            issue(i * step, i);
+            if (land) land(i);
+        });
+        k.barrier(S - 1);  // closes step i's group of copies
+    }
+    k.for_(
+        0, end,
+        [&](Expr at) {
+            Var index = k.let(at / step, "step");
+            k.barrier(S - 2);  // step `index` has landed
+            Var ahead = k.let(at + (S - 1) * step, "ahead");
+            Var ahead_stage = k.let((index + (S - 1)) % S, "ahead_stage");
+            k.if_(ahead < end, [&] { issue(ahead, ahead_stage); });
+            sum(at, k.let(index % S, "stage"));
+            if (land) k.if_(ahead < end, [&] { land(ahead_stage); });
+        },
+        step);
+}
+
 }  // namespace kiln::ops::tensor_core

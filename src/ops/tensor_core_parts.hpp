@@ -90,4 +90,15 @@ struct KMajorStaging {
 KMajorStaging stage_k_major(KernelBuilder& k, const ElementRead& read, int lines, int terms,
                             int threads);
 
+// The steps at 0, step, 2 step, ... below `end` through `stages` (2 to 4) shared stages: step i
+// lives in stage i % stages, its data issued (`issue(at, stage)`: copies, or loads into
+// registers) stages - 1 steps ahead and summed by `sum(at, stage)`; `land(stage)` (where given)
+// then stores what issue left in registers into the stage (in the prologue right after issue).
+// One barrier a step: it leaves the stages - 2 later steps' copies in flight and follows every
+// thread's reads of the stage that step then fills.
+void staged_steps(KernelBuilder& k, int stages, const Expr& end, int step,
+                  const std::function<void(const Expr& at, const Expr& stage)>& issue,
+                  const std::function<void(const Expr& at, const Expr& stage)>& sum,
+                  const std::function<void(const Expr& stage)>& land = {});
+
 }  // namespace kiln::ops::tensor_core
