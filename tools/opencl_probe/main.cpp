@@ -1,17 +1,24 @@
-// kiln-opencl-probe: builds one OpenCL C source for one device and writes the driver's program
-// binary, so that kiln can run a driver's compiler (PoCL's can abort the process on some kernels)
-// in a child process: a crash ends this program, not the user's.
-//   kiln-opencl-probe PLATFORM DEVICE DRIVER_VERSION OPTIONS SOURCE_FILE BINARY_FILE
+// kiln-opencl-probe: builds OpenCL C sources for one device and returns the driver's program
+// binaries, so that kiln can run a driver's compiler (PoCL's can abort the process on some kernels)
+// in a child process: a crash ends this program, not the user's. It builds one source after
+// another, so the driver and its compiler start once per kiln process
+// (runtime/opencl/isolated_build.hpp):
+//   kiln-opencl-probe --serve PLATFORM DEVICE DRIVER_VERSION
 // PLATFORM, DEVICE and DRIVER_VERSION are CL_PLATFORM_NAME, CL_DEVICE_NAME and CL_DRIVER_VERSION
-// of the device. Exit status: 0 built (BINARY_FILE holds CL_PROGRAM_BINARIES, empty when the
-// driver keeps none); 2 CL_BUILD_PROGRAM_FAILURE (the build log on stderr); 3 anything else (a
-// message on stderr). Fetching the binary makes PoCL compile every kernel's work-group function,
-// which is where its kernel compiler runs.
+// of the device. Each request on stdin is the build options and the source, each a 64-bit
+// length (host byte order) and its bytes; each reply on stdout a 32-bit status and a 64-bit
+// length with its bytes: 0 built (CL_PROGRAM_BINARIES, empty when the driver keeps none), 2
+// CL_BUILD_PROGRAM_FAILURE (the build log), 3 anything else (a message). It exits 0 when stdin
+// ends, 3 (a message on stderr) when the device is not found. Anything else the driver prints
+// goes to stderr.
+// Fetching the binary makes PoCL compile every kernel's work-group function, which is where its
+// kernel compiler runs.
 #include <CL/cl.h>
 
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -61,30 +68,21 @@ cl_device_id find_device(const std::string& platform_name, const std::string& de
     return nullptr;
 }
 
-}  // namespace
+// One build: the status (0, 2 or 3 as above) and the binary, log or message.
+struct Built {
+    int status = 0;
+    std::string bytes;
+};
 
-int main(int argc, char** argv) {
-    if (argc != 7)
-        return fail(
-            "usage: kiln-opencl-probe PLATFORM DEVICE DRIVER_VERSION OPTIONS SOURCE_FILE "
-            "BINARY_FILE");
-    cl_device_id device = find_device(argv[1], argv[2], argv[3]);
-    if (device == nullptr)
-        return fail(std::string("no device '") + argv[2] + "' (driver " + argv[3] +
-                    ") on platform '" + argv[1] + "'");
-    std::ifstream in(argv[5], std::ios::binary);
-    const std::string source((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) return fail(std::string("cannot read ") + argv[5]);
-
+Built build(cl_context context, cl_device_id device, const std::string& options,
+            const std::string& source) {
     cl_int rc = CL_SUCCESS;
-    cl_context context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &rc);
-    if (rc != CL_SUCCESS) return fail("clCreateContext failed: " + std::to_string(rc));
     const char* text = source.c_str();
     const size_t length = source.size();
     cl_program program = clCreateProgramWithSource(context, 1, &text, &length, &rc);
-    if (rc != CL_SUCCESS) return fail("clCreateProgramWithSource failed: " + std::to_string(rc));
-    rc = clBuildProgram(program, 1, &device, argv[4], nullptr, nullptr);
+    if (rc != CL_SUCCESS) return {3, "clCreateProgramWithSource failed: " + std::to_string(rc)};
+    Built built;
+    rc = clBuildProgram(program, 1, &device, options.c_str(), nullptr, nullptr);
     if (rc != CL_SUCCESS) {
         size_t size = 0;
         std::string log;
@@ -94,23 +92,81 @@ int main(int argc, char** argv) {
             log.resize(size);
             clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
         }
-        std::fprintf(stderr, "%s\n", log.c_str());
-        return fail("clBuildProgram failed: " + std::to_string(rc),
-                    rc == CL_BUILD_PROGRAM_FAILURE ? 2 : 3);
+        while (!log.empty() && log.back() == '\0') log.pop_back();
+        built = {rc == CL_BUILD_PROGRAM_FAILURE ? 2 : 3,
+                 log + "\nclBuildProgram failed: " + std::to_string(rc)};
+    } else {
+        size_t size = 0;
+        rc = clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr);
+        built.bytes.resize(size);
+        if (rc == CL_SUCCESS && size > 0) {
+            auto* out = reinterpret_cast<unsigned char*>(built.bytes.data());
+            rc = clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(out), &out, nullptr);
+        }
+        if (rc != CL_SUCCESS) built = {3, "clGetProgramInfo failed: " + std::to_string(rc)};
     }
-    size_t size = 0;
-    rc = clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr);
-    std::vector<unsigned char> binary(size);
-    if (rc == CL_SUCCESS && size > 0) {
-        unsigned char* out = binary.data();
-        rc = clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(out), &out, nullptr);
-    }
-    if (rc != CL_SUCCESS) return fail("clGetProgramInfo failed: " + std::to_string(rc));
-    std::ofstream out(argv[6], std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(binary.data()), static_cast<std::streamsize>(size));
-    out.close();
-    if (!out) return fail(std::string("cannot write ") + argv[6]);
     clReleaseProgram(program);
+    return built;
+}
+
+bool read_exactly(int fd, void* data, size_t size) {
+    auto* p = static_cast<char*>(data);
+    while (size > 0) {
+        const ssize_t got = ::read(fd, p, size);
+        if (got <= 0) return false;
+        p += got;
+        size -= static_cast<size_t>(got);
+    }
+    return true;
+}
+
+bool write_exactly(int fd, const void* data, size_t size) {
+    const auto* p = static_cast<const char*>(data);
+    while (size > 0) {
+        const ssize_t put = ::write(fd, p, size);
+        if (put <= 0) return false;
+        p += put;
+        size -= static_cast<size_t>(put);
+    }
+    return true;
+}
+
+bool read_field(int fd, std::string& field) {
+    uint64_t size = 0;
+    if (!read_exactly(fd, &size, sizeof size)) return false;
+    field.resize(size);
+    return read_exactly(fd, field.data(), field.size());
+}
+
+int serve(cl_device_id device) {
+    // Replies go to the original stdout; whatever the driver prints, to stderr.
+    const int replies = ::dup(1);
+    if (replies < 0 || ::dup2(2, 1) < 0) return fail("cannot set up the reply channel");
+    cl_int rc = CL_SUCCESS;
+    cl_context context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &rc);
+    if (rc != CL_SUCCESS) return fail("clCreateContext failed: " + std::to_string(rc));
+    std::string options, source;
+    while (read_field(0, options) && read_field(0, source)) {
+        const Built built = build(context, device, options, source);
+        const uint32_t status = static_cast<uint32_t>(built.status);
+        const uint64_t size = built.bytes.size();
+        if (!write_exactly(replies, &status, sizeof status) ||
+            !write_exactly(replies, &size, sizeof size) ||
+            !write_exactly(replies, built.bytes.data(), built.bytes.size()))
+            return fail("cannot write a reply");
+    }
     clReleaseContext(context);
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 5 || std::string(argv[1]) != "--serve")
+        return fail("usage: kiln-opencl-probe --serve PLATFORM DEVICE DRIVER_VERSION");
+    cl_device_id device = find_device(argv[2], argv[3], argv[4]);
+    if (device == nullptr)
+        return fail(std::string("no device '") + argv[3] + "' (driver " + argv[4] +
+                    ") on platform '" + argv[2] + "'");
+    return serve(device);
 }

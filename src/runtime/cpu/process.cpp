@@ -87,22 +87,20 @@ std::string command_line(const std::vector<std::string>& argv) {
     return out;
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-    if (argv.empty()) fail("run_process: empty command");
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
-        fail("cannot create a pipe to run {}: {}", argv[0], std::strerror(errno));
-    Fd read_end{pipe_fds[0]};
-    Fd write_end{pipe_fds[1]};
-
+int spawn_process(const std::vector<std::string>& argv, int stdin_fd, int stdout_fd,
+                  int stderr_fd) {
+    if (argv.empty()) fail("spawn_process: empty command");
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, write_end.fd, 1);
-    posix_spawn_file_actions_adddup2(&actions, write_end.fd, 2);
+    if (stdin_fd < 0)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    else
+        posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
+    posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
-    // Its own process group, so a timeout can kill the driver and everything it started.
+    // Its own process group, so a timeout can kill the program and everything it started.
     posix_spawnattr_setpgroup(&attr, 0);
     sigset_t default_signals;
     sigemptyset(&default_signals);
@@ -122,6 +120,18 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::mil
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     if (rc != 0) fail("cannot run {}: {}", command_line(argv), std::strerror(rc));
+    return pid;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+    if (argv.empty()) fail("run_process: empty command");
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+        fail("cannot create a pipe to run {}: {}", argv[0], std::strerror(errno));
+    Fd read_end{pipe_fds[0]};
+    Fd write_end{pipe_fds[1]};
+
+    const pid_t pid = spawn_process(argv, -1, write_end.fd, write_end.fd);
     write_end.reset();
 
     ProcessResult result;

@@ -21,6 +21,11 @@ struct ProcessResult {
 // Throws kiln::Error when the program cannot be started at all.
 ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
 
+// Starts argv[0] with the given descriptors as its stdin, stdout and stderr (-1: /dev/null for
+// stdin) in a process group of its own, SIGPIPE at its default and no signals blocked. Returns
+// its pid; throws kiln::Error when it cannot be started. The caller waits for it.
+int spawn_process(const std::vector<std::string>& argv, int stdin_fd, int stdout_fd, int stderr_fd);
+
 // Resolves `name` to an executable file: a name with a '/' is taken as a path, anything else is
 // looked up on $PATH. Returns nothing when no executable file matches.
 std::optional<std::string> find_executable(const std::string& name);

@@ -1,8 +1,9 @@
 // Isolated builds: OpenCL C built by the kiln-opencl-probe helper in a child process, for drivers
 // whose compiler can abort the process (PoCL's does on some kernels). A crash ends the child and
 // becomes a kiln::Error naming the signal; the verdict is kept beside the kernel cache, so later
-// processes fail at once instead of crashing again. Only a kernel-cache miss builds, so the child
-// costs one process start per new source, and its binary is the build (nothing is built twice).
+// processes fail at once instead of crashing again. The helper serves one build after another
+// (the driver starts once per process and device, and again after a crash); only a kernel-cache
+// miss builds, and the helper's binary is the build (nothing is built twice).
 #pragma once
 
 #include <cstdint>
