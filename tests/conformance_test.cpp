@@ -54,6 +54,11 @@ INSTANTIATE_TEST_SUITE_P(EveryDtype, ElementwiseMix, ::testing::ValuesIn(mix_cas
 
 TEST(Casts, EveryPairAtItsEdges) {
     const size_t n = 2048;
+    std::vector<ir::Kernel> pairs;
+    for (DType from : all_dtypes)
+        for (DType to : all_dtypes)
+            if (to != from) pairs.push_back(ops::cast_kernel(from, to, 128));
+    test::compile_together(pairs);
     for (DType from : all_dtypes) {
         auto x = test::random_buffer(from, n, 7);
         if (from == DType::f32) {
@@ -204,7 +209,11 @@ TEST_P(CanonicalFold, MatchesOracleAtRaggedExtents) {
     const Fold fold = Fold{{c.op, c.lanes, c.chunk, c.threads, c.unroll}};
     const int64_t rows = 5;
     // 128 and 256: the lane loops of some schedules run exactly once (lowered without loops).
-    for (int64_t n : {1, 7, 100, 128, 256, 1000, 4099}) {
+    constexpr int64_t extents[] = {1, 7, 100, 128, 256, 1000, 4099};
+    std::vector<ir::Kernel> kernels;
+    for (int64_t n : extents) kernels.push_back(ops::row_fold(c.type, n, fold, c.block));
+    test::compile_together(kernels);
+    for (int64_t n : extents) {
         SCOPED_TRACE(fmt::format("n = {}", n));
         auto x =
             test::random_buffer(c.type, static_cast<size_t>(rows * n), static_cast<uint64_t>(n));

@@ -73,6 +73,18 @@ Points some_points() {
             &ops::matmul_variant("d8x128_t8x4_s")};
 }
 
+// The quick tier runs each dtype and layout case at one of some_points() (case i at point i % 3,
+// so each form meets half dtypes, views and shared operands); the full tier (FullMatmul) runs
+// each case at the other two.
+Points one_point(size_t i) {
+    return {some_points()[i % 3]};
+}
+Points other_points(size_t i) {
+    Points points = some_points();
+    points.erase(points.begin() + static_cast<std::ptrdiff_t>(i % 3));
+    return points;
+}
+
 // The points' kernels for the given types, compiled on every device one by one, as the entry
 // point compiles them: each is its own disk cache entry, which other cases then find.
 void compile_points(const ops::MatmulTypes& t, const Points& points) {
@@ -158,23 +170,30 @@ TEST(Matmul, PointsOfPart2MatchTheOracleAndTheOrderOnEveryDevice) {
 }
 
 // Inputs of `input` (f16 or bf16) to an f32 output and to their own dtype.
-void expect_half_inputs(DType input, uint64_t seed) {
+void expect_half_inputs(const Points& points, DType input, uint64_t seed) {
     for (const auto& [in, out] : kTypes)
-        if (in == input) expect_ragged_shapes(some_points(), in, out, seed += 100);
+        if (in == input) expect_ragged_shapes(points, in, out, seed += 100);
 }
 
 TEST(Matmul, F16InputsToF32OrF16MatchTheOracleOnEveryDevice) {
-    expect_half_inputs(DType::f16, 50);
+    expect_half_inputs(one_point(0), DType::f16, 50);
+}
+
+TEST(FullMatmul, F16InputsToF32OrF16MatchTheOracleOnEveryDevice) {
+    expect_half_inputs(other_points(0), DType::f16, 50);
 }
 
 TEST(Matmul, Bf16InputsToF32OrBf16MatchTheOracleOnEveryDevice) {
-    expect_half_inputs(DType::bf16, 500);
+    expect_half_inputs(one_point(1), DType::bf16, 500);
+}
+
+TEST(FullMatmul, Bf16InputsToF32OrBf16MatchTheOracleOnEveryDevice) {
+    expect_half_inputs(other_points(1), DType::bf16, 500);
 }
 
 // Transposed operands, offsets and padded leading dimensions (views of larger buffers, as a
 // slice or a transpose of a tensor would give): A transposed or not, B both ways.
-void expect_views(bool at, uint64_t seed) {
-    const Points points = some_points();
+void expect_views(const Points& points, bool at, uint64_t seed) {
     for (bool bt : {false, true}) {
         compile_points({DType::f32, DType::f32, at, bt}, points);
         for (const ops::MatmulShape& s :
@@ -195,18 +214,25 @@ void expect_views(bool at, uint64_t seed) {
 }
 
 TEST(Matmul, StridedViewsOfAAndTransposedOrStridedBMatchTheOracleOnEveryDevice) {
-    expect_views(false, 1000);
+    expect_views(one_point(2), false, 1000);
+}
+
+TEST(FullMatmul, StridedViewsOfAAndTransposedOrStridedBMatchTheOracleOnEveryDevice) {
+    expect_views(other_points(2), false, 1000);
 }
 
 TEST(Matmul, TransposedAWithBothBLayoutsMatchesTheOracleOnEveryDevice) {
-    expect_views(true, 2000);
+    expect_views(one_point(1), true, 2000);
+}
+
+TEST(FullMatmul, TransposedAWithBothBLayoutsMatchesTheOracleOnEveryDevice) {
+    expect_views(other_points(1), true, 2000);
 }
 
 // Batches: B shared by every batch (batch stride 0), products underflowing to subnormals and
 // signed zeros (B scaled by 2^-140), in f32 and in bf16 with a bf16 output.
-TEST(Matmul, BatchesWithASharedOperandAndTinyProductsMatchTheOracle) {
+void expect_shared_operand_batches(const Points& points) {
     const ops::MatmulShape s{4, 29, 66, 19};
-    const Points points = some_points();
     for (DType input : {DType::f32, DType::bf16}) {
         compile_points({input, input, false, true}, points);
         const ops::MatmulOperand av{0, s.m * s.k, 0, false}, bv{0, 0, 0, true};
@@ -215,6 +241,14 @@ TEST(Matmul, BatchesWithASharedOperandAndTinyProductsMatchTheOracle) {
             random_values(input, static_cast<size_t>(s.k * s.n), 8, std::ldexp(1.0f, -140));
         expect_points(points, input, input, a, av, b, bv, s);
     }
+}
+
+TEST(Matmul, BatchesWithASharedOperandAndTinyProductsMatchTheOracle) {
+    expect_shared_operand_batches(one_point(2));
+}
+
+TEST(FullMatmul, BatchesWithASharedOperandAndTinyProductsMatchTheOracle) {
+    expect_shared_operand_batches(other_points(2));
 }
 
 TEST(Matmul, OracleAgreesWithADoubleDot) {

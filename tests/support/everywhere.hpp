@@ -142,6 +142,14 @@ inline std::vector<HostBuffer> run_on(Device& device, const ir::Kernel& kernel, 
     return out;
 }
 
+// Compiles `kernels` on every device, one compile unit per device: one compiler run for them all
+// instead of one each (most of a small kernel's compile is the run's own start). Later compiles of
+// these kernels in this process find them in memory.
+inline void compile_together(const std::vector<ir::Kernel>& kernels,
+                             const CompileOptions& options = default_compile_options()) {
+    for (Device* d : devices()) compile_all(*d, kernels, options);
+}
+
 // Runs on every device and checks buffer `output` against `want`.
 inline void expect_everywhere(const ir::Kernel& kernel, int64_t grid,
                               const std::vector<HostBuffer>& buffers, size_t output,
