@@ -2,10 +2,23 @@
 # Installs kiln's build dependencies when they are missing (Debian 12; needs root for that) and
 # its Python packages into .venv (python/requirements.txt, from PyPI), then configures and builds
 # with a CMake preset. Idempotent: a second run only rebuilds.
-#   scripts/setup.sh [preset]      preset: default (build/) or ci (build-ci/, warnings as errors)
+#   scripts/setup.sh [preset] [--target NAME]... [-DVAR=VALUE]...
+#     preset: default (build/) or ci (build-ci/, warnings as errors)
+#     --target: build only these targets (and what they need); default: everything
+#     -D...: passed to the configure step
 set -euo pipefail
 
 preset="${1:-default}"
+shift || true
+targets=()
+configure_args=()
+while (($#)); do
+    case "$1" in
+        --target) targets+=("$2"); shift 2 ;;
+        -D*) configure_args+=("$1"); shift ;;
+        *) echo "setup: unknown argument '$1'; expected --target NAME or -DVAR=VALUE" >&2; exit 2 ;;
+    esac
+done
 cd "$(dirname "$0")/.."
 
 packages=(cmake ninja-build g++ libfmt-dev libcli11-dev libxxhash-dev ocl-icd-opencl-dev
@@ -45,5 +58,6 @@ if ! cat python/requirements.txt python/requirements-model.txt | cmp -s - "$requ
     cat python/requirements.txt python/requirements-model.txt >"$requirements_stamp"
 fi
 
-cmake --preset "$preset" -DPython_EXECUTABLE="$PWD/.venv/bin/python"
-cmake --build --preset "$preset"
+echo "setup: configuring and building (preset $preset${targets[*]:+, targets ${targets[*]}}; a first build takes minutes)"
+cmake --preset "$preset" -DPython_EXECUTABLE="$PWD/.venv/bin/python" "${configure_args[@]}"
+cmake --build --preset "$preset" ${targets[@]:+--target "${targets[@]}"}

@@ -1,10 +1,49 @@
 #!/usr/bin/env bash
-# Sets up and builds kiln with warnings as errors (the ci preset), then runs the whole test
-# suite. Exits non-zero if anything fails.
+# Sets up and builds kiln with warnings as errors (the ci preset), then runs a tier of the test
+# suite on every backend found. Exits non-zero if anything fails.
+#   scripts/test.sh [--full] [AREA]...
+#     (no option)  the quick tier (ctest label quick): every backend, op, dtype and schedule point
+#                  at small, ragged shapes; builds everything but the benchmarks
+#     --full       the full tier (label full): the same checks at more shapes, dtypes and
+#                  repetitions; builds the benchmarks too (.ci/run runs it after the quick tier)
+#     AREA         only the tests whose names match this regular expression, in any case
+#                  (ctest -R): `scripts/test.sh matmul` runs Matmul.*, MatmulTensorCore.*, ...
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh ci
+tier=quick
+areas=()
+for arg in "$@"; do
+    case "$arg" in
+        --full) tier=full ;;
+        -*) echo "test: unknown option '$arg'; expected --full or an area" >&2; exit 2 ;;
+        *) areas+=("$arg") ;;
+    esac
+done
+
+bench=OFF
+[[ "$tier" == full ]] && bench=ON
+bash scripts/setup.sh ci "-DKILN_BUILD_BENCH=$bench"
+
+# Measured test times start the longest tests first on a fresh build (ctest keeps its own
+# figures once it has run).
+cost_data=build-ci/Testing/Temporary/CTestCostData.txt
+if [[ ! -f "$cost_data" ]]; then
+    mkdir -p "$(dirname "$cost_data")"
+    cp tests/ctest-cost-data.txt "$cost_data"
+fi
+
+filter=()
+if ((${#areas[@]})); then
+    regex=""
+    for area in "${areas[@]}"; do
+        # Each letter as [xX]: ctest -R is case-sensitive.
+        regex+="${regex:+|}$(sed -E 's/([a-zA-Z])/[\L\1\U\1]/g' <<<"$area")"
+    done
+    filter=(-R "$regex")
+fi
+
 # Every test binary fails if one of these backends found no device (tests/support).
 export KILN_REQUIRE_BACKENDS="${KILN_REQUIRE_BACKENDS:-cpu,opencl}"
-ctest --preset ci --output-on-failure -j2 --timeout 1800
+echo "test: the $tier tier${areas[*]:+ (${areas[*]})} on $(nproc) cores"
+ctest --preset ci -L "$tier" "${filter[@]}" --output-on-failure -j"$(nproc)" --timeout 1800
