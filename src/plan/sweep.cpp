@@ -77,21 +77,24 @@ std::vector<ir::Kernel> member_kernels(const std::vector<graph::NodeRef>& output
     return kernels;
 }
 
-int sweep(
-    const std::vector<graph::NodeRef>& outputs,
-    const std::function<void(const Member&, const std::vector<std::vector<uint8_t>>&)>& check) {
+int sweep(const std::vector<graph::NodeRef>& outputs,
+          const std::function<void(const Member&, const std::vector<std::vector<uint8_t>>&)>& check,
+          SweepPoints points) {
     const GraphView g = view_graph(outputs);
     Device& device = *outputs.at(0)->device;
     int members = 0;
     for (const auto& [forms, plan, materialized] : every_plan(g)) {
-        // Every launch at every point, compiled in one unit.
+        // Every launch at every point it runs at, compiled in one unit.
         std::vector<std::vector<LoweredLaunch>> lowered(plan.launches.size());
         std::vector<ir::Kernel> kernels;
-        for (size_t li = 0; li < plan.launches.size(); ++li)
-            for (const auto& s : plan.launches[li].domain) {
-                lowered[li].push_back(lower_launch(g, materialized, plan.launches[li], s));
+        for (size_t li = 0; li < plan.launches.size(); ++li) {
+            const auto& domain = plan.launches[li].domain;
+            const size_t count = points == SweepPoints::every ? domain.size() : 1;
+            for (size_t p = 0; p < count; ++p) {
+                lowered[li].push_back(lower_launch(g, materialized, plan.launches[li], domain[p]));
                 kernels.push_back(lowered[li].back().kernel);
             }
+        }
         const auto compiled = compile_all(device, kernels);
 
         Executable e;
@@ -102,7 +105,7 @@ int sweep(
         e.scratch = plan.scratch;
         auto launch_at = [&](size_t li, size_t point) {
             size_t k = 0;
-            for (size_t i = 0; i < li; ++i) k += plan.launches[i].domain.size();
+            for (size_t i = 0; i < li; ++i) k += lowered[i].size();
             CompiledLaunch cl;
             cl.kind = plan.launches[li].kind;
             cl.kernel = compiled[k + point];
@@ -132,7 +135,7 @@ int sweep(
         run({fusion, "", "default"}, SIZE_MAX, 0);
         for (size_t li = 0; li < plan.launches.size(); ++li) {
             const Launch& l = plan.launches[li];
-            for (size_t p = 1; p < l.domain.size(); ++p)
+            for (size_t p = 1; p < lowered[li].size(); ++p)
                 run({fusion, fmt::format("#{} {}", li, lowered[li][p].kernel.name),
                      to_string(l.kind, l.domain[p])},
                     li, p);

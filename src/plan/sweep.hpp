@@ -20,11 +20,14 @@ struct Member {
     std::string schedule;  // its point
 };
 
+// Which members a sweep runs: every form at every point, or every form at its default points.
+enum class SweepPoints { every, defaults };
+
 // Calls `check(member, outputs)` for every member (each output as the bytes the device holds).
 // Returns how many members ran.
-int sweep(
-    const std::vector<graph::NodeRef>& outputs,
-    const std::function<void(const Member&, const std::vector<std::vector<uint8_t>>&)>& check);
+int sweep(const std::vector<graph::NodeRef>& outputs,
+          const std::function<void(const Member&, const std::vector<std::vector<uint8_t>>&)>& check,
+          SweepPoints points = SweepPoints::every);
 
 // Every kernel the members launch (each launch of each form at each point), e.g. to compile
 // them for a backend without running them.
