@@ -69,8 +69,10 @@ class Helper {
 
     Outcome build(std::string_view options, const std::string& source) {
         std::lock_guard lock(mutex_);
-        if (pid_ < 0) start();
-        const off_t stderr_start = stderr_size();
+        // A helper started for this build may have written (or crashed) already: all it wrote.
+        const bool started_now = pid_ < 0;
+        if (started_now) start();
+        const off_t stderr_start = started_now ? 0 : stderr_size();
         Outcome o;
         const auto deadline = std::chrono::steady_clock::now() + kBuildTimeout;
         if (send(options) && send(source)) {
