@@ -3,7 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+
+#include "graph/build.hpp"
+#include "graph/oracle.hpp"
+#include "kiln/dsl.hpp"
 #include "kiln/tensor.hpp"
+#include "plan/map_ops.hpp"
 #include "support/errors.hpp"
 #include "support/graph_check.hpp"
 
@@ -56,6 +62,45 @@ TEST(GraphErrors, DtypeMismatches) {
     EXPECT_THAT(error_of([] { index_select(ones({3}), 0, ones({2})); }),
                 AllOf(HasSubstr("index_select"), HasSubstr("i32")));
     EXPECT_THAT(error_of([] { ones({3}).to_host<int32_t>(); }), HasSubstr("f32"));
+}
+
+// The map-op table (graph/map_op_table.cpp) against the two formulas: every dtype a row accepts
+// is one the oracle and the emitted code both compute, giving the row's result dtype, so a row
+// that accepts more than its formulas handle (or a new op missing a formula) fails here rather
+// than at a user's resolve. The builders refuse the others (DtypeMismatches).
+TEST(MapOpTable, EveryDtypeARowAcceptsIsOneBothFormulasComputeToTheRowsResult) {
+    using graph::MapInputs;
+    const DType dtypes[] = {DType::boolean, DType::u8,  DType::i8,  DType::i32,
+                            DType::i64,     DType::f32, DType::f16, DType::bf16};
+    int checked = 0;
+    for (const graph::MapOpInfo& row : graph::map_ops()) {
+        if (row.op == graph::MapOp::cast || row.op == graph::MapOp::where) continue;  // own rules
+        for (DType t : dtypes) {
+            const bool accepted = row.inputs == MapInputs::any       ? true
+                                  : row.inputs == MapInputs::numeric ? t != DType::boolean
+                                  : row.inputs == MapInputs::floats  ? is_float(t)
+                                                                     : t == DType::boolean;
+            if (!accepted) continue;
+            SCOPED_TRACE(fmt::format("{} of {}", row.name, name(t)));
+            const DType out = row.result == graph::MapResult::boolean ? DType::boolean : t;
+            std::vector<graph::NodeRef> operands;
+            for (int i = 0; i < row.arity; ++i)
+                operands.push_back(graph::constant_node(1, t, {2}, &cpu_device(), row.name));
+            const graph::NodeRef node = graph::map_node(row.op, out, operands);
+            std::vector<graph::HostTensor> host;
+            ASSERT_NO_THROW(host = graph::evaluate({node}));
+            EXPECT_EQ(host.at(0).dtype, out);
+            KernelBuilder k("map_op_table_check");
+            std::vector<Expr> args;
+            for (int i = 0; i < row.arity; ++i)
+                args.push_back(k.input(fmt::format("a{}", i), t)[0]);
+            std::optional<Expr> e;
+            ASSERT_NO_THROW(e = plan::apply_map(row.op, args, out));
+            EXPECT_EQ(e->type(), out);
+            ++checked;
+        }
+    }
+    EXPECT_GT(checked, 100);  // every row took part
 }
 
 TEST(GraphErrors, MixedDevices) {

@@ -6,30 +6,10 @@
 namespace kiln::graph {
 namespace {
 
-constexpr const char* kMapOpNames[] = {
-    "neg",   "abs",   "exp",     "log",   "sqrt",        "rsqrt",      "sin",  "cos",
-    "tanh",  "erf",   "sigmoid", "relu",  "gelu",        "gelu_tanh",  "silu", "square",
-    "recip", "floor", "ceil",    "round", "logical_not", "isnan",      "cast", "add",
-    "sub",   "mul",   "div",     "pow",   "minimum",     "maximum",    "eq",   "ne",
-    "lt",    "le",    "gt",      "ge",    "logical_and", "logical_or", "where"};
-
 constexpr const char* kFoldNames[] = {"sum", "prod", "max", "min"};
 constexpr const char* kViewNames[] = {"reshape", "permute", "expand", "slice", "pad"};
 
 }  // namespace
-
-const char* name(MapOp op) {
-    return kMapOpNames[static_cast<int>(op)];
-}
-
-int arity(MapOp op) {
-    if (op == MapOp::where) return 3;
-    return op >= MapOp::add ? 2 : 1;
-}
-
-bool is_comparison(MapOp op) {
-    return op >= MapOp::eq && op <= MapOp::ge;
-}
 
 const char* name(FoldKind k) {
     return kFoldNames[static_cast<int>(k)];

@@ -41,6 +41,7 @@
 #include <variant>
 #include <vector>
 
+#include "graph/map_op_table.hpp"
 #include "graph/shape.hpp"
 #include "kiln/buffer.hpp"
 #include "kiln/device.hpp"
@@ -51,54 +52,6 @@ namespace kiln::graph {
 
 struct Node;
 using NodeRef = std::shared_ptr<Node>;
-
-enum class MapOp : uint8_t {
-    // unary
-    neg,
-    abs,
-    exp,
-    log,
-    sqrt,
-    rsqrt,
-    sin,
-    cos,
-    tanh,
-    erf,
-    sigmoid,
-    relu,
-    gelu_erf,
-    gelu_tanh,
-    silu,
-    square,
-    recip,
-    floor,
-    ceil,
-    round,
-    logical_not,
-    isnan,
-    cast,  // to the node's dtype, by kiln's cast rules
-    // binary
-    add,
-    sub,
-    mul,
-    div,
-    pow,
-    minimum,
-    maximum,
-    eq,
-    ne,
-    lt,
-    le,
-    gt,
-    ge,
-    logical_and,
-    logical_or,
-    // ternary
-    where,  // where(cond, a, b)
-};
-const char* name(MapOp op);
-int arity(MapOp op);
-bool is_comparison(MapOp op);  // eq ne lt le gt ge: bool result
 
 enum class FoldKind : uint8_t { sum, prod, max, min };
 const char* name(FoldKind k);

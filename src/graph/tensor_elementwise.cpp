@@ -12,36 +12,38 @@ using graph::NodeRef;
 
 namespace {
 
-enum class Accepts { any, numeric, floats, boolean };
-
-void check_dtype(MapOp op, DType t, Accepts accepts) {
-    const bool ok = accepts == Accepts::any       ? true
-                    : accepts == Accepts::numeric ? t != DType::boolean
-                    : accepts == Accepts::floats  ? is_float(t)
-                                                  : t == DType::boolean;
+void check_dtype(MapOp op, DType t) {
+    const graph::MapInputs inputs = graph::info(op).inputs;
+    const bool ok = inputs == graph::MapInputs::any       ? true
+                    : inputs == graph::MapInputs::numeric ? t != DType::boolean
+                    : inputs == graph::MapInputs::floats  ? is_float(t)
+                                                          : t == DType::boolean;
     if (ok) return;
-    const char* expected = accepts == Accepts::numeric  ? "a numeric dtype (not bool)"
-                           : accepts == Accepts::floats ? "f32, f16 or bf16"
-                                                        : "bool";
+    const char* expected = inputs == graph::MapInputs::numeric  ? "a numeric dtype (not bool)"
+                           : inputs == graph::MapInputs::floats ? "f32, f16 or bf16"
+                                                                : "bool";
     fail("{}: dtype {}; expected {}", graph::name(op), name(t), expected);
 }
 
-Tensor unary(MapOp op, const Tensor& x, Accepts accepts) {
-    check_dtype(op, x.dtype(), accepts);
-    const DType out = op == MapOp::isnan ? DType::boolean : x.dtype();
-    return Tensor(graph::map_node(op, out, {x.node()}));
+// The result's dtype for operands of dtype t (the table's rule; cast names its own).
+DType result_dtype(MapOp op, DType t) {
+    return graph::info(op).result == graph::MapResult::boolean ? DType::boolean : t;
 }
 
-Tensor binary(MapOp op, const Tensor& a, const Tensor& b, Accepts accepts) {
+Tensor unary(MapOp op, const Tensor& x) {
+    check_dtype(op, x.dtype());
+    return Tensor(graph::map_node(op, result_dtype(op, x.dtype()), {x.node()}));
+}
+
+Tensor binary(MapOp op, const Tensor& a, const Tensor& b) {
     const auto& na = a.node();
     const auto& nb = b.node();
     if (na->dtype != nb->dtype)
         fail("{}: dtypes differ ({} {} and {} {}); cast one first", graph::name(op),
              name(na->dtype), graph::to_string(na->shape), name(nb->dtype),
              graph::to_string(nb->shape));
-    check_dtype(op, na->dtype, accepts);
-    const DType out = graph::is_comparison(op) ? DType::boolean : na->dtype;
-    return Tensor(graph::map_node(op, out, {na, nb}));
+    check_dtype(op, na->dtype);
+    return Tensor(graph::map_node(op, result_dtype(op, na->dtype), {na, nb}));
 }
 
 // A C++ number as a scalar of x's dtype.
@@ -49,172 +51,172 @@ Tensor scalar_like(const Tensor& x, double value, MapOp op) {
     return Tensor(graph::constant_node(value, x.dtype(), {}, &x.device(), graph::name(op)));
 }
 
-Tensor with_number(MapOp op, const Tensor& a, double b, Accepts accepts) {
-    return binary(op, a, scalar_like(a, b, op), accepts);
+Tensor with_number(MapOp op, const Tensor& a, double b) {
+    return binary(op, a, scalar_like(a, b, op));
 }
-Tensor number_with(MapOp op, double a, const Tensor& b, Accepts accepts) {
-    return binary(op, scalar_like(b, a, op), b, accepts);
+Tensor number_with(MapOp op, double a, const Tensor& b) {
+    return binary(op, scalar_like(b, a, op), b);
 }
 
 }  // namespace
 
 Tensor operator+(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::add, a, b, Accepts::numeric);
+    return binary(MapOp::add, a, b);
 }
 Tensor operator-(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::sub, a, b, Accepts::numeric);
+    return binary(MapOp::sub, a, b);
 }
 Tensor operator*(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::mul, a, b, Accepts::numeric);
+    return binary(MapOp::mul, a, b);
 }
 Tensor operator/(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::div, a, b, Accepts::numeric);
+    return binary(MapOp::div, a, b);
 }
 Tensor operator+(const Tensor& a, double b) {
-    return with_number(MapOp::add, a, b, Accepts::numeric);
+    return with_number(MapOp::add, a, b);
 }
 Tensor operator-(const Tensor& a, double b) {
-    return with_number(MapOp::sub, a, b, Accepts::numeric);
+    return with_number(MapOp::sub, a, b);
 }
 Tensor operator*(const Tensor& a, double b) {
-    return with_number(MapOp::mul, a, b, Accepts::numeric);
+    return with_number(MapOp::mul, a, b);
 }
 Tensor operator/(const Tensor& a, double b) {
-    return with_number(MapOp::div, a, b, Accepts::numeric);
+    return with_number(MapOp::div, a, b);
 }
 Tensor operator+(double a, const Tensor& b) {
-    return number_with(MapOp::add, a, b, Accepts::numeric);
+    return number_with(MapOp::add, a, b);
 }
 Tensor operator-(double a, const Tensor& b) {
-    return number_with(MapOp::sub, a, b, Accepts::numeric);
+    return number_with(MapOp::sub, a, b);
 }
 Tensor operator*(double a, const Tensor& b) {
-    return number_with(MapOp::mul, a, b, Accepts::numeric);
+    return number_with(MapOp::mul, a, b);
 }
 Tensor operator/(double a, const Tensor& b) {
-    return number_with(MapOp::div, a, b, Accepts::numeric);
+    return number_with(MapOp::div, a, b);
 }
 Tensor operator-(const Tensor& a) {
     return neg(a);
 }
 
 Tensor operator==(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::eq, a, b, Accepts::any);
+    return binary(MapOp::eq, a, b);
 }
 Tensor operator!=(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::ne, a, b, Accepts::any);
+    return binary(MapOp::ne, a, b);
 }
 Tensor operator<(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::lt, a, b, Accepts::numeric);
+    return binary(MapOp::lt, a, b);
 }
 Tensor operator<=(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::le, a, b, Accepts::numeric);
+    return binary(MapOp::le, a, b);
 }
 Tensor operator>(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::gt, a, b, Accepts::numeric);
+    return binary(MapOp::gt, a, b);
 }
 Tensor operator>=(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::ge, a, b, Accepts::numeric);
+    return binary(MapOp::ge, a, b);
 }
 Tensor operator==(const Tensor& a, double b) {
-    return with_number(MapOp::eq, a, b, Accepts::any);
+    return with_number(MapOp::eq, a, b);
 }
 Tensor operator!=(const Tensor& a, double b) {
-    return with_number(MapOp::ne, a, b, Accepts::any);
+    return with_number(MapOp::ne, a, b);
 }
 Tensor operator<(const Tensor& a, double b) {
-    return with_number(MapOp::lt, a, b, Accepts::numeric);
+    return with_number(MapOp::lt, a, b);
 }
 Tensor operator<=(const Tensor& a, double b) {
-    return with_number(MapOp::le, a, b, Accepts::numeric);
+    return with_number(MapOp::le, a, b);
 }
 Tensor operator>(const Tensor& a, double b) {
-    return with_number(MapOp::gt, a, b, Accepts::numeric);
+    return with_number(MapOp::gt, a, b);
 }
 Tensor operator>=(const Tensor& a, double b) {
-    return with_number(MapOp::ge, a, b, Accepts::numeric);
+    return with_number(MapOp::ge, a, b);
 }
 Tensor operator&&(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::logical_and, a, b, Accepts::boolean);
+    return binary(MapOp::logical_and, a, b);
 }
 Tensor operator||(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::logical_or, a, b, Accepts::boolean);
+    return binary(MapOp::logical_or, a, b);
 }
 Tensor operator!(const Tensor& a) {
-    return unary(MapOp::logical_not, a, Accepts::boolean);
+    return unary(MapOp::logical_not, a);
 }
 
 Tensor neg(const Tensor& x) {
-    return unary(MapOp::neg, x, Accepts::numeric);
+    return unary(MapOp::neg, x);
 }
 Tensor abs(const Tensor& x) {
-    return unary(MapOp::abs, x, Accepts::numeric);
+    return unary(MapOp::abs, x);
 }
 Tensor exp(const Tensor& x) {
-    return unary(MapOp::exp, x, Accepts::floats);
+    return unary(MapOp::exp, x);
 }
 Tensor log(const Tensor& x) {
-    return unary(MapOp::log, x, Accepts::floats);
+    return unary(MapOp::log, x);
 }
 Tensor sqrt(const Tensor& x) {
-    return unary(MapOp::sqrt, x, Accepts::floats);
+    return unary(MapOp::sqrt, x);
 }
 Tensor rsqrt(const Tensor& x) {
-    return unary(MapOp::rsqrt, x, Accepts::floats);
+    return unary(MapOp::rsqrt, x);
 }
 Tensor sin(const Tensor& x) {
-    return unary(MapOp::sin, x, Accepts::floats);
+    return unary(MapOp::sin, x);
 }
 Tensor cos(const Tensor& x) {
-    return unary(MapOp::cos, x, Accepts::floats);
+    return unary(MapOp::cos, x);
 }
 Tensor tanh(const Tensor& x) {
-    return unary(MapOp::tanh, x, Accepts::floats);
+    return unary(MapOp::tanh, x);
 }
 Tensor erf(const Tensor& x) {
-    return unary(MapOp::erf, x, Accepts::floats);
+    return unary(MapOp::erf, x);
 }
 Tensor sigmoid(const Tensor& x) {
-    return unary(MapOp::sigmoid, x, Accepts::floats);
+    return unary(MapOp::sigmoid, x);
 }
 Tensor relu(const Tensor& x) {
-    return unary(MapOp::relu, x, Accepts::numeric);
+    return unary(MapOp::relu, x);
 }
 Tensor gelu(const Tensor& x, GeluForm form) {
-    return unary(form == GeluForm::erf ? MapOp::gelu_erf : MapOp::gelu_tanh, x, Accepts::floats);
+    return unary(form == GeluForm::erf ? MapOp::gelu_erf : MapOp::gelu_tanh, x);
 }
 Tensor silu(const Tensor& x) {
-    return unary(MapOp::silu, x, Accepts::floats);
+    return unary(MapOp::silu, x);
 }
 Tensor square(const Tensor& x) {
-    return unary(MapOp::square, x, Accepts::numeric);
+    return unary(MapOp::square, x);
 }
 Tensor recip(const Tensor& x) {
-    return unary(MapOp::recip, x, Accepts::floats);
+    return unary(MapOp::recip, x);
 }
 Tensor floor(const Tensor& x) {
-    return unary(MapOp::floor, x, Accepts::floats);
+    return unary(MapOp::floor, x);
 }
 Tensor ceil(const Tensor& x) {
-    return unary(MapOp::ceil, x, Accepts::floats);
+    return unary(MapOp::ceil, x);
 }
 Tensor round(const Tensor& x) {
-    return unary(MapOp::round, x, Accepts::floats);
+    return unary(MapOp::round, x);
 }
 Tensor isnan(const Tensor& x) {
-    return unary(MapOp::isnan, x, Accepts::floats);
+    return unary(MapOp::isnan, x);
 }
 Tensor pow(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::pow, a, b, Accepts::floats);
+    return binary(MapOp::pow, a, b);
 }
 Tensor pow(const Tensor& a, double b) {
-    return with_number(MapOp::pow, a, b, Accepts::floats);
+    return with_number(MapOp::pow, a, b);
 }
 Tensor minimum(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::minimum, a, b, Accepts::numeric);
+    return binary(MapOp::minimum, a, b);
 }
 Tensor maximum(const Tensor& a, const Tensor& b) {
-    return binary(MapOp::maximum, a, b, Accepts::numeric);
+    return binary(MapOp::maximum, a, b);
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {

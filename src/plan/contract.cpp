@@ -106,43 +106,6 @@ ContractOperand contract_operand(const GraphView& g, const std::vector<char>& ma
     return op;
 }
 
-namespace {
-
-bool cheap(graph::MapOp op) {
-    using graph::MapOp;
-    switch (op) {
-        case MapOp::neg:
-        case MapOp::abs:
-        case MapOp::relu:
-        case MapOp::square:
-        case MapOp::floor:
-        case MapOp::ceil:
-        case MapOp::round:
-        case MapOp::logical_not:
-        case MapOp::isnan:
-        case MapOp::cast:
-        case MapOp::add:
-        case MapOp::sub:
-        case MapOp::mul:
-        case MapOp::minimum:
-        case MapOp::maximum:
-        case MapOp::eq:
-        case MapOp::ne:
-        case MapOp::lt:
-        case MapOp::le:
-        case MapOp::gt:
-        case MapOp::ge:
-        case MapOp::logical_and:
-        case MapOp::logical_or:
-        case MapOp::where:
-            return true;
-        default:
-            return false;
-    }
-}
-
-}  // namespace
-
 bool prologue_fusible(const GraphView& g, const std::vector<char>& materialized, int source) {
     std::vector<int> work{source};
     std::vector<char> seen(g.size(), 0);
@@ -156,8 +119,8 @@ bool prologue_fusible(const GraphView& g, const std::vector<char>& materialized,
         const graph::Node& node = g.node(n);
         const auto* map = node.as<graph::op::Map>();
         const bool fits =
-            !node.realized() && ((map && cheap(map->op)) || node.as<graph::op::View>() ||
-                                 node.as<graph::op::Constant>());
+            !node.realized() && ((map && graph::info(map->op).prologue) ||
+                                 node.as<graph::op::View>() || node.as<graph::op::Constant>());
         if (!fits || ++nodes > kMaxPrologueNodes) return false;
         maps = maps || map;
         for (int in : g.inputs[size_t(n)]) work.push_back(in);

@@ -43,9 +43,10 @@ ContractOperand contract_operand(const GraphView& g, const std::vector<char>& ma
 
 // Whether a contraction's operand source (contract_operand's) may stay unmaterialized, computed
 // where the kernel reads each element (a prologue): maps and views (at least one map) that need
-// only materialized nodes and constants, each map cheap (a cast, add, sub, mul, min, max, a
-// comparison, a select, neg, abs, relu, square, rounding; no division or function a math library
-// computes), at most kMaxPrologueNodes nodes. A kernel reads an operand element once per tile of
+// only materialized nodes and constants, each map one the map-op table marks for the prologue
+// (graph/map_op_table.cpp: a cast, add, sub, mul, min, max, a comparison, a select, neg, abs,
+// relu, square, rounding; no division or function a math library computes), at most
+// kMaxPrologueNodes nodes. A kernel reads an operand element once per tile of
 // the other side, so the prologue runs that many times: only cheap ones are worth it. Casts and
 // dequantizations (an int8 tensor cast and scaled by its blocks' scales) qualify.
 inline constexpr int kMaxPrologueNodes = 16;

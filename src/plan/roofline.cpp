@@ -34,26 +34,6 @@ constexpr int64_t kRowCacheBytes = 32 * 1024;
 // What a later pass over a row still in the cache costs, as a share of a pass from memory.
 constexpr double kCachedPassShare = 0.25;
 
-double weight(graph::MapOp m) {
-    using graph::MapOp;
-    switch (m) {
-        case MapOp::exp:
-        case MapOp::log:
-        case MapOp::sin:
-        case MapOp::cos:
-        case MapOp::tanh:
-        case MapOp::erf:
-        case MapOp::sigmoid:
-        case MapOp::gelu_erf:
-        case MapOp::gelu_tanh:
-        case MapOp::silu:
-        case MapOp::pow:
-            return 20;
-        default:
-            return 1;
-    }
-}
-
 // The flops of a contraction node's terms: 2 per product term (matmul, conv1d); for attention
 // the scores' and the values' terms of the keys each row sees, and an exp per score.
 double contraction_flops(const GraphView& g, int n) {
@@ -69,7 +49,7 @@ double contraction_flops(const GraphView& g, int n) {
                                 ? double(a.seq_k) - double(a.seq_q - 1) / 2.0
                                 : double(a.seq_k);
         const double scores = double(a.batch) * double(a.heads) * double(a.seq_q) * keys;
-        return scores * (4.0 * double(a.head_dim) + weight(graph::MapOp::exp));
+        return scores * (4.0 * double(a.head_dim) + graph::info(graph::MapOp::exp).weight);
     }
     const ContractShape c = contract_shape(g, n);
     return 2.0 * double(c.batch) * double(c.m) * double(c.n) * double(c.k);
@@ -125,7 +105,7 @@ double prologue_element_flops(const GraphView& g, const std::vector<char>& mater
         if (materialized[size_t(n)])
             flops += kPrologueReadFlops;
         else if (const auto* m = g.node(n).as<op::Map>())
-            flops += weight(m->op);
+            flops += graph::info(m->op).weight;
     }
     return flops;
 }
@@ -202,7 +182,7 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
             t.read += bytes;
             continue;
         }
-        if (const auto* m = node.as<op::Map>()) t.flops += weight(m->op) * node.numel();
+        if (const auto* m = node.as<op::Map>()) t.flops += graph::info(m->op).weight * node.numel();
         if (node.as<op::Fold>() && l.kind == LaunchKind::row && l.partials.count(n)) {
             // It folds the segment values a segments launch wrote, not its input.
             const double values = static_cast<double>(l.rows * graph::segment_count(l.extent));
