@@ -152,7 +152,7 @@ int run(int argc, char** argv) {
             vb.upload_bytes(v);
             std::vector<uint8_t> first;
             for (const ops::AttentionSchedule* p : points) {
-                if (p->tensor_core() && !ops::has_tensor_cores(*d)) {
+                if (p->tensor_core() && !d->info().tensor_cores) {
                     fmt::print(stderr, "{} {} {}: skipped (no tensor cores)\n", d->info().id, what,
                                p->name);
                     continue;

@@ -110,7 +110,7 @@ int run(int argc, char** argv) {
             wb.upload_bytes(w);
             std::vector<uint8_t> first;
             for (const ops::Conv1dSchedule* p : points) {
-                if (p->tensor_core() && !ops::has_tensor_cores(*d)) continue;
+                if (p->tensor_core() && !d->info().tensor_cores) continue;
                 const auto r = ops::conv1d_bench(*d, xb, {}, wb, s, DType::f32, *p, iters);
                 const std::vector<uint8_t> out = r.output.download_bytes();
                 if (first.empty()) first = out;

@@ -119,7 +119,7 @@ TEST(AttentionTensorCore, InterpretedPointsAgreeAndStayWithinTheBound) {
 TEST(AttentionTensorCore, PointsAgreeAndStayWithinTheBoundOnTensorCores) {
     uint64_t seed = 100;
     for (Device* d : devices()) {
-        if (!ops::has_tensor_cores(*d)) continue;
+        if (!d->info().tensor_cores) continue;
         for (DType input : {DType::bf16, DType::f16})
             for (const Case& c : kCases) {
                 const Inputs in = inputs(input, c.shape, seed += 3);
@@ -159,12 +159,12 @@ TEST(AttentionTensorCore, EntryRunsTheClassOnTensorCoresAndTheExactClassElsewher
         SCOPED_TRACE(d->info().id);
         const Buffer q = upload(*d, in.q), k = upload(*d, in.k), v = upload(*d, in.v);
         const HostBuffer o = download(ops::attention(*d, q, k, v, c.shape, options(true)));
-        if (ops::has_tensor_cores(*d))
+        if (d->info().tensor_cores)
             EXPECT_TRUE(within_bound(o, in, c));
         else
             EXPECT_TRUE(identical(o, exact));
         const auto domain = ops::attention_domain(*d, MatmulClass::tensor_core, 32);
-        EXPECT_EQ(domain.front().tensor_core(), ops::has_tensor_cores(*d));
+        EXPECT_EQ(domain.front().tensor_core(), d->info().tensor_cores);
     }
 }
 
@@ -190,7 +190,7 @@ TEST(AttentionTensorCore, GraphAttentionRunsTheClassInEveryMember) {
         const Tensor o =
             scaled_dot_product_attention(q, k, v, true, {}, nullptr, MatmulClass::tensor_core);
         const auto first = test::expect_class_in_every_member(
-            {o, o * 2.0}, plan::LaunchKind::attention, ops::has_tensor_cores(*d));
+            {o, o * 2.0}, plan::LaunchKind::attention, d->info().tensor_cores);
         if (first.empty()) continue;
         EXPECT_TRUE(within_bound({DType::bf16, first[0]}, in, c, 0x1p-8));
     }

@@ -109,7 +109,7 @@ TEST(Conv1dTensorCore, InterpretedPointsAgreeAndStayWithinTheBound) {
 TEST(Conv1dTensorCore, PointsAgreeAndStayWithinTheBoundOnTensorCores) {
     uint64_t seed = 100;
     for (Device* d : devices()) {
-        if (!ops::has_tensor_cores(*d)) continue;
+        if (!d->info().tensor_cores) continue;
         for (DType input : {DType::bf16, DType::f16})
             for (const auto& s : kShapes) {
                 const Inputs in = inputs(input, s, seed += 2);
@@ -146,12 +146,12 @@ TEST(Conv1dTensorCore, EntryRunsTheClassOnTensorCoresAndTheExactClassElsewhere) 
         const Buffer x = upload(*d, in.x), w = upload(*d, in.w);
         const HostBuffer y =
             download(ops::conv1d(*d, x, x_view(s), w, s, DType::f32, MatmulClass::tensor_core));
-        if (ops::has_tensor_cores(*d))
+        if (d->info().tensor_cores)
             EXPECT_TRUE(within_bound(y, in, s, x_view(s)));
         else
             EXPECT_TRUE(identical(y, exact));
         EXPECT_EQ(ops::conv1d_domain(*d, MatmulClass::tensor_core).front().tensor_core(),
-                  ops::has_tensor_cores(*d));
+                  d->info().tensor_cores);
     }
 }
 
@@ -174,7 +174,7 @@ TEST(Conv1dTensorCore, GraphConv1dRunsTheClassInEveryMember) {
             gelu(conv1d(xt, wt, &bt, 1, 1, 1, 2, MatmulClass::tensor_core)),
             conv1d(xt, wt, nullptr, 1, 1, 1, 2, MatmulClass::tensor_core)};
         const auto first = test::expect_class_in_every_member(outs, plan::LaunchKind::conv1d,
-                                                              ops::has_tensor_cores(*d));
+                                                              d->info().tensor_cores);
         if (first.empty()) continue;
         EXPECT_TRUE(within_bound({DType::bf16, first[1]}, {x, w}, s,
                                  {0, s.in_channels * s.length, s.length}, 0x1p-8));

@@ -415,6 +415,12 @@ TEST(Registry, CpuFirstAndLookups) {
         EXPECT_EQ(best.info().backend, Backend::cuda);
     } else if (best.info().backend == Backend::opencl) {
         EXPECT_THAT(best.info().arch, HasSubstr("GPU"));
+        EXPECT_TRUE(best.info().simt);
+    }
+    for (Device* d : all) {
+        if (d->info().backend != Backend::cpu) continue;
+        EXPECT_FALSE(d->info().simt);
+        EXPECT_FALSE(d->info().tensor_cores);
     }
 }
 

@@ -228,6 +228,10 @@ TEST_F(CudaDeviceTest, DescribesItself) {
     EXPECT_GT(info.memory_bytes, 0u);
     EXPECT_GT(info.compute_units, 0);
     EXPECT_EQ(info.warp_size, 32);
+    EXPECT_TRUE(info.simt);
+    int version = 0;  // "sm_90": 90
+    ASSERT_EQ(std::sscanf(info.arch.c_str(), "sm_%d", &version), 1) << info.arch;
+    EXPECT_EQ(info.tensor_cores, version >= 80) << info.arch;
     EXPECT_EQ(info.id.rfind("cuda-", 0), 0u) << info.id;
     EXPECT_NE(info.id.find("-" + info.arch + "-drv"), std::string::npos) << info.id;
     for (char c : info.id) {

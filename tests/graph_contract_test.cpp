@@ -172,7 +172,7 @@ TEST(GraphContract, APrologueInTheTensorCoreClassHasTheBitsOfItsOperandMateriali
         const std::vector<uint8_t> want = unfused.to_host_bytes();
         EXPECT_EQ(fused.to_host_bytes(), want);
         for (const auto& [member, bits] : members) EXPECT_EQ(bits, want) << member;
-        if (!ops::has_tensor_cores(*d)) {
+        if (!d->info().tensor_cores) {
             EXPECT_EQ(fused.to_host_bytes(), graph::evaluate({fused.node()})[0].bytes());
         }
     }

@@ -89,7 +89,7 @@ size_t view_index(const ops::MatmulOperand& v, int64_t b, int64_t r, int64_t c, 
 void expect_points_on_tensor_cores(DType input, bool at, bool bt, uint64_t seed, bool aligned) {
     auto round8 = [](int64_t v) { return (v + 7) / 8 * 8; };
     for (Device* d : devices()) {
-        if (!ops::has_tensor_cores(*d)) continue;
+        if (!d->info().tensor_cores) continue;
         for (const auto& s : kShapes) {
             const int64_t lda = aligned ? round8(at ? s.m : s.k) : (at ? s.m : s.k) + 2;
             const int64_t ldb = aligned ? round8(bt ? s.k : s.n) : (bt ? s.k : s.n) + 1;
@@ -191,7 +191,7 @@ TEST(MatmulTensorCore, EntryRunsTheClassOnTensorCoresAndTheExactClassElsewhere) 
     std::filesystem::remove_all(root);
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);
-        const bool tensor_cores = ops::has_tensor_cores(*d);
+        const bool tensor_cores = d->info().tensor_cores;
         const Buffer ab = upload(*d, a), bb = upload(*d, b);
         Tuner tuner(root);
         const std::string key =
@@ -248,7 +248,7 @@ TEST(MatmulTensorCore, GraphMatmulAndLinearRunTheClassInEveryMember) {
         const std::vector<Tensor> outs{gelu(linear(xt, wt, &bt, MatmulClass::tensor_core)),
                                        matmul(xt, wt.transpose(0, 1), MatmulClass::tensor_core)};
         const auto first = test::expect_class_in_every_member(outs, plan::LaunchKind::contract,
-                                                              ops::has_tensor_cores(*d));
+                                                              d->info().tensor_cores);
         if (first.empty()) continue;
         const HostBuffer got{DType::bf16, first[1]};
         EXPECT_TRUE(within_bound(got, x, {0, m * k, 0, false}, w, {0, 0, 0, true}, {batch, m, n, k},

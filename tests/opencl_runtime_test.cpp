@@ -79,6 +79,8 @@ TEST(OpenClRuntime, InfoIsFilled) {
     EXPECT_GT(info.memory_bytes, 0u);
     EXPECT_GT(info.compute_units, 0);
     EXPECT_EQ(info.warp_size, 1);
+    EXPECT_FALSE(info.simt);  // PoCL's device is the CPU
+    EXPECT_FALSE(info.tensor_cores);
     EXPECT_TRUE(std::regex_match(info.id, std::regex("opencl-pocl-[A-Za-z0-9._-]+"))) << info.id;
 }
 

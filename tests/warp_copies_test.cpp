@@ -135,7 +135,7 @@ TEST(WarpCopies, LoadMatrixGivesEachLaneItsWordsWhereTensorCoresAre) {
     EXPECT_TRUE(test::identical(interpret(kernel, 1, args)[1], want));
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);
-        if (ops::has_tensor_cores(*d))
+        if (d->info().tensor_cores)
             EXPECT_TRUE(test::identical(test::run_on(*d, kernel, 1, args)[1], want));
         else
             test::expect_error_naming(kernel.name, [&] { (void)compile(*d, kernel); },

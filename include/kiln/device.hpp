@@ -29,8 +29,14 @@ struct DeviceInfo {
     uint64_t memory_bytes = 0;
     int compute_units = 0;  // SMs, CUs or cores
     int warp_size = 1;      // threads that can exchange values without a barrier (shuffles)
-    int ordinal = 0;        // the driver's index of the device (the CUDA ordinal); 0 on the CPU
-    std::string id;         // the cache id: backend, model, arch, driver/compiler; [A-Za-z0-9._-]
+    // Threads are the SIMT lanes of a GPU (CUDA; an OpenCL device of type GPU): the cost model,
+    // the timer's cache flush and the built-in workloads' sizes follow it.
+    bool simt = false;
+    // Runs the tensor-core class (f16/bf16 contractions) on tensor cores: CUDA, compute
+    // capability 8.0 or later. Elsewhere that class runs its exact points.
+    bool tensor_cores = false;
+    int ordinal = 0;  // the driver's index of the device (the CUDA ordinal); 0 on the CPU
+    std::string id;   // the cache id: backend, model, arch, driver/compiler; [A-Za-z0-9._-]
 };
 
 // Raw device memory. Freed when the last reference goes.

@@ -150,7 +150,7 @@ void matmul_case(CaseContext& ctx) {
                          got.download_bytes(), want);
         }
     }
-    if (ops::has_tensor_cores(ctx.device)) matmul_tensor_core_points(ctx, shape, av, bv);
+    if (ctx.device.info().tensor_cores) matmul_tensor_core_points(ctx, shape, av, bv);
 }
 
 void conv_case(CaseContext& ctx) {
@@ -193,7 +193,7 @@ void conv_case(CaseContext& ctx) {
                          got.download_bytes(), want);
         }
     }
-    if (!ops::has_tensor_cores(ctx.device)) return;
+    if (!ctx.device.info().tensor_cores) return;
     for (DType input : tensor_core_inputs(ctx)) {
         const Bytes x =
             random_bytes(ctx, input, size_t(shape.batch * shape.in_channels * shape.length));
@@ -248,7 +248,7 @@ void attention_case(CaseContext& ctx) {
                          got.download_bytes(), want);
         }
     }
-    if (!ops::has_tensor_cores(ctx.device)) return;
+    if (!ctx.device.info().tensor_cores) return;
     options.out = DType::f32;
     options.arithmetic = ops::MatmulClass::tensor_core;
     const auto domain = ops::attention_domain(ctx.device, options.arithmetic, int(shape.head_dim));

@@ -11,10 +11,6 @@ namespace kiln::graph {
 
 namespace {
 
-bool is_gpu(const Device& d) {
-    return d.info().backend == Backend::cuda || d.info().warp_size > 1;
-}
-
 Tensor input(Device& d, const Shape& shape, uint64_t seed, DType dtype) {
     return Tensor::randn(shape, seed, dtype, d).resolve();
 }
@@ -43,7 +39,7 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
     const int64_t rows = o.rows ? o.rows : 4096;
     const int64_t n = o.n ? o.n : 4096;
     if (name == "add_square") {
-        const int64_t count = o.n ? o.n : (is_gpu(d) ? int64_t{1} << 26 : int64_t{1} << 24);
+        const int64_t count = o.n ? o.n : (d.info().simt ? int64_t{1} << 26 : int64_t{1} << 24);
         c.inputs = {input(d, {count}, 1, o.dtype), input(d, {count}, 2, o.dtype)};
         c.build = [](const std::vector<Tensor>& in) {
             Tensor s = in[0] + in[1];
@@ -84,7 +80,7 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
             };
         c.shape = fmt::format("{}x{}", rows, n);
     } else if (name == "matmul") {
-        const int64_t size = o.n ? o.n : (is_gpu(d) ? 1024 : 512);
+        const int64_t size = o.n ? o.n : (d.info().simt ? 1024 : 512);
         c.inputs = {input(d, {size, size}, 8, o.dtype), input(d, {size, size}, 9, o.dtype)};
         c.build = [cls = o.arithmetic](const std::vector<Tensor>& in) {
             return std::vector<Tensor>{matmul(in[0], in[1], cls)};
@@ -122,8 +118,8 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
     } else if (name == "conv1d") {
         // --shape batch,in_channels,length,out_channels,kernel; padding keeps the length; bias
         // and gelu fused into the conv's store.
-        const Shape shape = o.shape.empty() ? (is_gpu(d) ? Shape{16, 256, 4096, 256, 3}
-                                                         : Shape{1, 256, 1024, 256, 3})
+        const Shape shape = o.shape.empty() ? (d.info().simt ? Shape{16, 256, 4096, 256, 3}
+                                                             : Shape{1, 256, 1024, 256, 3})
                                             : o.shape;
         if (shape.size() != 5)
             fail(
@@ -163,7 +159,7 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
     c.bytes = bytes_of(c.inputs) + bytes_of(c.build(c.inputs));
     c.exact = !((name == "matmul" || name == "mlp" || name == "q8_linear" || name == "conv1d" ||
                  name == "attention") &&
-                o.arithmetic == MatmulClass::tensor_core && ops::has_tensor_cores(d));
+                o.arithmetic == MatmulClass::tensor_core && d.info().tensor_cores);
     return c;
 }
 

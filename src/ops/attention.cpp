@@ -369,7 +369,7 @@ std::span<const AttentionSchedule> attention_domain(const Device& device, Matmul
     const bool fits = std::any_of(tensor_core.begin(), tensor_core.end(),
                                   [&](const auto& s) { return attention_fits(s, head_dim); });
     return class_points(attention_all_variants(), attention_variants().size(),
-                        cls == MatmulClass::tensor_core && has_tensor_cores(device) && fits);
+                        cls == MatmulClass::tensor_core && device.info().tensor_cores && fits);
 }
 
 const AttentionSchedule& attention_variant(const std::string& n) {

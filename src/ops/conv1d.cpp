@@ -582,7 +582,7 @@ const std::vector<Conv1dSchedule>& conv1d_all_variants() {
 
 std::span<const Conv1dSchedule> conv1d_domain(const Device& device, MatmulClass cls) {
     return class_points(conv1d_all_variants(), conv1d_variants().size(),
-                        cls == MatmulClass::tensor_core && has_tensor_cores(device));
+                        cls == MatmulClass::tensor_core && device.info().tensor_cores);
 }
 
 const Conv1dSchedule& conv1d_variant(const std::string& n) {

@@ -397,16 +397,9 @@ void check_class(MatmulClass cls, DType input, const char* op) {
             op, name(input));
 }
 
-bool has_tensor_cores(const Device& device) {
-    const DeviceInfo& info = device.info();
-    int version = 0;  // "sm_90": 90
-    return info.backend == Backend::cuda &&
-           std::sscanf(info.arch.c_str(), "sm_%d", &version) == 1 && version >= 80;
-}
-
 std::span<const MatmulSchedule> matmul_domain(const Device& device, MatmulClass cls) {
     return class_points(matmul_all_variants(), matmul_variants().size(),
-                        cls == MatmulClass::tensor_core && has_tensor_cores(device));
+                        cls == MatmulClass::tensor_core && device.info().tensor_cores);
 }
 
 BlockIndex block_index(KernelBuilder& k, const Expr& m, const Expr& n, const MatmulSchedule& s) {

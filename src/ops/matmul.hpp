@@ -130,8 +130,6 @@ const char* name(MatmulClass c);  // "exact", "tensor_core"
 // 16 products and its accumulator with its own alignment and rounding, where the oracle rounds
 // once per fma.
 inline constexpr double kTensorCoreBound = 0x1p-22;
-// Whether `device` runs the tensor-core class on tensor cores (CUDA, sm_80 or later).
-bool has_tensor_cores(const Device& device);
 // The points `cls` runs on `device`, a contiguous part of matmul_all_variants(): the tensor-core
 // points where it has tensor cores, the exact ones otherwise (the tensor-core class runs its exact
 // arithmetic there). The tuned entry, the planner and bench_matmul race this domain.

@@ -59,7 +59,7 @@ ir::Kernel empty_kernel() {
 DeviceFacts measure(Device& d) {
     DeviceFacts f;
     const auto& info = d.info();
-    f.gpu = info.backend == Backend::cuda || info.warp_size > 1;
+    f.gpu = info.simt;
     f.units = std::max(1, info.compute_units);
     const size_t bytes = f.gpu ? (size_t{256} << 20) : (size_t{64} << 20);
     Buffer a(d, DType::u8, bytes), b(d, DType::u8, bytes);

@@ -19,11 +19,6 @@ namespace {
 constexpr int kWarmups = 3;
 constexpr size_t kFlushBytes = size_t{256} << 20;
 
-bool is_gpu(const DeviceInfo& info) {
-    if (info.backend == Backend::cuda) return true;
-    return info.backend != Backend::cpu && info.arch.find("GPU") != std::string::npos;
-}
-
 // How the L2 is emptied before each timed GPU dispatch. `write` (the default) fills a scratch
 // buffer, as triton's do_bench does: the L2 is left full of dirty lines, so a kernel that only
 // reads also pays for writing those back. `read` (KILN_L2_FLUSH=read) reads the scratch
@@ -113,7 +108,7 @@ double time_dispatches(Device& device, int iters, const std::function<void()>& l
         launch();
         return 0;
     }
-    const bool flush = is_gpu(device.info());
+    const bool flush = device.info().simt;
     const Flush mode = flush ? flush_mode() : Flush::write;  // read once, before any launch
     for (int i = 0; i < kWarmups; ++i) {
         prepare();

@@ -413,6 +413,8 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
     info_.compute_units =
         attribute(device_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessor count");
     info_.warp_size = attribute(device_, CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size");
+    info_.simt = true;
+    info_.tensor_cores = major >= 8;
     info_.ordinal = ordinal_;
     info_.id = fmt::format("cuda-{}-{}-drv{}-nvrtc{}", sanitize(info_.name), info_.arch,
                            version_text(driver_version), nvrtc);

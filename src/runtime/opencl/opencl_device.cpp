@@ -86,14 +86,15 @@ OpenClDevice::OpenClDevice(cl_platform_id platform, cl_device_id device) : devic
 
     info_.backend = Backend::opencl;
     info_.name = device_name;
-    info_.arch = device_type_name(device_value<cl_device_type>(device, CL_DEVICE_TYPE)) + " " +
-                 device_string(device, CL_DEVICE_VERSION);
+    const auto type = device_value<cl_device_type>(device, CL_DEVICE_TYPE);
+    info_.arch = device_type_name(type) + " " + device_string(device, CL_DEVICE_VERSION);
     info_.driver = platform_name + " " + driver_version;
     info_.compiler = c_version;
     info_.memory_bytes = device_value<cl_ulong>(device, CL_DEVICE_GLOBAL_MEM_SIZE);
     info_.compute_units =
         static_cast<int>(device_value<cl_uint>(device, CL_DEVICE_MAX_COMPUTE_UNITS));
     info_.warp_size = 1;
+    info_.simt = (type & CL_DEVICE_TYPE_GPU) != 0;
     const std::string short_name = platform_short_name(platform, platform_name);
     info_.id = sanitize_id("opencl-" + short_name + "-" + device_name + "-" + driver_version);
     toolchain_id_ = fmt::format("opencl|{} {}|{}|{}|{}|{}", platform_name, platform_version,
