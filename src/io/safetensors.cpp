@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/error.hpp"
-#include "ops/checked_mul.hpp"
+#include "base/checked_mul.hpp"
 
 namespace kiln {
 namespace {
@@ -136,13 +136,13 @@ class HeaderReader {
                                               "integers below 2^63",
                                               shape.dump(), extent.dump()));
             e.shape.push_back(static_cast<int64_t>(*x));
-            const auto product = ops::checked_mul(count, static_cast<int64_t>(*x));
+            const auto product = checked_mul(count, static_cast<int64_t>(*x));
             if (!product)
                 fail_tensor(name,
                             fmt::format("shape {} has more elements than 2^63", shape.dump()));
             count = *product;
         }
-        const auto bytes = ops::checked_mul(count, static_cast<int64_t>(format->bytes));
+        const auto bytes = checked_mul(count, static_cast<int64_t>(format->bytes));
         if (!bytes)
             fail_tensor(name, fmt::format("shape {} of {} takes more bytes than 2^63", shape.dump(),
                                           e.dtype_name));

@@ -2,7 +2,7 @@
 #include "ops/conv1d.hpp"
 #include "ops/class_domain.hpp"
 
-#include "ops/ceil_div.hpp"
+#include "base/ceil_div.hpp"
 #include "ops/contraction.hpp"
 #include "ops/kernel_memo.hpp"
 #include "ops/matmul.hpp"

@@ -4,7 +4,7 @@
 
 #include "conformance/break_switch.hpp"
 
-#include "ops/ceil_div.hpp"
+#include "base/ceil_div.hpp"
 #include "ops/contraction.hpp"
 #include "ops/kernel_memo.hpp"
 #include "ops/matmul_tensor_core.hpp"

@@ -1,7 +1,7 @@
 // matvec_q8_dp4a: the kernel in the DSL, its variant table, the bench and the tuned entry point.
 #include "ops/matvec_q8.hpp"
-#include "ops/ceil_div.hpp"
-#include "ops/checked_mul.hpp"
+#include "base/ceil_div.hpp"
+#include "base/checked_mul.hpp"
 #include "ops/kernel_memo.hpp"
 
 #include <fmt/format.h>

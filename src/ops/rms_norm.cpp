@@ -1,8 +1,8 @@
 // rms_norm in the DSL: one kernel source, monomorphized per dtype, n and schedule.
 #include "ops/rms_norm.hpp"
 
-#include "ops/ceil_div.hpp"
-#include "ops/checked_mul.hpp"
+#include "base/ceil_div.hpp"
+#include "base/checked_mul.hpp"
 #include "ops/kernel_memo.hpp"
 #include "ops/kernel_parts.hpp"
 

@@ -1,6 +1,6 @@
 // The conformance suite's kernels, in the DSL.
 #include "ops/test_kernels.hpp"
-#include "ops/ceil_div.hpp"
+#include "base/ceil_div.hpp"
 
 #include <fmt/format.h>
 

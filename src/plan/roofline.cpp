@@ -9,7 +9,7 @@
 
 #include "graph/fold_order.hpp"
 #include "ops/attention.hpp"
-#include "ops/ceil_div.hpp"
+#include "base/ceil_div.hpp"
 #include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "plan/contract.hpp"
@@ -116,7 +116,7 @@ double prologue_element_flops(const GraphView& g, const std::vector<char>& mater
 // per block of query rows, or per row where each thread walks the keys alone).
 std::vector<double> operand_read_factors(const GraphView& g, const Launch& l, const Schedule& s) {
     auto tiles = [](int64_t extent, int tile) {
-        return double(ops::ceil_div(extent, int64_t{tile}));
+        return double(ceil_div(extent, int64_t{tile}));
     };
     const int node = l.contraction;
     switch (l.kind) {
@@ -307,7 +307,7 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
         const ops::MatmulSchedule& p = ops::matmul_all_variants().at(size_t(s.variant));
         if (p.staged) {
             const double resident_blocks = units * std::max(1, kResidentThreads / s.block);
-            const double steps = double(ops::ceil_div(contract_shape(g, l.contraction).k, p.bk));
+            const double steps = double(ceil_div(contract_shape(g, l.contraction).k, p.bk));
             steps_us = std::ceil(double(grid) / resident_blocks) * steps * kLatencyUs;
         }
     }

@@ -11,7 +11,7 @@
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/tune.hpp"
-#include "ops/ceil_div.hpp"
+#include "base/ceil_div.hpp"
 
 namespace kiln {
 namespace {
@@ -84,7 +84,7 @@ void flush_l2(Device& device, Flush mode, int iteration) {
         state.sink = std::make_unique<Buffer>(device, DType::u32, kBlock);
     }
     const int64_t words = static_cast<int64_t>(state.scratch->count());
-    state.reader->launch(ops::ceil_div(words, int64_t{kBlock} * kPerThread),
+    state.reader->launch(ceil_div(words, int64_t{kBlock} * kPerThread),
                          {*state.scratch, *state.sink});
 }
 

@@ -1,4 +1,4 @@
-// The workloads of `kiln bench`: graph cases timed through time_case (graph/cases.hpp), shipped
+// The workloads of `kiln bench`: graph cases timed through time_case (workloads/cases.hpp), shipped
 // ops through their tuned entries and *_bench closures (the tuner's timing protocol), the device
 // copy through time_dispatches; the CPU peers timed by wall clock around one call.
 #include "bench_workloads.hpp"
@@ -13,7 +13,6 @@
 
 #include "bench_common.hpp"
 #include "case_timing.hpp"
-#include "graph/cases.hpp"
 #include "kiln/buffer.hpp"
 #include "kiln/tune.hpp"
 #include "ops/attention.hpp"
@@ -29,6 +28,7 @@
 #include "peers/halide.hpp"
 #include "peers/openblas.hpp"
 #include "peers/openmp_loops.hpp"
+#include "workloads/cases.hpp"
 
 namespace kiln::cli {
 namespace {
@@ -78,7 +78,7 @@ Buffer upload(Device& d, const std::vector<float>& values) {
 // ---- graph cases ----------------------------------------------------------------------------
 
 // Host copies of a graph case's f32 inputs, for the CPU peers.
-std::vector<std::vector<float>> host_inputs(const graph::Case& c) {
+std::vector<std::vector<float>> host_inputs(const workloads::Case& c) {
     std::vector<std::vector<float>> out;
     for (const auto& t : c.inputs) out.push_back(floats_of(t.to_host_bytes()));
     return out;
@@ -86,14 +86,14 @@ std::vector<std::vector<float>> host_inputs(const graph::Case& c) {
 
 BenchResult run_graph(Device& d, const BenchSettings& s, const std::string& kind,
                       const Dims& dims) {
-    graph::CaseOptions options;
+    workloads::CaseOptions options;
     if (kind == "mul_rank4")
         options.shape = dims;
     else if (dims.size() == 1)
         options.n = dims[0];
     else
         options = {dims[1], dims[0], {}};
-    const graph::Case c = graph::make_case(kind, d, options);
+    const workloads::Case c = workloads::make_case(kind, d, options);
     const CaseTiming t = time_case(d, c, s.hits);
     BenchResult r;
     r.shape = c.shape;

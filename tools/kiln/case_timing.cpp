@@ -24,7 +24,7 @@ double CaseTiming::device_us() const {
     return total;
 }
 
-CaseTiming time_case(Device& d, const graph::Case& c, int hits) {
+CaseTiming time_case(Device& d, const workloads::Case& c, int hits) {
     CaseTiming t;
     // The miss: plan, race, compile, run. The oracle reads the inputs first, unless its
     // contractions are too long to run on the host in a few seconds.

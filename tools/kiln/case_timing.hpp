@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "graph/cases.hpp"
 #include "plan/executable.hpp"
 #include "plan/profile.hpp"
+#include "workloads/cases.hpp"
 
 namespace kiln::cli {
 
@@ -28,6 +28,6 @@ constexpr double kOracleTerms = double(int64_t{1} << 30);
 
 // Resolves `c` once (a miss), `hits` times more (replay hits, median host time), then times the
 // launches on the device.
-CaseTiming time_case(Device& d, const graph::Case& c, int hits);
+CaseTiming time_case(Device& d, const workloads::Case& c, int hits);
 
 }  // namespace kiln::cli

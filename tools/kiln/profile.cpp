@@ -1,4 +1,4 @@
-// `kiln profile CASE`: resolves a built-in graph workload (graph/cases.hpp) on one device and
+// `kiln profile CASE`: resolves a built-in graph workload (workloads/cases.hpp) on one device and
 // prints each launch (kernel, schedule point, device microseconds, whether it was raced and the
 // race's table), the host microseconds of a resolve on a miss and on a replay hit, and whether
 // the result is bit-identical to the graph oracle. --json prints one object; --trace writes a
@@ -12,10 +12,10 @@
 
 #include "case_timing.hpp"
 #include "cli_common.hpp"
-#include "graph/cases.hpp"
 #include "json.hpp"
 #include "plan/profile.hpp"
 #include "table.hpp"
+#include "workloads/cases.hpp"
 
 namespace kiln::cli {
 namespace {
@@ -80,10 +80,10 @@ void write_trace(const std::string& path, const plan::ResolveReport& miss,
 
 int run_profile(const ProfileOptions& opt) {
     Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
-    graph::CaseOptions co{
+    workloads::CaseOptions co{
         opt.n, opt.rows, opt.shape.empty() ? graph::Shape{} : parse_shape(opt.shape),
         parse_dtype(opt.dtype), opt.tensor_cores ? MatmulClass::tensor_core : MatmulClass::exact};
-    const graph::Case c = graph::make_case(opt.name, d, co);
+    const workloads::Case c = workloads::make_case(opt.name, d, co);
     if (!opt.json)
         std::fprintf(stderr, "profiling %s %s on %s ...\n", c.name.c_str(), c.shape.c_str(),
                      d.info().id.c_str());
@@ -166,7 +166,7 @@ Command add_profile_command(CLI::App& parent) {
          "add_square, mul_rank4, softmax, layer_norm, rms_norm, gelu_mlp_epilogue, matmul, mlp, "
          "q8_linear, conv1d, attention")
         ->required()
-        ->check(CLI::IsMember(graph::case_names()));
+        ->check(CLI::IsMember(workloads::case_names()));
     p->add_option("--device", opt->device, "device id, index or backend (default: the best)");
     p->add_option("--n", opt->n, "elements (add_square) or row length");
     p->add_option("--rows", opt->rows, "rows");

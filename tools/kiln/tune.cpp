@@ -12,7 +12,7 @@
 #include "json.hpp"
 #include "kiln/semantics.hpp"
 #include "ops/attention.hpp"
-#include "ops/checked_mul.hpp"
+#include "base/checked_mul.hpp"
 #include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
@@ -38,7 +38,7 @@ struct TuneOptions {
 
 // Byte counts for the memory check: a sum or product beyond int64 counts as INT64_MAX.
 int64_t saturating_mul(int64_t a, int64_t b) {
-    return ops::checked_mul(a, b).value_or(INT64_MAX);
+    return checked_mul(a, b).value_or(INT64_MAX);
 }
 int64_t saturating_add(int64_t a, int64_t b) {
     int64_t sum = 0;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace kiln::ops {
+namespace kiln {
 
 inline std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
     int64_t product = 0;
@@ -13,4 +13,4 @@ inline std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
     return product;
 }
 
-}  // namespace kiln::ops
+}  // namespace kiln

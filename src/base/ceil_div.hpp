@@ -3,10 +3,10 @@
 
 #include <cstdint>
 
-namespace kiln::ops {
+namespace kiln {
 
 constexpr int64_t ceil_div(int64_t n, int64_t per) {
     return (n + per - 1) / per;
 }
 
-}  // namespace kiln::ops
+}  // namespace kiln

@@ -1,5 +1,5 @@
 // Built-in graph workloads.
-#include "graph/cases.hpp"
+#include "workloads/cases.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,7 +7,7 @@
 #include "kiln/error.hpp"
 #include "ops/matmul.hpp"
 
-namespace kiln::graph {
+namespace kiln::workloads {
 
 namespace {
 
@@ -163,4 +163,4 @@ Case make_case(const std::string& name, Device& d, const CaseOptions& o) {
     return c;
 }
 
-}  // namespace kiln::graph
+}  // namespace kiln::workloads

@@ -26,7 +26,7 @@
 
 #include "kiln/tensor.hpp"
 
-namespace kiln::graph {
+namespace kiln::workloads {
 
 struct CaseOptions {
     int64_t n = 0, rows = 0;   // 0: the case's default for the device
@@ -51,4 +51,4 @@ const std::vector<std::string>& case_names();
 // kiln::Error naming the known cases when `name` is not one.
 Case make_case(const std::string& name, Device& device, const CaseOptions& options = {});
 
-}  // namespace kiln::graph
+}  // namespace kiln::workloads
