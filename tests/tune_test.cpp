@@ -757,9 +757,10 @@ class FakeDevice : public Device {
         explicit Memory(size_t s) : size(s) {}
         size_t bytes() const override { return size; }
     };
-    FakeDevice(Backend backend, std::string arch) {
+    FakeDevice(Backend backend, std::string arch, bool simt) {
         info_.backend = backend;
         info_.arch = std::move(arch);
+        info_.simt = simt;
         info_.id = "fake";
     }
     const DeviceInfo& info() const override { return info_; }
@@ -801,7 +802,7 @@ TEST(TimeDispatches, OneIterationLaunchesOnceWithoutWarmUpOrWaiting) {
     EXPECT_EQ(launches, 1);
     EXPECT_EQ(befores, 1);
     EXPECT_EQ(ms, 0);
-    FakeDevice gpu(Backend::cuda, "sm_90");
+    FakeDevice gpu(Backend::cuda, "sm_90", true);
     EXPECT_EQ(time_dispatches(gpu, 1, [&] { ++launches; }), 0);
     EXPECT_EQ(launches, 2);
     EXPECT_EQ(gpu.events, "");  // no flush, no warm-up, no timing (which would wait)
@@ -825,7 +826,7 @@ TEST(TimeDispatches, FewerThanOneIterationIsAnError) {
 }
 
 TEST(TimeDispatches, GpusFlushTheL2BeforeEachTimedLaunchAndReturnTheMedian) {
-    FakeDevice gpu(Backend::opencl, "GPU OpenCL 3.0 CUDA");
+    FakeDevice gpu(Backend::opencl, "GPU OpenCL 3.0 CUDA", true);
     int launches = 0;
     std::string order;
     const double ms = time_dispatches(
@@ -851,10 +852,11 @@ TEST(TimeDispatches, GpusFlushTheL2BeforeEachTimedLaunchAndReturnTheMedian) {
     EXPECT_EQ(gpu.allocations.size(), 1u);
     EXPECT_EQ(gpu.fill_sizes.size(), 28u);
 
-    FakeDevice cuda(Backend::cuda, "sm_90");
+    FakeDevice cuda(Backend::cuda, "sm_90", true);
     time_dispatches(cuda, 5, [] {});
     EXPECT_EQ(cuda.fill_sizes.size(), 5u);
-    FakeDevice pocl(Backend::opencl, "CPU OpenCL 3.0 PoCL"), host(Backend::cpu, "GPU");
+    FakeDevice pocl(Backend::opencl, "CPU OpenCL 3.0 PoCL", false),
+        host(Backend::cpu, "x86_64", false);
     for (FakeDevice* cpu_like : {&pocl, &host}) {
         time_dispatches(*cpu_like, 5, [] {});
         EXPECT_TRUE(cpu_like->allocations.empty()) << cpu_like->info().arch;
@@ -873,7 +875,7 @@ ir::Kernel scale_kernel(int block) {
 }
 
 TEST(TimeDispatches, TheFlushModeIsWriteOrRead) {
-    FakeDevice gpu(Backend::cuda, "sm_90");
+    FakeDevice gpu(Backend::cuda, "sm_90", true);
     setenv("KILN_L2_FLUSH", "sideways", 1);
     try {
         time_dispatches(gpu, 3, [] {});
