@@ -10,7 +10,7 @@
 #include <cstring>
 #include <regex>
 
-#include "conformance/break_switch.hpp"
+#include "base/break_switch.hpp"
 #include "conformance/compare.hpp"
 #include "conformance/shapes.hpp"
 #include "conformance/suite.hpp"

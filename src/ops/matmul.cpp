@@ -2,7 +2,7 @@
 #include "ops/matmul.hpp"
 #include "ops/class_domain.hpp"
 
-#include "conformance/break_switch.hpp"
+#include "base/break_switch.hpp"
 
 #include "base/ceil_div.hpp"
 #include "ops/contraction.hpp"
@@ -254,7 +254,7 @@ std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
     return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}g{}{}", name(t.input),
                        name(t.output), layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn,
                        s.staged, s.prefetch, s.spread, s.wm, s.wn, s.stages,
-                       conformance::break_switch("matmul_tile_edge") ? "/broken_edge" : "");
+                       break_switch("matmul_tile_edge") ? "/broken_edge" : "");
 }
 
 std::function<ir::Kernel()> builder(const MatmulTypes& t, const MatmulSchedule& s) {
@@ -446,7 +446,7 @@ void matmul_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
             Var col = k.let(at.column(s, c), "col");
             const Expr v = acc.at(r, c);
             Expr inside = row < p.m && col < p.n;
-            if (conformance::break_switch("matmul_tile_edge"))  // tests of the sweep only
+            if (break_switch("matmul_tile_edge"))  // tests of the sweep only
                 inside = inside && !(at.j0 + s.bn > p.n && col == p.n - 1);
             k.if_(inside, [&] { store(at.batch, row, col, v); });
         }

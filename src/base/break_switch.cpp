@@ -1,9 +1,9 @@
 // break_switch: reads KILN_CONFORMANCE_BREAK.
-#include "conformance/break_switch.hpp"
+#include "base/break_switch.hpp"
 
 #include <cstdlib>
 
-namespace kiln::conformance {
+namespace kiln {
 
 bool break_switch(std::string_view what) {
     const char* env = std::getenv("KILN_CONFORMANCE_BREAK");
@@ -18,4 +18,4 @@ bool break_switch(std::string_view what) {
     return false;
 }
 
-}  // namespace kiln::conformance
+}  // namespace kiln

@@ -1,0 +1,129 @@
+// Contraction launches (matmul, conv1d, attention): the op's own body at the point's variant,
+// reading operands in place or through a prologue, each result stored with the epilogue.
+#include "plan/launch_writer.hpp"
+
+#include "ops/attention.hpp"
+#include "ops/conv1d.hpp"
+#include "ops/matmul.hpp"
+#include "plan/contract.hpp"
+
+namespace kiln::plan {
+
+using graph::Node;
+
+// The contraction's store: its value (f32) at element `linear` of its node, rounded once to
+// the node's dtype, then each of the launch's outputs computed there from it (an epilogue).
+void LaunchWriter::store_contraction(const Expr& linear, const Expr& acc) {
+    const int c = l_.contraction;
+    const Node& node = g_.node(c);
+    Index at(node.shape, index_type_, linear);
+    row_values_.erase(c);
+    row_values_.emplace(c, RowValue{node.dtype == DType::f32 ? acc : cast(node.dtype, acc), at});
+    for (int o : l_.outputs) {
+        Index here(node.shape, index_type_, linear);
+        buffers_.at(o)[at.linear()] = value_at(o, here);
+    }
+}
+
+// A contraction's operand as its kernel reads it: a materialized node's buffer, or a
+// prologue's value computed at each element read (dense, row-major in the node's shape).
+ops::ElementRead LaunchWriter::elements(int source) {
+    if (materialized_[size_t(source)])
+        return ops::buffer_elements(buffer_for(source, Access::read));
+    return [this, source](const Expr& e) {
+        Index at(g_.node(source).shape, index_type_, as_index(e));
+        return value_at(source, at);
+    };
+}
+
+// ops::matmul's work at the point's variant, reading the operands in place.
+void LaunchWriter::write_contract() {
+    const int c = l_.contraction;
+    const ContractShape sh = contract_shape(g_, c);
+    const ContractOperand a = contract_operand(g_, materialized_, c, 0);
+    const ContractOperand b = contract_operand(g_, materialized_, c, 1);
+    const ops::MatmulViews views{elements(a.source),
+                                 elements(b.source),
+                                 i32(sh.batch),
+                                 i32(sh.m),
+                                 i32(sh.n),
+                                 i32(sh.k),
+                                 i32(0),
+                                 i32(a.shared ? 0 : sh.m * sh.k),
+                                 i32(a.transposed ? sh.m : sh.k),
+                                 i32(0),
+                                 i32(b.shared ? 0 : sh.k * sh.n),
+                                 i32(b.transposed ? sh.k : sh.n)};
+    const ops::MatmulTypes types{g_.node(a.source).dtype, DType::f32, a.transposed, b.transposed};
+    const ops::MatmulSchedule& point = ops::matmul_all_variants().at(size_t(s_.variant));
+    ops::matmul_body(
+        k_, views, types, point,
+        [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& acc) {
+            store_contraction(
+                (as_index(batch) * it(sh.m) + as_index(row)) * it(sh.n) + as_index(col), acc);
+        });
+}
+
+// ops::conv1d's work at the point's variant, x and w dense.
+void LaunchWriter::write_conv1d() {
+    const int c = l_.contraction;
+    const ops::Conv1dShape sh = conv1d_shape(g_, c);
+    const int x = g_.inputs[size_t(c)][0], w = g_.inputs[size_t(c)][1];
+    const ops::Conv1dViews views{elements(x),
+                                 elements(w),
+                                 i32(sh.batch),
+                                 i32(sh.in_channels),
+                                 i32(sh.length),
+                                 i32(sh.out_channels),
+                                 i32(sh.kernel),
+                                 i32(sh.params.stride),
+                                 i32(sh.params.padding),
+                                 i32(sh.params.dilation),
+                                 i32(sh.params.groups),
+                                 i32(0),
+                                 i32(sh.in_channels * sh.length),
+                                 i32(sh.length)};
+    const ops::Conv1dTypes types{g_.node(x).dtype, DType::f32};
+    const int64_t l_out = sh.out_length();
+    ops::conv1d_body(
+        k_, views, types, ops::conv1d_all_variants().at(size_t(s_.variant)),
+        [&](const Expr& n, const Expr& oc, const Expr& t, const Expr& acc) {
+            store_contraction(
+                (as_index(n) * it(sh.out_channels) + as_index(oc)) * it(l_out) + as_index(t), acc);
+        });
+}
+
+// ops::attention's work at the point's variant, q, k and v dense.
+void LaunchWriter::write_attention() {
+    const int c = l_.contraction;
+    const ops::AttentionShape sh = attention_shape(g_, c);
+    const ops::AttentionOptions options = attention_options(g_, c);
+    const auto& in = g_.inputs[size_t(c)];
+    ops::AttentionViews views{elements(in[0]),
+                              elements(in[1]),
+                              elements(in[2]),
+                              i32(sh.batch),
+                              i32(sh.heads),
+                              i32(sh.kv_heads),
+                              i32(sh.seq_q),
+                              i32(sh.seq_k),
+                              i32(options.causal ? 1 : 0),
+                              constant(DType::f32, *options.scale)};
+    if (in.size() > 3) {
+        // Batch b's key length, recorded as a fault outside 1 to seq_k and used clamped there
+        // (the run then ends in attention_key_length_error).
+        views.key_length = [&, lengths = in[3]](const Expr& b) {
+            Index at(g_.node(lengths).shape, index_type_, as_index(b));
+            Var value = k_.let(cast(DType::i64, value_at(lengths, at)), "key_length");
+            const Expr seq_k{int64_t{sh.seq_k}};
+            record_fault(c, value < Expr(int64_t{1}) || value > seq_k, at, value);
+            return cast(DType::i32, min(max(value.expr(), Expr(int64_t{1})), seq_k));
+        };
+    }
+    const ops::AttentionTypes types{g_.node(in[0]).dtype, DType::f32,
+                                    static_cast<int>(sh.head_dim)};
+    ops::attention_body(k_, views, types, ops::attention_all_variants().at(size_t(s_.variant)),
+                        [&](const Expr& e, const Expr& v) { store_contraction(as_index(e), v); });
+}
+
+}  // namespace kiln::plan

@@ -1,0 +1,52 @@
+// The map launch: each thread computes per_thread elements (a grid apart), each a group of
+// `vector` consecutive elements read and written with wide loads where the dtype allows.
+#include "plan/launch_writer.hpp"
+
+#include "base/break_switch.hpp"
+
+namespace kiln::plan {
+
+using graph::Node;
+
+void LaunchWriter::write_map() {
+    const graph::Shape& shape = g_.node(l_.outputs[0]).shape;
+    const int64_t E = graph::element_count(shape);
+    const int64_t G = grid_of(l_, g_, s_);
+    const int V = s_.vector;
+    Expr gid = as_index(k_.block_index()) * it(s_.block) + as_index(k_.thread_index());
+    k_.unroll(0, s_.per_thread, [&](Expr q) {
+        int64_t qv = 0;
+        ir::is_const(q.node(), &qv);
+        if (qv > 0 && break_switch("map_tiling")) return;  // tests of the sweep
+        Expr first = qv ? gid + it(qv * G * s_.block) : gid;
+        if (V > 1) first = first * it(V);
+        Var e = k_.let(first, "e");
+        k_.if_(e < it(E), [&] {
+            memo_.clear();
+            vector_loads_.clear();
+            if (V == 1) {
+                for (int o : l_.outputs) {
+                    Expr v = value_at(o, Index(shape, index_type_, e));
+                    buffers_.at(o)[e] = v;
+                }
+                return;
+            }
+            for (int o : l_.outputs) {
+                std::vector<Expr> lanes;
+                for (int lane = 0; lane < V; ++lane) {
+                    Index idx(shape, index_type_, lane ? e + it(lane) : Expr(e));
+                    idx.lanes = Index::Lanes{e, lane, V};
+                    lanes.push_back(value_at(o, idx));
+                }
+                const Memory out = buffers_.at(o);
+                if (size_of(g_.node(o).dtype) == 4)
+                    k_.store_vector(out, e, lanes);
+                else
+                    for (int lane = 0; lane < V; ++lane)
+                        out[lane ? e + it(lane) : Expr(e)] = lanes[static_cast<size_t>(lane)];
+            }
+        });
+    });
+}
+
+}  // namespace kiln::plan

@@ -1,0 +1,384 @@
+// LaunchWriter's shared machinery (launch_writer.hpp): buffers, the fault record, node values
+// at an index, thread groups and canonical folds.
+#include "plan/launch_writer.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <climits>
+
+#include <fmt/format.h>
+
+#include "graph/fold_order.hpp"
+#include "ir/lower_folds.hpp"
+#include "kiln/error.hpp"
+#include "plan/map_ops.hpp"
+#include "plan/realize.hpp"
+
+namespace kiln::plan {
+
+using graph::Node;
+
+namespace {
+
+int log2_of(int v) {
+    return std::countr_zero(static_cast<unsigned>(v));
+}
+
+// The largest element count any node the launch touches has: it decides the index type.
+int64_t largest_extent(const GraphView& g, const Launch& l) {
+    int64_t most = l.rows * std::max<int64_t>(l.extent, 1);
+    for (size_t i = 0; i < g.size(); ++i)
+        most = std::max(most, g.node(static_cast<int>(i)).numel());
+    return most;
+}
+
+std::string kernel_name(const Launch& l) {
+    std::string n = std::string("graph_") + name(l.kind);
+    for (char c : l.label) n += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+    return n;
+}
+
+}  // namespace
+
+Fold fold_of(graph::FoldKind kind) {
+    switch (kind) {
+        case graph::FoldKind::sum:
+            return Fold::sum();
+        case graph::FoldKind::prod:
+            return Fold::prod();
+        case graph::FoldKind::max:
+            return Fold::max();
+        case graph::FoldKind::min:
+            return Fold::min();
+    }
+    fail("internal: unknown fold");
+}
+
+LaunchWriter::LaunchWriter(const GraphView& g, const std::vector<char>& materialized,
+                           const Launch& l, const Schedule& s)
+    : g_(g), materialized_(materialized), l_(l), s_(s), k_(kernel_name(l), s.block) {
+    for (int o : l.outputs) is_output_[o] = true;
+    // Index arithmetic in i64 only where some count could pass 2^31 (with a margin for the
+    // threads past the end).
+    index_type_ = options().wide_index ||
+                          largest_extent(g, l) + int64_t{s.block} * s.per_thread * s.vector * 4 >=
+                              int64_t{INT32_MAX}
+                      ? DType::i64
+                      : DType::i32;
+}
+
+LoweredLaunch LaunchWriter::lower() {
+    // Outputs first, so a launch's parameters start with what it writes.
+    for (int o : l_.outputs) {
+        const bool inout = l_.kind == LaunchKind::scatter;
+        buffer_for(o, inout ? Access::read_write : Access::write);
+    }
+    switch (l_.kind) {
+        case LaunchKind::map:
+            write_map();
+            break;
+        case LaunchKind::row:
+            write_row();
+            break;
+        case LaunchKind::scatter:
+            write_scatter();
+            break;
+        case LaunchKind::segments:
+            write_segments();
+            break;
+        case LaunchKind::contract:
+            write_contract();
+            break;
+        case LaunchKind::conv1d:
+            write_conv1d();
+            break;
+        case LaunchKind::attention:
+            write_attention();
+            break;
+    }
+    LoweredLaunch out{k_.finish(), grid_of(l_, g_, s_), std::move(bound_)};
+    return out;
+}
+
+Expr LaunchWriter::as_index(const Expr& e) const {
+    return e.type() == index_type_ ? e : cast(index_type_, e);
+}
+
+// The buffer parameter of node n (declared on first use).
+Memory LaunchWriter::buffer_for(int n, Access access) {
+    auto found = buffers_.find(n);
+    if (found != buffers_.end()) return found->second;
+    const Node& node = g_.node(n);
+    const std::string pname = fmt::format("n{}", n);
+    Memory m = access == Access::read    ? k_.input(pname, node.dtype)
+               : access == Access::write ? k_.output(pname, node.dtype)
+                                         : k_.inout(pname, node.dtype);
+    buffers_.emplace(n, m);
+    bound_.push_back(n);
+    return m;
+}
+
+Memory LaunchWriter::faults() {
+    if (!faults_) {
+        faults_ = k_.inout("faults", DType::i64);
+        bound_.push_back(kFaultBuffer);
+    }
+    return *faults_;
+}
+
+// The scratch buffer of lane partials k.
+Memory LaunchWriter::scratch(int k, DType dtype, Access access) {
+    auto found = scratch_.find(k);
+    if (found != scratch_.end()) return found->second;
+    const std::string pname = fmt::format("partials{}", k);
+    Memory m = access == Access::write ? k_.output(pname, dtype) : k_.input(pname, dtype);
+    scratch_.emplace(k, m);
+    bound_.push_back(scratch_binding(k));
+    return m;
+}
+
+// Records a bad index: the first fault record wins where several threads race.
+void LaunchWriter::record_fault(int n, const Expr& bad, Index& at, const Expr& value) {
+    Memory f = faults();
+    k_.if_(bad, [&] {
+        k_.if_(f[0] == Expr(int64_t{0}), [&] {
+            f[0] = Expr(int64_t{n + 1});
+            f[1] = cast(DType::i64, at.linear());
+            f[2] = cast(DType::i64, value);
+        });
+    });
+}
+
+Expr LaunchWriter::value_at(int n, Index idx) {
+    const Node& node = g_.node(n);
+    if (!element_cache_.empty() && idx.has_linear())
+        if (auto c = element_cache_.find({n, idx.linear().node().get()}); c != element_cache_.end())
+            return c->second.value;
+    if (auto row = row_values_.find(n); row != row_values_.end()) {
+        if (!same_element(idx, row->second.index))
+            throw NotFusable(
+                fmt::format("node %{} ({}) is read at another row than the one "
+                            "its launch computes",
+                            n, graph::describe(node)));
+        return row->second.value;
+    }
+    const bool here = is_output_.count(n) && l_.kind != LaunchKind::scatter;
+    if (materialized_[static_cast<size_t>(n)] && !here) return load(n, idx);
+    // Values are remembered per (node, linear index expression); the entry keeps that
+    // expression alive, so its address is never reused for another while it is a key.
+    if (!idx.has_linear()) return compute(n, idx);
+    const ir::ExprRef& key = idx.linear().node();
+    if (auto m = memo_.find({n, key.get()}); m != memo_.end()) return m->second.value;
+    Expr v = compute(n, idx);
+    memo_.emplace(std::make_pair(n, key.get()), Memo{key, v});
+    return v;
+}
+
+Expr LaunchWriter::load(int n, Index& idx) {
+    const Node& node = g_.node(n);
+    Memory m = buffer_for(n, Access::read);
+    if (idx.lanes && size_of(node.dtype) == 4) {
+        // One wide load per buffer and element group (write_map starts each group afresh).
+        auto found = vector_loads_.find(n);
+        if (found == vector_loads_.end())
+            found = vector_loads_
+                        .emplace(n, k_.load_vector(m, idx.lanes->base, idx.lanes->width,
+                                                   fmt::format("n{}v", n)))
+                        .first;
+        return found->second[static_cast<size_t>(idx.lanes->lane)];
+    }
+    if (!caching_ || !idx.has_linear()) return m[idx.linear()];
+    // A cached row: the element's load is made once, at the row's scope.
+    Var v = k_.let(m[idx.linear()], fmt::format("n{}c", n));
+    remember(n, idx, v);
+    return v;
+}
+
+void LaunchWriter::remember(int n, Index& idx, const Expr& value) {
+    const ir::ExprRef& key = idx.linear().node();
+    element_cache_.emplace(std::make_pair(n, key.get()), Memo{key, value});
+}
+
+Expr LaunchWriter::compute(int n, Index& idx) {
+    const Node& node = g_.node(n);
+    const auto& in = g_.inputs[static_cast<size_t>(n)];
+    namespace op = graph::op;
+    if (node.realized()) return load(n, idx);
+    if (const auto* c = node.as<op::Constant>()) return constant(node.dtype, c->value);
+    if (const auto* gen = node.as<op::Generate>()) return generate(*gen, node.dtype, idx.linear());
+    if (const auto* m = node.as<op::Map>()) {
+        std::vector<Expr> args;
+        for (int i : in) args.push_back(value_at(i, idx));
+        return apply_map(m->op, args, node.dtype);
+    }
+    if (const auto* v = node.as<op::View>()) return view(n, *v, idx);
+    if (const auto* c = node.as<op::Concat>()) return concat(n, *c, idx);
+    if (const auto* gt = node.as<op::Gather>()) return gather(n, *gt, idx);
+    if (node.as<op::ScatterAdd>()) {
+        // Its launch writes the base; the scatter launch after it adds the sources.
+        return value_at(in[0], idx);
+    }
+    throw NotFusable(
+        fmt::format("node %{} ({}) is not computed in this launch", n, graph::describe(node)));
+}
+
+Expr LaunchWriter::view(int n, const graph::op::View& v, Index& idx) {
+    const int in = g_.inputs[static_cast<size_t>(n)][0];
+    const graph::Shape& in_shape = g_.node(in).shape;
+    switch (v.kind) {
+        case graph::ViewKind::reshape:
+            return value_at(in, idx.reshaped(in_shape));
+        case graph::ViewKind::permute: {
+            std::vector<Expr> out(in_shape.size(), it(0));
+            for (size_t i = 0; i < v.a.size(); ++i)
+                out[static_cast<size_t>(v.a[i])] = idx.coords()[i];
+            return value_at(in, Index(in_shape, index_type_, out));
+        }
+        case graph::ViewKind::expand: {
+            const size_t offset = idx.shape().size() - in_shape.size();
+            std::vector<Expr> out;
+            for (size_t j = 0; j < in_shape.size(); ++j)
+                out.push_back(in_shape[j] == 1 ? it(0) : idx.coords()[j + offset]);
+            return value_at(in, Index(in_shape, index_type_, out));
+        }
+        case graph::ViewKind::slice: {
+            std::vector<Expr> out;
+            for (size_t j = 0; j < in_shape.size(); ++j) {
+                Expr e = idx.coords()[j];
+                if (v.b[j] != 1) e = e * it(v.b[j]);
+                if (v.a[j] != 0) e = e + it(v.a[j]);
+                out.push_back(e);
+            }
+            return value_at(in, Index(in_shape, index_type_, out));
+        }
+        case graph::ViewKind::pad: {
+            std::vector<Expr> out;
+            std::optional<Expr> inside;
+            for (size_t j = 0; j < in_shape.size(); ++j) {
+                Expr e = idx.coords()[j];
+                if (v.a[j] == 0 && v.b[j] == 0) {
+                    out.push_back(e);
+                    continue;
+                }
+                if (v.a[j] != 0) e = e - it(v.a[j]);
+                Expr ok = e >= it(0) && e < it(in_shape[j]);
+                inside = inside ? *inside && ok : ok;
+                // Clamped, so the load stays in range whichever value is kept.
+                out.push_back(min(max(e, it(0)), it(std::max<int64_t>(in_shape[j] - 1, 0))));
+            }
+            Expr x = value_at(in, Index(in_shape, index_type_, out));
+            const Node& node = g_.node(n);
+            return inside ? select(*inside, x, constant(node.dtype, v.pad_value)) : x;
+        }
+    }
+    fail("internal: unknown view");
+}
+
+Expr LaunchWriter::concat(int n, const graph::op::Concat& c, Index& idx) {
+    const auto& in = g_.inputs[static_cast<size_t>(n)];
+    const auto axis = static_cast<size_t>(c.axis);
+    const Expr at = idx.coords()[axis];
+    std::optional<Expr> result;
+    int64_t end = g_.node(n).shape[axis];
+    // From the last part to the first: part k where at < its end.
+    for (size_t k = in.size(); k-- > 0;) {
+        const graph::Shape& shape = g_.node(in[k]).shape;
+        const int64_t begin = end - shape[axis];
+        std::vector<Expr> coords = idx.coords();
+        coords[axis] = min(max(at - it(begin), it(0)), it(std::max<int64_t>(shape[axis] - 1, 0)));
+        if (shape[axis] > 0) {
+            Expr part = value_at(in[k], Index(shape, index_type_, coords));
+            result = result ? select(at < it(end), part, *result) : part;
+        }
+        end = begin;
+    }
+    return *result;
+}
+
+Expr LaunchWriter::gather(int n, const graph::op::Gather& gt, Index& idx) {
+    const auto& in = g_.inputs[static_cast<size_t>(n)];
+    const graph::Shape& src = g_.node(in[0]).shape;
+    const auto axis = static_cast<size_t>(gt.axis);
+    // The position in the index tensor an element takes its index from.
+    Index at = gt.select
+                   ? Index(g_.node(in[1]).shape, index_type_, std::vector<Expr>{idx.coords()[axis]})
+                   : Index(idx.shape(), index_type_, idx.coords());
+    Var value = k_.let(cast(DType::i64, value_at(in[1], at)), "index");
+    Expr bad = value < Expr(int64_t{0}) || value >= Expr(int64_t{src[axis]});
+    record_fault(n, bad, at, value);
+    std::vector<Expr> coords = idx.coords();
+    coords[axis] = select(bad, it(0), as_index(value));
+    return value_at(in[0], Index(src, index_type_, coords));
+}
+
+// The full-space index of element i of row `row`: its coordinates are the row's (in the
+// launch's row space) and i's (in the reduced axes), so a value broadcast along the reduced
+// axes is read at exactly the row's own index.
+Index LaunchWriter::full_index(const Expr& row, const Expr& i) {
+    const size_t rank = l_.full.size();
+    graph::Shape outer, inner;
+    for (size_t a = 0; a < rank; ++a) (is_reduced(a) ? inner : outer).push_back(l_.full[a]);
+    Index o(outer, index_type_, row), r(inner, index_type_, as_index(i));
+    std::vector<Expr> coords;
+    size_t oi = 0, ri = 0;
+    for (size_t a = 0; a < rank; ++a)
+        coords.push_back(is_reduced(a) ? r.coords()[ri++] : o.coords()[oi++]);
+    const bool trailing =
+        l_.axes.empty() || (l_.axes.back() == static_cast<int>(rank) - 1 &&
+                            l_.axes.front() == static_cast<int>(rank - l_.axes.size()));
+    if (trailing) return Index(l_.full, index_type_, row * it(l_.extent) + as_index(i), coords);
+    return Index(l_.full, index_type_, coords);
+}
+
+bool LaunchWriter::is_reduced(size_t axis) const {
+    return std::find(l_.axes.begin(), l_.axes.end(), static_cast<int>(axis)) != l_.axes.end();
+}
+
+// `count` thread groups of s_.threads threads: body(group, t, inside) for each, where group
+// is clamped to the last one (every thread reaches the folds' barriers; past the end a
+// group recomputes the last one and must write nothing) and `inside` says it is not past it.
+void LaunchWriter::thread_groups(
+    int64_t count, const std::function<void(const Expr&, const Expr&, const Expr&)>& body) {
+    const int T = s_.threads;
+    const Expr tid = k_.thread_index();
+    Expr first = as_index(k_.block_index()) * it(s_.block / T);
+    Var raw =
+        k_.let(T == 1 ? first + as_index(tid) : first + as_index(tid >> Expr(log2_of(T))), "group");
+    Var t = k_.let(T == 1 ? Expr(ir::int_const(DType::i32, 0)) : tid & Expr(T - 1), "t");
+    const Expr inside = raw < it(count);
+    if (T == 1) {
+        k_.if_(inside, [&] { body(raw, t, inside); });
+    } else {
+        Var group = k_.let(min(raw.expr(), it(count - 1)), "group_c");
+        body(group, t, inside);
+    }
+}
+
+// The canonical fold (graph/fold_order.hpp) of n elements, element(i) giving element i (an
+// index-typed i): the one-level order as one fold of `threads` threads, or segments folded by
+// one thread each inside the fold of their values.
+Var LaunchWriter::canonical_fold(DType type, ir::FoldOp op, int64_t n, int threads,
+                                 const std::function<Expr(Expr)>& element) {
+    if (!graph::segmented(n)) {
+        Fold f = Fold{{op}}.lanes(graph::level_lanes(n)).threads(threads);
+        f.spec.unroll = s_.unroll;
+        return k_.fold(type, Expr(ir::int_const(DType::i32, n)), f,
+                       [&](Expr i) { return element(as_index(i)); });
+    }
+    return canonical_fold(type, op, graph::segment_count(n), threads,
+                          [&](Expr s) { return Expr(segment_fold(type, op, n, s, 1, element)); });
+}
+
+// Segment s of a segmented fold of n elements (kSegmentLanes lanes, its last elements absent
+// past n), folded by `threads` threads.
+Var LaunchWriter::segment_fold(DType type, ir::FoldOp op, int64_t n, const Expr& s, int threads,
+                               const std::function<Expr(Expr)>& element) {
+    const Expr first = s * it(graph::kSegment);
+    Var length = k_.let(cast(DType::i32, min(it(graph::kSegment), it(n) - first)), "segment");
+    Fold f = Fold{{op}}.lanes(graph::kSegmentLanes).threads(threads);
+    f.spec.unroll = threads > 1 ? s_.unroll : 1;
+    return k_.fold(type, length, f, [&](Expr i) { return element(first + as_index(i)); });
+}
+
+}  // namespace kiln::plan
