@@ -12,6 +12,7 @@
 #include "graph/fold_order.hpp"
 #include "ir/lower_folds.hpp"
 #include "kiln/error.hpp"
+#include "plan/kinds/kind.hpp"
 #include "plan/map_ops.hpp"
 #include "plan/realize.hpp"
 
@@ -74,29 +75,7 @@ LoweredLaunch LaunchWriter::lower() {
         const bool inout = l_.kind == LaunchKind::scatter;
         buffer_for(o, inout ? Access::read_write : Access::write);
     }
-    switch (l_.kind) {
-        case LaunchKind::map:
-            write_map();
-            break;
-        case LaunchKind::row:
-            write_row();
-            break;
-        case LaunchKind::scatter:
-            write_scatter();
-            break;
-        case LaunchKind::segments:
-            write_segments();
-            break;
-        case LaunchKind::contract:
-            write_contract();
-            break;
-        case LaunchKind::conv1d:
-            write_conv1d();
-            break;
-        case LaunchKind::attention:
-            write_attention();
-            break;
-    }
+    (this->*rules(l_.kind).write)();
     LoweredLaunch out{k_.finish(), grid_of(l_, g_, s_), std::move(bound_)};
     return out;
 }

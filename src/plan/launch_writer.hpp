@@ -32,6 +32,20 @@ class LaunchWriter {
 
     LoweredLaunch lower();
 
+    // Each kind's body (src/plan/kinds/), called through its KindRules::write.
+    // ops::matmul's work at the point's variant, reading the operands in place.
+    void write_contract();
+    // ops::conv1d's work at the point's variant, x and w dense.
+    void write_conv1d();
+    // ops::attention's work at the point's variant, q, k and v dense.
+    void write_attention();
+    void write_map();
+    // One thread group per segment of a row: the segment's fold, written as the row's segment
+    // value for the row launch that follows.
+    void write_segments();
+    void write_row();
+    void write_scatter();
+
   private:
     enum class Access { read, write, read_write };
 
@@ -61,15 +75,6 @@ class LaunchWriter {
     // prologue's value computed at each element read (dense, row-major in the node's shape).
     ops::ElementRead elements(int source);
 
-    // ops::matmul's work at the point's variant, reading the operands in place.
-    void write_contract();
-
-    // ops::conv1d's work at the point's variant, x and w dense.
-    void write_conv1d();
-
-    // ops::attention's work at the point's variant, q, k and v dense.
-    void write_attention();
-
     // ---- values -----------------------------------------------------------------------------
 
     Expr value_at(int n, Index idx);
@@ -88,8 +93,6 @@ class LaunchWriter {
 
     // ---- launch kinds (src/plan/kinds/) and the row machinery they share -----------------------
 
-    void write_map();
-
     // The full-space index of element i of row `row`: its coordinates are the row's (in the
     // launch's row space) and i's (in the reduced axes), so a value broadcast along the reduced
     // axes is read at exactly the row's own index.
@@ -103,10 +106,6 @@ class LaunchWriter {
     void thread_groups(int64_t count,
                        const std::function<void(const Expr&, const Expr&, const Expr&)>& body);
 
-    // One thread group per segment of a row: the segment's fold, written as the row's segment
-    // value for the row launch that follows.
-    void write_segments();
-
     // A row whose elements each thread keeps (Schedule::cache, threads = the fold's W lanes):
     // thread t holds elements t, t+W, t+2W, ... (its lane's, in order), loads them and computes
     // each fold's inputs once into locals, folds its lane left to right (elements past the row
@@ -118,8 +117,6 @@ class LaunchWriter {
     // `full`, one per element of the row.
     void write_row_outputs(const Expr& row, const Expr& t, const Expr& inside,
                            const std::function<void(const std::vector<int>&)>& full);
-
-    void write_row();
 
     // The canonical fold (graph/fold_order.hpp) of n elements, element(i) giving element i (an
     // index-typed i): the one-level order as one fold of `threads` threads, or segments folded by
@@ -135,8 +132,6 @@ class LaunchWriter {
     // A fold of the segment values a segments launch wrote: the segment values' own canonical
     // fold, which completes the canonical order of the row.
     Var fold_partials(int fold, ir::FoldOp op, const Expr& row, int threads);
-
-    void write_scatter();
 
     struct RowValue {
         Expr value;

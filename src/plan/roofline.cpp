@@ -7,9 +7,9 @@
 #include <numeric>
 #include <set>
 
+#include "base/ceil_div.hpp"
 #include "graph/fold_order.hpp"
 #include "ops/attention.hpp"
-#include "base/ceil_div.hpp"
 #include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "plan/contract.hpp"
@@ -115,9 +115,7 @@ double prologue_element_flops(const GraphView& g, const std::vector<char>& mater
 // tile there for a direct one (conv1d's x once more per tap; attention's q once, k and v once
 // per block of query rows, or per row where each thread walks the keys alone).
 std::vector<double> operand_read_factors(const GraphView& g, const Launch& l, const Schedule& s) {
-    auto tiles = [](int64_t extent, int tile) {
-        return double(ceil_div(extent, int64_t{tile}));
-    };
+    auto tiles = [](int64_t extent, int tile) { return double(ceil_div(extent, int64_t{tile})); };
     const int node = l.contraction;
     switch (l.kind) {
         case LaunchKind::conv1d: {

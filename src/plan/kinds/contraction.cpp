@@ -1,5 +1,6 @@
 // Contraction launches (matmul, conv1d, attention): the op's own body at the point's variant,
 // reading operands in place or through a prologue, each result stored with the epilogue.
+#include "plan/kinds/kind.hpp"
 #include "plan/launch_writer.hpp"
 
 #include "ops/attention.hpp"
@@ -125,5 +126,78 @@ void LaunchWriter::write_attention() {
     ops::attention_body(k_, views, types, ops::attention_all_variants().at(size_t(s_.variant)),
                         [&](const Expr& e, const Expr& v) { store_contraction(as_index(e), v); });
 }
+
+namespace {
+
+// The points of a class's domain that `fits` keeps (a contiguous part of an op's list of every
+// point, `all`), as indices into `all`, their threads as the block.
+template <typename Point, typename Fits>
+std::vector<Schedule> class_schedules(std::span<const Point> points, const std::vector<Point>& all,
+                                      const Fits& fits) {
+    std::vector<Schedule> d;
+    const size_t first = size_t(points.data() - all.data());
+    for (size_t v = 0; v < points.size(); ++v)
+        if (fits(points[v])) d.push_back({.block = points[v].threads(), .variant = int(first + v)});
+    return d;
+}
+const auto every = [](const auto&) { return true; };
+
+// Each contraction: its class's points on its device (ops::*_domain).
+std::vector<Schedule> contract_domain(const Launch& l, const GraphView& g) {
+    const graph::Node& mm = g.node(l.contraction);
+    return class_schedules(ops::matmul_domain(*mm.device, mm.as<graph::op::Matmul>()->arithmetic),
+                           ops::matmul_all_variants(), every);
+}
+std::vector<Schedule> conv1d_domain(const Launch& l, const GraphView& g) {
+    const graph::Node& c = g.node(l.contraction);
+    return class_schedules(ops::conv1d_domain(*c.device, c.as<graph::op::Conv1d>()->arithmetic),
+                           ops::conv1d_all_variants(), every);
+}
+// Points whose shared tiles do not fit for this head_dim are left out.
+std::vector<Schedule> attention_domain(const Launch& l, const GraphView& g) {
+    const int D = static_cast<int>(attention_shape(g, l.contraction).head_dim);
+    const graph::Node& a = g.node(l.contraction);
+    return class_schedules(
+        ops::attention_domain(*a.device, attention_options(g, l.contraction).arithmetic, D),
+        ops::attention_all_variants(), [D](const auto& p) { return ops::attention_fits(p, D); });
+}
+
+std::string contract_point(const Schedule& s) {
+    return ops::matmul_all_variants().at(size_t(s.variant)).name;
+}
+std::string conv1d_point(const Schedule& s) {
+    return ops::conv1d_all_variants().at(size_t(s.variant)).name;
+}
+std::string attention_point(const Schedule& s) {
+    return ops::attention_all_variants().at(size_t(s.variant)).name;
+}
+
+int64_t contract_grid(const Launch& l, const GraphView& g, const Schedule& s) {
+    const ContractShape sh = contract_shape(g, l.contraction);
+    return std::max<int64_t>(1, ops::matmul_grid({sh.batch, sh.m, sh.n, sh.k},
+                                                 ops::matmul_all_variants().at(size_t(s.variant))));
+}
+int64_t conv1d_grid(const Launch& l, const GraphView& g, const Schedule& s) {
+    return std::max<int64_t>(1, ops::conv1d_grid(conv1d_shape(g, l.contraction),
+                                                 ops::conv1d_all_variants().at(size_t(s.variant))));
+}
+int64_t attention_grid(const Launch& l, const GraphView& g, const Schedule& s) {
+    return std::max<int64_t>(
+        1, ops::attention_grid(attention_shape(g, l.contraction),
+                               ops::attention_all_variants().at(size_t(s.variant))));
+}
+
+bool contraction_empty(const Launch& l, const GraphView& g) {
+    return g.node(l.contraction).numel() == 0;
+}
+
+}  // namespace
+
+const KindRules kContractRules{"contract",    contract_domain,   contract_point,
+                               contract_grid, contraction_empty, &LaunchWriter::write_contract};
+const KindRules kConv1dRules{"conv1d",    conv1d_domain,     conv1d_point,
+                             conv1d_grid, contraction_empty, &LaunchWriter::write_conv1d};
+const KindRules kAttentionRules{"attention",    attention_domain,  attention_point,
+                                attention_grid, contraction_empty, &LaunchWriter::write_attention};
 
 }  // namespace kiln::plan

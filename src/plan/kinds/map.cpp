@@ -1,5 +1,8 @@
 // The map launch: each thread computes per_thread elements (a grid apart), each a group of
 // `vector` consecutive elements read and written with wide loads where the dtype allows.
+#include <fmt/format.h>
+#include "base/ceil_div.hpp"
+#include "plan/kinds/kind.hpp"
 #include "plan/launch_writer.hpp"
 
 #include "base/break_switch.hpp"
@@ -48,5 +51,39 @@ void LaunchWriter::write_map() {
         });
     });
 }
+
+namespace {
+
+// 256 threads a block x elements per thread {1, 2, 4, 8} (a grid apart, so a block's threads
+// stay on consecutive elements) x vector width {1, 4} (4 where the element count is a multiple
+// of 4: consecutive elements per thread, one wide access where a buffer is read or written
+// contiguously).
+std::vector<Schedule> map_domain(const Launch& l, const GraphView& g) {
+    std::vector<Schedule> d;
+    const int64_t E = g.node(l.outputs[0]).numel();
+    for (int v : {1, 4}) {
+        if (v == 4 && E % 4 != 0) continue;
+        for (int t : {1, 2, 4, 8}) d.push_back({.block = 256, .per_thread = t, .vector = v});
+    }
+    return d;
+}
+
+std::string map_point(const Schedule& s) {
+    return fmt::format("b{}_t{}_v{}", s.block, s.per_thread, s.vector);
+}
+
+int64_t map_grid(const Launch& l, const GraphView& g, const Schedule& s) {
+    const int64_t E = g.node(l.outputs[0]).numel();
+    return std::max<int64_t>(1, ceil_div(E, int64_t{s.block} * s.per_thread * s.vector));
+}
+
+bool map_empty(const Launch& l, const GraphView& g) {
+    return g.node(l.outputs[0]).numel() == 0;
+}
+
+}  // namespace
+
+const KindRules kMapRules{"map",    map_domain, map_point,
+                          map_grid, map_empty,  &LaunchWriter::write_map};
 
 }  // namespace kiln::plan

@@ -1,12 +1,14 @@
 // Row and segments launches: one thread group per row computes its folds in the canonical
 // order (graph/fold_order.hpp) and the maps between them, then its outputs; a segments launch
 // folds the segments of long rows ahead of the row launch that folds their values.
+#include <fmt/format.h>
+#include "plan/kinds/kind.hpp"
 #include "plan/launch_writer.hpp"
 
 #include <fmt/format.h>
 
-#include "base/ceil_div.hpp"
 #include "base/break_switch.hpp"
+#include "base/ceil_div.hpp"
 #include "graph/fold_order.hpp"
 #include "ir/lower_folds.hpp"
 
@@ -156,5 +158,64 @@ Var LaunchWriter::fold_partials(int fold, ir::FoldOp op, const Expr& row, int th
     return canonical_fold(g_.node(fold).dtype, op, M, threads,
                           [&](Expr i) { return Expr(p[row * it(M) + i]); });
 }
+
+namespace {
+
+// A thread per row (blocks of 64 or 256), a warp (32 threads) per row, a block of 128 or 256
+// threads per row (threads per row never above the fold's lanes), the shared ones with 1 or 4
+// rounds of the fold's loads in flight a step, and, for rows of at most 64 elements a lane, a
+// thread a lane keeping its elements in locals. A segments launch: the same with a segment of
+// a row in place of the row.
+std::vector<Schedule> rows_domain(const Launch& l, const GraphView&) {
+    std::vector<Schedule> d;
+    // The fold's outermost level: the segments' values in a row launch after a segments
+    // launch, a segment (256 lanes) in a segments launch.
+    const int64_t n = l.partials.empty() ? l.extent : graph::segment_count(l.extent);
+    const int W = l.kind == LaunchKind::segments || graph::segmented(n) ? graph::kSegmentLanes
+                                                                        : graph::level_lanes(n);
+    d.push_back({.block = 64, .threads = 1});
+    d.push_back({.block = 256, .threads = 1});
+    // Threads sharing a row, each with one round of loads in flight a step or four.
+    for (int unroll : {1, 4}) {
+        if (W >= 32) {
+            d.push_back({.block = 128, .threads = 32, .unroll = unroll});
+            d.push_back({.block = 256, .threads = 32, .unroll = unroll});
+        }
+        if (W >= 128) d.push_back({.block = 128, .threads = 128, .unroll = unroll});
+        if (W >= 256) d.push_back({.block = 256, .threads = 256, .unroll = unroll});
+    }
+    // The row kept by its threads, a lane each: for rows of at most 64 elements a thread.
+    if (l.kind == LaunchKind::row && l.partials.empty() && !graph::segmented(n) && W >= 32 &&
+        n <= int64_t{64} * W) {
+        d.push_back({.block = W, .threads = W, .cache = true});
+        if (W < 256) d.push_back({.block = 256, .threads = W, .cache = true});
+    }
+    return d;
+}
+
+std::string rows_point(const Schedule& s) {
+    return fmt::format("b{}_r{}{}{}", s.block, s.threads,
+                       s.unroll == 1 ? "" : fmt::format("_u{}", s.unroll), s.cache ? "_c" : "");
+}
+
+int64_t row_grid(const Launch& l, const GraphView&, const Schedule& s) {
+    return std::max<int64_t>(1, ceil_div(l.rows, s.block / s.threads));
+}
+
+int64_t segments_grid(const Launch& l, const GraphView&, const Schedule& s) {
+    return std::max<int64_t>(
+        1, ceil_div(l.rows * graph::segment_count(l.extent), s.block / s.threads));
+}
+
+bool rows_empty(const Launch& l, const GraphView&) {
+    return l.rows == 0;
+}
+
+}  // namespace
+
+const KindRules kRowRules{"row",    rows_domain, rows_point,
+                          row_grid, rows_empty,  &LaunchWriter::write_row};
+const KindRules kSegmentsRules{"segments",    rows_domain, rows_point,
+                               segments_grid, rows_empty,  &LaunchWriter::write_segments};
 
 }  // namespace kiln::plan

@@ -1,5 +1,8 @@
 // The scatter launch: one thread per column of the index tensor adds its sources into the base
 // in increasing source order, an index out of range recorded as a fault and skipped.
+#include <fmt/format.h>
+#include "base/ceil_div.hpp"
+#include "plan/kinds/kind.hpp"
 #include "plan/launch_writer.hpp"
 
 namespace kiln::plan {
@@ -39,5 +42,34 @@ void LaunchWriter::write_scatter() {
         });
     });
 }
+
+namespace {
+
+// Blocks of 64, 128 or 256 threads, a thread per column.
+std::vector<Schedule> scatter_domain(const Launch&, const GraphView&) {
+    std::vector<Schedule> d;
+    for (int b : {64, 128, 256}) d.push_back({.block = b});
+    return d;
+}
+
+std::string scatter_point(const Schedule& s) {
+    return fmt::format("b{}", s.block);
+}
+
+int64_t scatter_grid(const Launch& l, const GraphView& g, const Schedule& s) {
+    const auto& shape = g.node(g.inputs[static_cast<size_t>(l.scatter)][1]).shape;
+    const auto axis = static_cast<size_t>(g.node(l.scatter).as<graph::op::ScatterAdd>()->axis);
+    return std::max<int64_t>(
+        1, ceil_div(graph::element_count(shape) / std::max<int64_t>(shape[axis], 1), s.block));
+}
+
+bool scatter_empty(const Launch& l, const GraphView& g) {
+    return graph::element_count(g.node(g.inputs[size_t(l.scatter)][1]).shape) == 0;
+}
+
+}  // namespace
+
+const KindRules kScatterRules{"scatter",    scatter_domain, scatter_point,
+                              scatter_grid, scatter_empty,  &LaunchWriter::write_scatter};
 
 }  // namespace kiln::plan
