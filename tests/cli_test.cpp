@@ -19,6 +19,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kiln/device.hpp"
 #include "ops/attention.hpp"
@@ -174,15 +175,59 @@ TEST_F(CliTest, ValuesBeyondInt64AreNotClamped) {
         args[option == std::string("--rows") ? 3 : 5] = "99999999999999999999";
         const CliRun r = kiln_cli(args, std::chrono::seconds(60));
         EXPECT_EQ(r.exit_status, 2) << r.output;
-        EXPECT_THAT(r.output, HasSubstr(fmt::format("kiln: error: tune rms_norm: {} "
-                                                    "99999999999999999999 is beyond int64 (at "
-                                                    "most 9223372036854775807)",
+        EXPECT_THAT(r.output, HasSubstr(fmt::format("{}: '99999999999999999999' given; expected "
+                                                    "a decimal whole number from 1 to "
+                                                    "9223372036854775807",
                                                     option)));
     }
-    const CliRun octal =
-        kiln_cli({"tune", "matvec_q8", "--rows", "0x10", "--k", "64"}, std::chrono::seconds(60));
-    EXPECT_EQ(octal.exit_status, 2) << octal.output;
-    EXPECT_THAT(octal.output, HasSubstr("--rows '0x10' is not a whole number"));
+}
+
+// Every whole-number option of every subcommand takes decimal digits within its range and
+// nothing else: 0 where a size is expected, hex, a sign, or a value beyond the type is a usage
+// error naming the option, the value and what is expected, before anything runs. (The other
+// sizes are small, so a run that wrongly goes ahead ends quickly.)
+TEST_F(CliTest, NumericOptionsAreDecimalWithinTheirRange) {
+    const std::string size_range = "expected a decimal whole number from 1 to 9223372036854775807";
+    const std::tuple<std::vector<std::string>, std::string, std::string> cases[] = {
+        {{"profile", "softmax", "--rows", "0", "--n", "16"}, "--rows: '0'", size_range},
+        {{"profile", "softmax", "--rows", "2", "--n", "0"}, "--n: '0'", size_range},
+        {{"profile", "softmax", "--rows", "0x10", "--n", "16"}, "--rows: '0x10'", size_range},
+        {{"profile", "add_square", "--n", "16", "--hits", "+3"},
+         "--hits: '+3'",
+         "from 1 to 100000"},
+        {{"conformance", "--area", "smoke", "--filter", "add_square", "--runs", "1", "--seed",
+          "-1"},
+         "--seed: '-1'",
+         "expected a decimal whole number from 0 to 18446744073709551615"},
+        {{"conformance", "--area", "smoke", "--filter", "add_square", "--runs", "1", "--seed",
+          "99999999999999999999999"},
+         "--seed: '99999999999999999999999'",
+         "from 0 to 18446744073709551615"},
+        {{"conformance", "--area", "smoke", "--filter", "add_square", "--runs", "0x1"},
+         "--runs: '0x1'",
+         "from 1 to 1000"},
+        {{"bench", "--quick", "--cases", "copy", "--iters", "1e3"},
+         "--iters: '1e3'",
+         "from 3 to 10000"},
+        {{"demo", "--rows", "0", "--n", "4", "--repeats", "1"}, "--rows: '0'", size_range},
+        {{"demo", "--rows", "2", "--n", "4", "--repeats", "0x2"},
+         "--repeats: '0x2'",
+         "from 1 to 1000"},
+        {{"tune", "matmul", "--m", "0", "--n", "8", "--k", "8"}, "--m: '0'", size_range},
+        {{"tune", "conv1d", "--channels", "2", "--length", "8", "--out-channels", "2", "--kernel",
+          "3", "--padding", "-1"},
+         "--padding: '-1'",
+         "expected a decimal whole number from 0 to 9223372036854775807"},
+    };
+    for (auto [args, given, expected] : cases) {
+        args.insert(args.end(), {"--device", "cpu"});
+        SCOPED_TRACE(fmt::format("{}", fmt::join(args, " ")));
+        const CliRun r = kiln_cli(args, std::chrono::seconds(120));
+        EXPECT_EQ(r.exit_status, 2) << r.output;
+        EXPECT_THAT(r.output, HasSubstr(given)) << r.output;
+        EXPECT_THAT(r.output, HasSubstr(expected)) << r.output;
+    }
+    EXPECT_FALSE(fs::exists(dir_ / "cache")) << "nothing may run";
 }
 
 TEST_F(CliTest, ATsvThatIsNotARegularFileIsOneWarningAndTuningInMemory) {
@@ -272,7 +317,8 @@ TEST_F(CliTest, TuneContractionsRecordsAWinnerAndRefusesBadShapes) {
     const std::pair<std::vector<std::string>, std::string> bad[] = {
         {{"tune", "matmul", "--m", "100000", "--n", "100000", "--k", "100000"},
          "kiln's kernels index with 32 bits"},
-        {{"tune", "matmul", "--m", "0", "--n", "8", "--k", "8"}, "each must be >= 1"},
+        {{"tune", "matmul", "--m", "0", "--n", "8", "--k", "8"},
+         "--m: '0' given; expected a decimal whole number from 1"},
         {{"tune", "conv1d", "--channels", "8", "--length", "3", "--out-channels", "4", "--kernel",
           "5"},
          "expected a kernel that fits the padded input"},

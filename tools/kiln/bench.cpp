@@ -180,8 +180,8 @@ Command add_bench_command(CLI::App& parent) {
     b->add_option("--json", opt->json, "write the results as JSON to this file");
     b->add_option("--report", opt->report, "write a self-contained HTML report to this file");
     b->add_flag("--quick", opt->quick, "tiny shapes and few repeats (a smoke test, not figures)");
-    b->add_option("--iters", opt->iters, "timed dispatches per figure (median; default 25)")
-        ->check(CLI::Range(3, 10000));
+    add_number_option(b, "--iters", opt->iters, "timed dispatches per figure (median; default 25)",
+                      3, 10000);
     b->add_flag("--peers", opt->peers,
                 "on a GPU, also run bench/peers_gpu.py (needs python3 with torch)");
     b->add_option("--peers-script", opt->peers_script, "the GPU peers script (bench/peers_gpu.py)");

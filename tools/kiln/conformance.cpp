@@ -93,9 +93,10 @@ Command add_conformance_command(CLI::App& parent) {
                               fmt::join(conformance::areas(), ", ")))
         ->delimiter(',');
     c->add_option("--filter", opt->filter, "only cases whose area/name contains this");
-    c->add_option("--runs", opt->runs, "runs per case, each with its own shapes and data")
-        ->check(CLI::Range(1, 1000));
-    c->add_option("--seed", opt->seed, "the suite's seed (shapes and data derive from it)");
+    add_number_option(c, "--runs", opt->runs, "runs per case, each with its own shapes and data", 1,
+                      1000);
+    add_number_option(c, "--seed", opt->seed, "the suite's seed (shapes and data derive from it)",
+                      uint64_t{0});
     c->add_flag("--sweep", opt->sweep,
                 "run every plan member and every schedule point, not only the resolved plan");
     c->add_option("--json", opt->json, "write every result to this file as JSON");
