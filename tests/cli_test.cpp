@@ -76,14 +76,28 @@ struct CliRun {
     std::string output;  // stdout and stderr
 };
 
-// Runs kiln with `args`; a run that does not finish within the timeout fails the test.
-CliRun kiln_cli(const std::vector<std::string>& args, std::chrono::seconds timeout) {
-    std::vector<std::string> argv = {KILN_CLI_PATH};
-    argv.insert(argv.end(), args.begin(), args.end());
+// Runs `argv`; a run that does not finish within the timeout fails the test.
+CliRun run_cli(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
     const auto r = runtime::cpu::run_process(argv, timeout);
     EXPECT_FALSE(r.timed_out) << runtime::cpu::command_line(argv) << " hung:\n" << r.output;
     EXPECT_EQ(r.signal, 0) << runtime::cpu::command_line(argv) << "\n" << r.output;
     return {r.exit_status, r.output};
+}
+
+// Runs kiln with `args`.
+CliRun kiln_cli(const std::vector<std::string>& args, std::chrono::seconds timeout) {
+    std::vector<std::string> argv = {KILN_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_cli(argv, timeout);
+}
+
+// Runs kiln with `args` and its standard output sent to `path`; only its stderr comes back.
+CliRun kiln_cli_stdout_to(const std::string& path, const std::vector<std::string>& args,
+                          std::chrono::seconds timeout) {
+    std::vector<std::string> argv = {"/bin/sh", "-c", "out=$1; shift; exec \"$@\" >\"$out\"",
+                                     "sh",      path, KILN_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_cli(argv, timeout);
 }
 
 class CliTest : public ::testing::Test {
@@ -228,6 +242,37 @@ TEST_F(CliTest, NumericOptionsAreDecimalWithinTheirRange) {
         EXPECT_THAT(r.output, HasSubstr(expected)) << r.output;
     }
     EXPECT_FALSE(fs::exists(dir_ / "cache")) << "nothing may run";
+}
+
+// A write kiln cannot complete (a full disk: /dev/full) is an error naming where it wrote, with
+// a non-zero exit: --trace, --json and --report files and standard output.
+TEST_F(CliTest, WriteFailuresNameWhereAndExitNonZero) {
+    ASSERT_TRUE(fs::exists("/dev/full"));
+    const std::vector<std::string> profile = {"profile", "add_square", "--n",      "16",
+                                              "--hits",  "1",          "--device", "cpu"};
+    const std::vector<std::string> conformance = {"conformance", "--device", "cpu",
+                                                  "--area",      "smoke",    "--filter",
+                                                  "add_square",  "--runs",   "1"};
+    const std::vector<std::string> bench = {"bench",   "--device", "cpu",
+                                            "--quick", "--cases",  "copy"};
+    auto with = [](std::vector<std::string> args, std::initializer_list<std::string> more) {
+        args.insert(args.end(), more);
+        return args;
+    };
+    for (const auto& args :
+         {with(profile, {"--trace", "/dev/full"}), with(conformance, {"--json", "/dev/full"}),
+          with(bench, {"--json", "/dev/full"}), with(bench, {"--report", "/dev/full"})}) {
+        SCOPED_TRACE(fmt::format("{}", fmt::join(args, " ")));
+        const CliRun r = kiln_cli(args, std::chrono::seconds(300));
+        EXPECT_EQ(r.exit_status, 2) << r.output;
+        EXPECT_THAT(r.output, HasSubstr("kiln: error: cannot write /dev/full")) << r.output;
+    }
+    for (const auto& args : {with(profile, {"--json"}), profile, conformance, {"info"}}) {
+        SCOPED_TRACE(fmt::format("{} >/dev/full", fmt::join(args, " ")));
+        const CliRun r = kiln_cli_stdout_to("/dev/full", args, std::chrono::seconds(300));
+        EXPECT_EQ(r.exit_status, 2) << r.output;
+        EXPECT_THAT(r.output, HasSubstr("kiln: error: cannot write standard output")) << r.output;
+    }
 }
 
 TEST_F(CliTest, ATsvThatIsNotARegularFileIsOneWarningAndTuningInMemory) {

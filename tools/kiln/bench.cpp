@@ -20,6 +20,7 @@
 #include "bench_workloads.hpp"
 #include "cli_common.hpp"
 #include "kiln/error.hpp"
+#include "output.hpp"
 #include "plan/device_facts.hpp"
 #include "runtime/cpu/process.hpp"
 
@@ -104,7 +105,7 @@ void add_gpu_peers(const BenchOptions& opt, const Device& d,
         const PeerSpec s = w->spec(d, settings);
         spec += fmt::format("{}\t{}\t{}\n", w->name, s.kind, fmt::join(s.dims, ","));
     }
-    bench::write_file((dir / "spec.tsv").string(), spec);
+    write_output((dir / "spec.tsv").string(), spec);
     std::fprintf(stderr, "running the GPU peers (%s) ...\n", script.c_str());
     const auto r =
         runtime::cpu::run_process({*python, script, "--spec", (dir / "spec.tsv").string(), "--out",
@@ -162,8 +163,8 @@ int run_bench(const BenchOptions& opt) {
         print_bench_table(d);
         for (const auto& r : d.results) identical = identical && r.bit_identical.value_or(true);
     }
-    if (!opt.json.empty()) bench::write_file(opt.json, bench_json(run));
-    if (!opt.report.empty()) bench::write_file(opt.report, bench_html(run));
+    if (!opt.json.empty()) write_output(opt.json, bench_json(run));
+    if (!opt.report.empty()) write_output(opt.report, bench_html(run));
     if (!identical) std::fprintf(stderr, "bench: a result is NOT bit-identical to its oracle\n");
     return identical ? 0 : 1;
 }

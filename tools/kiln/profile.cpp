@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 
 #include <fmt/format.h>
@@ -15,6 +14,7 @@
 #include "cli_common.hpp"
 #include "graph/cases.hpp"
 #include "json.hpp"
+#include "output.hpp"
 #include "plan/profile.hpp"
 #include "table.hpp"
 
@@ -69,10 +69,9 @@ void write_trace(const std::string& path, const plan::ResolveReport& miss,
         add(e.launches[i].record.name + " " + e.launches[i].record.schedule, 2, t, us[i]);
         t += us[i];
     }
-    std::ofstream out(path);
-    if (!out) fail("profile: cannot write the trace to {}", path);
-    out << "{\"traceEvents\": [" << fmt::format("{}", fmt::join(events, ",\n")) << "],\n"
-        << "\"otherData\": {\"host thread\": 1, \"device\": 2}}\n";
+    write_output(path, fmt::format("{{\"traceEvents\": [{}],\n\"otherData\": {{\"host thread\": 1, "
+                                   "\"device\": 2}}}}\n",
+                                   fmt::join(events, ",\n")));
 }
 
 int run_profile(const ProfileOptions& opt) {
