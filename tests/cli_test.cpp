@@ -275,6 +275,30 @@ TEST_F(CliTest, WriteFailuresNameWhereAndExitNonZero) {
     }
 }
 
+// --version prints the project's version; a subcommand kiln does not have is named as such,
+// with the ones it has.
+TEST_F(CliTest, VersionAndUnknownSubcommands) {
+    CliRun r = kiln_cli({"--version"}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_EQ(r.output, "kiln " KILN_VERSION "\n");
+    r = kiln_cli({"bogus"}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("kiln: unknown subcommand 'bogus'; expected one of info, demo, "
+                                    "tune, cache, profile, conformance, bench"));
+    r = kiln_cli({"tune", "bogus", "--rows", "3"}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("kiln tune: unknown subcommand 'bogus'; expected one of "
+                                    "rms_norm, matvec_q8, matmul, conv1d, attention"));
+    r = kiln_cli({}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("kiln: a subcommand is required; expected one of info, demo"));
+    for (const auto& help : std::vector<std::vector<std::string>>{{"--help"}, {"tune", "--help"}}) {
+        r = kiln_cli(help, std::chrono::seconds(60));
+        EXPECT_EQ(r.exit_status, 0) << r.output;
+        EXPECT_THAT(r.output, HasSubstr("Usage: kiln")) << r.output;
+    }
+}
+
 TEST_F(CliTest, ATsvThatIsNotARegularFileIsOneWarningAndTuningInMemory) {
     warm_kernel_cache();
     CliRun r = kiln_cli(small_tune(), std::chrono::seconds(300));
