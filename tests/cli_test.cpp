@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <tuple>
 
@@ -297,6 +298,28 @@ TEST_F(CliTest, VersionAndUnknownSubcommands) {
         EXPECT_EQ(r.exit_status, 0) << r.output;
         EXPECT_THAT(r.output, HasSubstr("Usage: kiln")) << r.output;
     }
+}
+
+// KILN_TIME_RANGE times the launches of every resolve in its range, the first (planning) run's
+// and each replay's, and prints each once with its number: every launch of the profile's
+// resolves (KILN_RESOLVE_PROFILE counts them), misses and hits, numbered 0, 1, 2, ...
+TEST_F(CliTest, TimeRangeTimesTheFirstRunAndEveryReplay) {
+    ScopedEnv range(std::map<std::string, std::optional<std::string>>{
+        {"KILN_TIME_RANGE", "0"}, {"KILN_RESOLVE_PROFILE", "1"}});
+    const CliRun r =
+        kiln_cli({"profile", "add_square", "--n", "16", "--hits", "3", "--device", "cpu"},
+                 std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    const std::regex resolve(R"(kiln: resolve (hit|miss) .*\((\d+) launches\))");
+    size_t launches = 0, hits = 0;
+    for (std::sregex_iterator m(r.output.begin(), r.output.end(), resolve), end; m != end; ++m) {
+        launches += std::stoul((*m)[2]);
+        hits += (*m)[1] == "hit";
+    }
+    EXPECT_EQ(hits, 3u) << r.output;
+    EXPECT_EQ(count_of(r.output, "kiln: launch "), launches) << r.output;
+    for (size_t i = 0; i < launches; ++i)
+        EXPECT_EQ(count_of(r.output, fmt::format("kiln: launch {} ", i)), 1u) << i << r.output;
 }
 
 TEST_F(CliTest, ATsvThatIsNotARegularFileIsOneWarningAndTuningInMemory) {
