@@ -15,10 +15,12 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kiln/device.hpp"
 #include "ops/attention.hpp"
@@ -75,14 +77,28 @@ struct CliRun {
     std::string output;  // stdout and stderr
 };
 
-// Runs kiln with `args`; a run that does not finish within the timeout fails the test.
-CliRun kiln_cli(const std::vector<std::string>& args, std::chrono::seconds timeout) {
-    std::vector<std::string> argv = {KILN_CLI_PATH};
-    argv.insert(argv.end(), args.begin(), args.end());
+// Runs `argv`; a run that does not finish within the timeout fails the test.
+CliRun run_cli(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
     const auto r = runtime::cpu::run_process(argv, timeout);
     EXPECT_FALSE(r.timed_out) << runtime::cpu::command_line(argv) << " hung:\n" << r.output;
     EXPECT_EQ(r.signal, 0) << runtime::cpu::command_line(argv) << "\n" << r.output;
     return {r.exit_status, r.output};
+}
+
+// Runs kiln with `args`.
+CliRun kiln_cli(const std::vector<std::string>& args, std::chrono::seconds timeout) {
+    std::vector<std::string> argv = {KILN_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_cli(argv, timeout);
+}
+
+// Runs kiln with `args` and its standard output sent to `path`; only its stderr comes back.
+CliRun kiln_cli_stdout_to(const std::string& path, const std::vector<std::string>& args,
+                          std::chrono::seconds timeout) {
+    std::vector<std::string> argv = {"/bin/sh", "-c", "out=$1; shift; exec \"$@\" >\"$out\"",
+                                     "sh",      path, KILN_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_cli(argv, timeout);
 }
 
 class CliTest : public ::testing::Test {
@@ -174,15 +190,136 @@ TEST_F(CliTest, ValuesBeyondInt64AreNotClamped) {
         args[option == std::string("--rows") ? 3 : 5] = "99999999999999999999";
         const CliRun r = kiln_cli(args, std::chrono::seconds(60));
         EXPECT_EQ(r.exit_status, 2) << r.output;
-        EXPECT_THAT(r.output, HasSubstr(fmt::format("kiln: error: tune rms_norm: {} "
-                                                    "99999999999999999999 is beyond int64 (at "
-                                                    "most 9223372036854775807)",
+        EXPECT_THAT(r.output, HasSubstr(fmt::format("{}: '99999999999999999999' given; expected "
+                                                    "a decimal whole number from 1 to "
+                                                    "9223372036854775807",
                                                     option)));
     }
-    const CliRun octal =
-        kiln_cli({"tune", "matvec_q8", "--rows", "0x10", "--k", "64"}, std::chrono::seconds(60));
-    EXPECT_EQ(octal.exit_status, 2) << octal.output;
-    EXPECT_THAT(octal.output, HasSubstr("--rows '0x10' is not a whole number"));
+}
+
+// Every whole-number option of every subcommand takes decimal digits within its range and
+// nothing else: 0 where a size is expected, hex, a sign, or a value beyond the type is a usage
+// error naming the option, the value and what is expected, before anything runs. (The other
+// sizes are small, so a run that wrongly goes ahead ends quickly.)
+TEST_F(CliTest, NumericOptionsAreDecimalWithinTheirRange) {
+    const std::string size_range = "expected a decimal whole number from 1 to 9223372036854775807";
+    const std::tuple<std::vector<std::string>, std::string, std::string> cases[] = {
+        {{"profile", "softmax", "--rows", "0", "--n", "16"}, "--rows: '0'", size_range},
+        {{"profile", "softmax", "--rows", "2", "--n", "0"}, "--n: '0'", size_range},
+        {{"profile", "softmax", "--rows", "0x10", "--n", "16"}, "--rows: '0x10'", size_range},
+        {{"profile", "add_square", "--n", "16", "--hits", "+3"},
+         "--hits: '+3'",
+         "from 1 to 100000"},
+        {{"conformance", "--area", "smoke", "--filter", "add_square", "--runs", "1", "--seed",
+          "-1"},
+         "--seed: '-1'",
+         "expected a decimal whole number from 0 to 18446744073709551615"},
+        {{"conformance", "--area", "smoke", "--filter", "add_square", "--runs", "1", "--seed",
+          "99999999999999999999999"},
+         "--seed: '99999999999999999999999'",
+         "from 0 to 18446744073709551615"},
+        {{"conformance", "--area", "smoke", "--filter", "add_square", "--runs", "0x1"},
+         "--runs: '0x1'",
+         "from 1 to 1000"},
+        {{"bench", "--quick", "--cases", "copy", "--iters", "1e3"},
+         "--iters: '1e3'",
+         "from 3 to 10000"},
+        {{"demo", "--rows", "0", "--n", "4", "--repeats", "1"}, "--rows: '0'", size_range},
+        {{"demo", "--rows", "2", "--n", "4", "--repeats", "0x2"},
+         "--repeats: '0x2'",
+         "from 1 to 1000"},
+        {{"tune", "matmul", "--m", "0", "--n", "8", "--k", "8"}, "--m: '0'", size_range},
+        {{"tune", "conv1d", "--channels", "2", "--length", "8", "--out-channels", "2", "--kernel",
+          "3", "--padding", "-1"},
+         "--padding: '-1'",
+         "expected a decimal whole number from 0 to 9223372036854775807"},
+    };
+    for (auto [args, given, expected] : cases) {
+        args.insert(args.end(), {"--device", "cpu"});
+        SCOPED_TRACE(fmt::format("{}", fmt::join(args, " ")));
+        const CliRun r = kiln_cli(args, std::chrono::seconds(120));
+        EXPECT_EQ(r.exit_status, 2) << r.output;
+        EXPECT_THAT(r.output, HasSubstr(given)) << r.output;
+        EXPECT_THAT(r.output, HasSubstr(expected)) << r.output;
+    }
+    EXPECT_FALSE(fs::exists(dir_ / "cache")) << "nothing may run";
+}
+
+// A write kiln cannot complete (a full disk: /dev/full) is an error naming where it wrote, with
+// a non-zero exit: --trace, --json and --report files and standard output.
+TEST_F(CliTest, WriteFailuresNameWhereAndExitNonZero) {
+    ASSERT_TRUE(fs::exists("/dev/full"));
+    const std::vector<std::string> profile = {"profile", "add_square", "--n",      "16",
+                                              "--hits",  "1",          "--device", "cpu"};
+    const std::vector<std::string> conformance = {"conformance", "--device", "cpu",
+                                                  "--area",      "smoke",    "--filter",
+                                                  "add_square",  "--runs",   "1"};
+    const std::vector<std::string> bench = {"bench",   "--device", "cpu",
+                                            "--quick", "--cases",  "copy"};
+    auto with = [](std::vector<std::string> args, std::initializer_list<std::string> more) {
+        args.insert(args.end(), more);
+        return args;
+    };
+    for (const auto& args :
+         {with(profile, {"--trace", "/dev/full"}), with(conformance, {"--json", "/dev/full"}),
+          with(bench, {"--json", "/dev/full"}), with(bench, {"--report", "/dev/full"})}) {
+        SCOPED_TRACE(fmt::format("{}", fmt::join(args, " ")));
+        const CliRun r = kiln_cli(args, std::chrono::seconds(300));
+        EXPECT_EQ(r.exit_status, 2) << r.output;
+        EXPECT_THAT(r.output, HasSubstr("kiln: error: cannot write /dev/full")) << r.output;
+    }
+    for (const auto& args : {with(profile, {"--json"}), profile, conformance, {"info"}}) {
+        SCOPED_TRACE(fmt::format("{} >/dev/full", fmt::join(args, " ")));
+        const CliRun r = kiln_cli_stdout_to("/dev/full", args, std::chrono::seconds(300));
+        EXPECT_EQ(r.exit_status, 2) << r.output;
+        EXPECT_THAT(r.output, HasSubstr("kiln: error: cannot write standard output")) << r.output;
+    }
+}
+
+// --version prints the project's version; a subcommand kiln does not have is named as such,
+// with the ones it has.
+TEST_F(CliTest, VersionAndUnknownSubcommands) {
+    CliRun r = kiln_cli({"--version"}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_EQ(r.output, "kiln " KILN_VERSION "\n");
+    r = kiln_cli({"bogus"}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("kiln: unknown subcommand 'bogus'; expected one of info, demo, "
+                                    "tune, cache, profile, conformance, bench"));
+    r = kiln_cli({"tune", "bogus", "--rows", "3"}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("kiln tune: unknown subcommand 'bogus'; expected one of "
+                                    "rms_norm, matvec_q8, matmul, conv1d, attention"));
+    r = kiln_cli({}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("kiln: a subcommand is required; expected one of info, demo"));
+    for (const auto& help : std::vector<std::vector<std::string>>{{"--help"}, {"tune", "--help"}}) {
+        r = kiln_cli(help, std::chrono::seconds(60));
+        EXPECT_EQ(r.exit_status, 0) << r.output;
+        EXPECT_THAT(r.output, HasSubstr("Usage: kiln")) << r.output;
+    }
+}
+
+// KILN_TIME_RANGE times the launches of every resolve in its range, the first (planning) run's
+// and each replay's, and prints each once with its number: every launch of the profile's
+// resolves (KILN_RESOLVE_PROFILE counts them), misses and hits, numbered 0, 1, 2, ...
+TEST_F(CliTest, TimeRangeTimesTheFirstRunAndEveryReplay) {
+    ScopedEnv range(std::map<std::string, std::optional<std::string>>{
+        {"KILN_TIME_RANGE", "0"}, {"KILN_RESOLVE_PROFILE", "1"}});
+    const CliRun r =
+        kiln_cli({"profile", "add_square", "--n", "16", "--hits", "3", "--device", "cpu"},
+                 std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    const std::regex resolve(R"(kiln: resolve (hit|miss) .*\((\d+) launches\))");
+    size_t launches = 0, hits = 0;
+    for (std::sregex_iterator m(r.output.begin(), r.output.end(), resolve), end; m != end; ++m) {
+        launches += std::stoul((*m)[2]);
+        hits += (*m)[1] == "hit";
+    }
+    EXPECT_EQ(hits, 3u) << r.output;
+    EXPECT_EQ(count_of(r.output, "kiln: launch "), launches) << r.output;
+    for (size_t i = 0; i < launches; ++i)
+        EXPECT_EQ(count_of(r.output, fmt::format("kiln: launch {} ", i)), 1u) << i << r.output;
 }
 
 TEST_F(CliTest, ATsvThatIsNotARegularFileIsOneWarningAndTuningInMemory) {
@@ -272,7 +409,8 @@ TEST_F(CliTest, TuneContractionsRecordsAWinnerAndRefusesBadShapes) {
     const std::pair<std::vector<std::string>, std::string> bad[] = {
         {{"tune", "matmul", "--m", "100000", "--n", "100000", "--k", "100000"},
          "kiln's kernels index with 32 bits"},
-        {{"tune", "matmul", "--m", "0", "--n", "8", "--k", "8"}, "each must be >= 1"},
+        {{"tune", "matmul", "--m", "0", "--n", "8", "--k", "8"},
+         "--m: '0' given; expected a decimal whole number from 1"},
         {{"tune", "conv1d", "--channels", "8", "--length", "3", "--out-channels", "4", "--kernel",
           "5"},
          "expected a kernel that fits the padded input"},

@@ -39,6 +39,11 @@ Range parse_range() {
     return r;
 }
 
+const Range& time_range() {
+    static const Range range = parse_range();
+    return range;
+}
+
 }  // namespace
 
 bool resolve_profile_enabled() {
@@ -49,8 +54,12 @@ bool resolve_profile_enabled() {
     return on;
 }
 
+bool time_range_on() {
+    return time_range().on;
+}
+
 bool time_launch(uint64_t index) {
-    static const Range range = parse_range();
+    const Range& range = time_range();
     return range.on && index >= range.start && index - range.start < range.count;
 }
 

@@ -2,9 +2,10 @@
 //   KILN_RESOLVE_PROFILE=1     each resolve prints its host time split into plan (graph walk,
 //                              hash, cache lookup), extract (partition, cost model), compile,
 //                              race, launch, and whether the replay cache hit
-//   KILN_TIME_RANGE=start[:count]   launches number from 0 in the process; each in the range is
-//                              timed on the device (it then waits for the device) and prints its
-//                              index, kernel, schedule point and microseconds
+//   KILN_TIME_RANGE=start[:count]   launches number from 0 in the process, those of every
+//                              resolve: the first (planning) run's and each replay's. Each in the
+//                              range is timed on the device (it then waits for the device) and
+//                              prints its number, kernel, schedule point and microseconds
 // The last resolve's figures are kept for `kiln profile`.
 #pragma once
 
@@ -22,7 +23,8 @@ struct ResolveReport {
 
 // The environment's settings, read once.
 bool resolve_profile_enabled();
-// Whether launch number `index` is in KILN_TIME_RANGE.
+// Whether KILN_TIME_RANGE is set, and whether launch number `index` is in it.
+bool time_range_on();
 bool time_launch(uint64_t index);
 
 // The report of the last resolve on this thread, and the slot realize fills.

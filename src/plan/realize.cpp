@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -70,10 +71,32 @@ struct Candidate {
     size_t kernel;  // index into the compiled batch
 };
 
+// Runs one launch; when `timed`, on the device's clock (waiting for the device), returning its
+// microseconds; else -1.
+double run_launch(Device& device, const CompiledLaunch& l, RunBuffers& buffers, bool timed) {
+    if (!timed) {
+        launch(l, buffers);
+        return -1;
+    }
+    return device.time_ms([&] { launch(l, buffers); }) * 1e3;
+}
+
+// Prints the launches timed for KILN_TIME_RANGE (us[i] >= 0) of a resolve whose first launch
+// is number `first`, those in the range.
+void print_launch_times(uint64_t first, const Executable& e, const std::vector<double>& us) {
+    for (size_t i = 0; i < us.size(); ++i)
+        if (us[i] >= 0 && time_launch(first + i))
+            print_launch_time(first + i, e.launches[i].record.name, e.launches[i].record.schedule,
+                              us[i]);
+}
+
 // Plans, races and compiles the graph, running it once in doing so; returns the executable.
+// With `launch_us`, each non-empty launch's device microseconds (a raced launch's from one
+// more run of the winner, an in-place output restored first), -1 for an empty one.
 std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& device,
                                                 const Options& options, RunBuffers& buffers,
-                                                ResolveReport& report) {
+                                                ResolveReport& report,
+                                                std::vector<double>* launch_us) {
     auto t0 = Clock::now();
     const DeviceFacts& facts = device_facts(device);
     Plan plan = choose_plan(g, facts, options.fuse);
@@ -107,6 +130,7 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
     report.compile_us = us_since(t0);
 
     buffers = begin_run(*exec, g);
+    if (launch_us) launch_us->assign(plan.launches.size(), -1);
     for (size_t li = 0; li < plan.launches.size(); ++li) {
         Launch& l = plan.launches[li];
         const bool empty = is_empty(l, g);
@@ -129,7 +153,8 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
             chosen.record.not_raced = "nothing to compute";
         } else if (cands.size() < 2) {
             chosen.record.not_raced = options.race ? "one point" : "racing is off (KILN_RACE=0)";
-            launch(chosen, buffers);
+            const double us = run_launch(device, chosen, buffers, launch_us != nullptr);
+            if (launch_us) (*launch_us)[li] = us;
         } else {
             const auto t1 = Clock::now();
             // In-place launches (scatter) are raced on a copy of their output's state before
@@ -141,6 +166,12 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
                 saved = std::make_shared<Buffer>(device, b.dtype(), b.count());
                 device.copy(saved->memory(), b.memory(), b.bytes());
             }
+            std::function<void()> restore;
+            if (saved)
+                restore = [&] {
+                    Buffer& b = *buffers.nodes[size_t(inplace)];
+                    device.copy(b.memory(), saved->memory(), b.bytes());
+                };
             std::vector<CompiledLaunch> made;
             for (const auto& c : cands) made.push_back(make(c));
             const std::string signature =
@@ -153,12 +184,6 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
                     cl.record.schedule,
                     [&, c](int iters) -> Timed<bool> {
                         auto once = [&] { launch(made[c], buffers); };
-                        std::function<void()> restore;
-                        if (saved)
-                            restore = [&] {
-                                Buffer& b = *buffers.nodes[size_t(inplace)];
-                                device.copy(b.memory(), saved->memory(), b.bytes());
-                            };
                         return {true, time_dispatches(device, iters, once, restore)};
                     },
                     kernel_identity(device.info().backend, cl.kernel->kernel()));
@@ -172,6 +197,10 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
             chosen.record.race = rep.variant_ms;
             if (rep.hit) chosen.record.not_raced = "the tuner's cached decision";
             report.race_us += us_since(t1);
+            if (launch_us) {
+                if (restore) restore();
+                (*launch_us)[li] = run_launch(device, chosen, buffers, true);
+            }
         }
         exec->launches.push_back(std::move(chosen));
     }
@@ -188,7 +217,7 @@ void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
     const Options opts = options();
     const CacheKey key{&device, g.hash, opts.race, opts.fuse, opts.wide_index};
     std::shared_ptr<const Executable> exec;
-    uint64_t index = 0;  // the first launch's index (KILN_TIME_RANGE) on a hit
+    uint64_t index = 0;  // the first launch's number (KILN_TIME_RANGE)
     {
         // One lock per hit: the plan, its launches' indices and the counters.
         std::lock_guard lock(state().mutex);
@@ -206,22 +235,25 @@ void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
         report.hit = true;
         const auto t0 = Clock::now();
         buffers = begin_run(*exec, g);
-        for (const auto& l : exec->launches) {
-            if (time_launch(index++) && !l.empty) {
-                const double ms = device.time_ms([&] { launch(l, buffers); });
-                print_launch_time(index, l.record.name, l.record.schedule, ms * 1e3);
-            } else {
-                launch(l, buffers);
-            }
+        std::vector<double> us(exec->launches.size());
+        for (size_t i = 0; i < us.size(); ++i) {
+            const CompiledLaunch& l = exec->launches[i];
+            us[i] = run_launch(device, l, buffers, !l.empty && time_launch(index + i));
         }
         report.launch_us = us_since(t0);
+        print_launch_times(index, *exec, us);
     } else {
-        exec = build_and_run(g, device, opts, buffers, report);
-        std::lock_guard lock(state().mutex);
-        state().plans[key] = exec;
-        state().launch_index += exec->launches.size();
-        state().counters.misses++;
-        state().counters.launches += exec->launches.size();
+        std::vector<double> us;
+        exec = build_and_run(g, device, opts, buffers, report, time_range_on() ? &us : nullptr);
+        {
+            std::lock_guard lock(state().mutex);
+            state().plans[key] = exec;
+            index = state().launch_index;
+            state().launch_index += exec->launches.size();
+            state().counters.misses++;
+            state().counters.launches += exec->launches.size();
+        }
+        print_launch_times(index, *exec, us);
     }
     report.launches = static_cast<int>(exec->launches.size());
     check_faults(g, buffers);

@@ -20,6 +20,7 @@
 #include "bench_workloads.hpp"
 #include "cli_common.hpp"
 #include "kiln/error.hpp"
+#include "output.hpp"
 #include "plan/device_facts.hpp"
 #include "runtime/cpu/process.hpp"
 
@@ -104,7 +105,7 @@ void add_gpu_peers(const BenchOptions& opt, const Device& d,
         const PeerSpec s = w->spec(d, settings);
         spec += fmt::format("{}\t{}\t{}\n", w->name, s.kind, fmt::join(s.dims, ","));
     }
-    bench::write_file((dir / "spec.tsv").string(), spec);
+    write_output((dir / "spec.tsv").string(), spec);
     std::fprintf(stderr, "running the GPU peers (%s) ...\n", script.c_str());
     const auto r =
         runtime::cpu::run_process({*python, script, "--spec", (dir / "spec.tsv").string(), "--out",
@@ -162,8 +163,8 @@ int run_bench(const BenchOptions& opt) {
         print_bench_table(d);
         for (const auto& r : d.results) identical = identical && r.bit_identical.value_or(true);
     }
-    if (!opt.json.empty()) bench::write_file(opt.json, bench_json(run));
-    if (!opt.report.empty()) bench::write_file(opt.report, bench_html(run));
+    if (!opt.json.empty()) write_output(opt.json, bench_json(run));
+    if (!opt.report.empty()) write_output(opt.report, bench_html(run));
     if (!identical) std::fprintf(stderr, "bench: a result is NOT bit-identical to its oracle\n");
     return identical ? 0 : 1;
 }
@@ -180,8 +181,8 @@ Command add_bench_command(CLI::App& parent) {
     b->add_option("--json", opt->json, "write the results as JSON to this file");
     b->add_option("--report", opt->report, "write a self-contained HTML report to this file");
     b->add_flag("--quick", opt->quick, "tiny shapes and few repeats (a smoke test, not figures)");
-    b->add_option("--iters", opt->iters, "timed dispatches per figure (median; default 25)")
-        ->check(CLI::Range(3, 10000));
+    add_number_option(b, "--iters", opt->iters, "timed dispatches per figure (median; default 25)",
+                      3, 10000);
     b->add_flag("--peers", opt->peers,
                 "on a GPU, also run bench/peers_gpu.py (needs python3 with torch)");
     b->add_option("--peers-script", opt->peers_script, "the GPU peers script (bench/peers_gpu.py)");

@@ -5,7 +5,6 @@
 // status 1 when anything failed.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -13,6 +12,7 @@
 #include "conformance/suite.hpp"
 #include "json.hpp"
 #include "kiln/error.hpp"
+#include "output.hpp"
 
 namespace kiln::cli {
 namespace {
@@ -42,17 +42,14 @@ std::string result_json(const conformance::Result& r) {
 void write_json(const std::string& path, const ConformanceOptions& opt,
                 const std::vector<conformance::Result>& results, double seconds) {
     const auto s = conformance::summarize(results);
-    std::ofstream out(path);
-    if (!out) fail("conformance: cannot write {}", path);
-    out << fmt::format(
+    std::string text = fmt::format(
         "{{\"results\": {}, \"passed\": {}, \"skipped\": {}, \"failed\": {}, \"miscompiles\": {}, "
         "\"seed\": {}, \"runs\": {}, \"sweep\": {}, \"seconds\": {:.1f},\n\"cases\": [",
         s.results, s.passed, s.skipped, s.failed, s.miscompiles, opt.seed, opt.runs,
         opt.sweep ? "true" : "false", seconds);
     for (size_t i = 0; i < results.size(); ++i)
-        out << (i ? ",\n" : "\n") << result_json(results[i]);
-    out << "\n]}\n";
-    if (!out) fail("conformance: cannot write {}", path);
+        text += (i ? ",\n" : "\n") + result_json(results[i]);
+    write_output(path, text + "\n]}\n");
 }
 
 int run_conformance(const ConformanceOptions& opt) {
@@ -93,9 +90,10 @@ Command add_conformance_command(CLI::App& parent) {
                               fmt::join(conformance::areas(), ", ")))
         ->delimiter(',');
     c->add_option("--filter", opt->filter, "only cases whose area/name contains this");
-    c->add_option("--runs", opt->runs, "runs per case, each with its own shapes and data")
-        ->check(CLI::Range(1, 1000));
-    c->add_option("--seed", opt->seed, "the suite's seed (shapes and data derive from it)");
+    add_number_option(c, "--runs", opt->runs, "runs per case, each with its own shapes and data", 1,
+                      1000);
+    add_number_option(c, "--seed", opt->seed, "the suite's seed (shapes and data derive from it)",
+                      uint64_t{0});
     c->add_flag("--sweep", opt->sweep,
                 "run every plan member and every schedule point, not only the resolved plan");
     c->add_option("--json", opt->json, "write every result to this file as JSON");

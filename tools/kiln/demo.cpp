@@ -19,9 +19,9 @@ namespace kiln::cli {
 namespace {
 
 struct DemoOptions {
-    std::string device;      // empty: every device
-    std::string n = "1000";  // row length: the fold's extent (read by count_option)
-    std::string rows = "4096";
+    std::string device;  // empty: every device
+    int64_t n = 1000;    // row length: the fold's extent
+    int64_t rows = 4096;
     int repeats = 10;
 };
 
@@ -49,11 +49,9 @@ double median(std::vector<double> v) {
 }
 
 int run_demo(const DemoOptions& opt) {
-    const int64_t n = count_option("demo", "--n", opt.n);
-    const int64_t rows = count_option("demo", "--rows", opt.rows);
-    if (n < 1 || rows < 1 || n > (int64_t{1} << 30) / rows)
-        fail("demo: --n {} x --rows {} is out of range; expected both >= 1 and a product <= 2^30",
-             n, rows);
+    const int64_t n = opt.n, rows = opt.rows;  // each >= 1 (add_number_option)
+    if (n > (int64_t{1} << 30) / rows)
+        fail("demo: --n {} x --rows {} is out of range; expected a product <= 2^30", n, rows);
     std::vector<Device*> targets;
     if (opt.device.empty())
         targets.assign(devices().begin(), devices().end());
@@ -117,11 +115,11 @@ Command add_demo_command(CLI::App& parent) {
         "demo", "Compile one kernel for every device, time it, check it against the oracle");
     app->add_option("--device,-d", opt->device,
                     "Only this device: an id, an index or a backend name (cpu, cuda, opencl)");
-    app->add_option("--n", opt->n, "Row length (the fold's extent)")->capture_default_str();
-    app->add_option("--rows", opt->rows, "Number of rows")->capture_default_str();
-    app->add_option("--repeats", opt->repeats, "Timed launches per device (median reported)")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1000));
+    add_number_option(app, "--n", opt->n, "Row length (the fold's extent)")->capture_default_str();
+    add_number_option(app, "--rows", opt->rows, "Number of rows")->capture_default_str();
+    add_number_option(app, "--repeats", opt->repeats, "Timed launches per device (median reported)",
+                      1, 1000)
+        ->capture_default_str();
     return {app, [opt] { return run_demo(*opt); }};
 }
 

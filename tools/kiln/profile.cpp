@@ -6,13 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "case_timing.hpp"
 #include "cli_common.hpp"
 #include "json.hpp"
+#include "output.hpp"
 #include "plan/profile.hpp"
 #include "table.hpp"
 #include "workloads/cases.hpp"
@@ -22,7 +23,7 @@ namespace {
 
 struct ProfileOptions {
     std::string name, device, trace, shape, dtype = "f32";
-    int64_t n = 0, rows = 0;
+    int64_t n = 0, rows = 0;  // 0: the case's default
     int hits = 20;
     bool json = false, tensor_cores = false;
 };
@@ -32,19 +33,15 @@ using Clock = std::chrono::steady_clock;
 graph::Shape parse_shape(const std::string& text) {
     graph::Shape s;
     size_t at = 0;
-    while (at < text.size()) {
+    while (at <= text.size()) {
         const size_t comma = text.find(',', at);
         const std::string part =
             text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-        size_t used = 0;
-        int64_t v = -1;
-        try {
-            v = std::stoll(part, &used);
-        } catch (const std::exception&) {
-        }
-        if (used != part.size() || v < 1)
-            fail("--shape {}: expected positive integers separated by commas", text);
-        s.push_back(v);
+        const auto v = parse_decimal(part, 1, std::numeric_limits<int64_t>::max());
+        if (!v)
+            fail("profile --shape {}: {}, separated by commas", text,
+                 expected_decimal(part, 1, std::numeric_limits<int64_t>::max()));
+        s.push_back(static_cast<int64_t>(*v));
         if (comma == std::string::npos) break;
         at = comma + 1;
     }
@@ -72,10 +69,9 @@ void write_trace(const std::string& path, const plan::ResolveReport& miss,
         add(e.launches[i].record.name + " " + e.launches[i].record.schedule, 2, t, us[i]);
         t += us[i];
     }
-    std::ofstream out(path);
-    if (!out) fail("profile: cannot write the trace to {}", path);
-    out << "{\"traceEvents\": [" << fmt::format("{}", fmt::join(events, ",\n")) << "],\n"
-        << "\"otherData\": {\"host thread\": 1, \"device\": 2}}\n";
+    write_output(path, fmt::format("{{\"traceEvents\": [{}],\n\"otherData\": {{\"host thread\": 1, "
+                                   "\"device\": 2}}}}\n",
+                                   fmt::join(events, ",\n")));
 }
 
 int run_profile(const ProfileOptions& opt) {
@@ -168,8 +164,9 @@ Command add_profile_command(CLI::App& parent) {
         ->required()
         ->check(CLI::IsMember(workloads::case_names()));
     p->add_option("--device", opt->device, "device id, index or backend (default: the best)");
-    p->add_option("--n", opt->n, "elements (add_square) or row length");
-    p->add_option("--rows", opt->rows, "rows");
+    add_number_option(p, "--n", opt->n,
+                      "elements (add_square) or row length (default: the case's)");
+    add_number_option(p, "--rows", opt->rows, "rows (default: the case's)");
     p->add_option("--shape", opt->shape,
                   "mul_rank4's shape (9,11,32,16), conv1d's batch,in_channels,length,"
                   "out_channels,kernel, attention's batch,heads,seq,head_dim");
@@ -178,8 +175,7 @@ Command add_profile_command(CLI::App& parent) {
                 "matmul, mlp, q8_linear, conv1d and attention in the tensor-core class (f16/bf16; "
                 "on tensor cores the "
                 "results lie within the class's bound of the oracle)");
-    p->add_option("--hits", opt->hits, "replay hits to time (median)")
-        ->check(CLI::Range(1, 100000));
+    add_number_option(p, "--hits", opt->hits, "replay hits to time (median)", 1, 100000);
     p->add_flag("--json", opt->json, "print one JSON object");
     p->add_option("--trace", opt->trace, "write a Chrome trace of the resolve to this file");
     return {p, [opt] { return run_profile(*opt); }};

@@ -25,11 +25,11 @@ namespace kiln::cli {
 namespace {
 
 struct TuneOptions {
-    // Shape options, read by count_option.
-    std::string rows = "1", n = "4096", k = "4096", m = "1", batch = "1";
-    std::string heads = "1", seq = "1", dim = "64";                              // attention
-    std::string channels = "1", length = "1", out_channels = "1", kernel = "1";  // conv1d
-    std::string stride = "1", padding = "0", dilation = "1", groups = "1";
+    // Shape options: each >= 1 but padding >= 0 (add_number_option).
+    int64_t rows = 1, n = 4096, k = 4096, m = 1, batch = 1;
+    int64_t heads = 1, seq = 1, dim = 64;                            // attention
+    int64_t channels = 1, length = 1, out_channels = 1, kernel = 1;  // conv1d
+    int64_t stride = 1, padding = 0, dilation = 1, groups = 1;
     bool causal = false;
     std::string dtype = "f32";
     std::string device;
@@ -126,9 +126,7 @@ int report(Tuned<Buffer>& tuned, const TuneOptions& opt) {
 
 int tune_rms_norm(const TuneOptions& opt) {
     const char* command = "tune rms_norm";
-    const int64_t rows = count_option(command, "--rows", opt.rows);
-    const int64_t n = count_option(command, "--n", opt.n);
-    if (rows < 1 || n < 1) fail("{}: --rows {} --n {}; both must be >= 1", command, rows, n);
+    const int64_t rows = opt.rows, n = opt.n;
     const DType dtype = parse_dtype(opt.dtype);
     const int64_t elements = ops::rms_norm_check_shape(dtype, rows, n);
     Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
@@ -145,8 +143,7 @@ int tune_rms_norm(const TuneOptions& opt) {
 
 int tune_matvec(const TuneOptions& opt) {
     const char* command = "tune matvec_q8";
-    const int64_t rows = count_option(command, "--rows", opt.rows);
-    const int64_t k = count_option(command, "--k", opt.k);
+    const int64_t rows = opt.rows, k = opt.k;
     const int64_t w_bytes = ops::matvec_q8_check_shape(rows, k);
     Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
     // Host: W's f32 values and their Q8_0 bytes; device: W, x and y.
@@ -191,12 +188,7 @@ std::vector<Buffer> random_inputs(const char* command, Device& d, DType dtype,
 
 int tune_matmul(const TuneOptions& opt) {
     const char* command = "tune matmul";
-    const int64_t batch = count_option(command, "--batch", opt.batch);
-    const int64_t m = count_option(command, "--m", opt.m);
-    const int64_t n = count_option(command, "--n", opt.n);
-    const int64_t k = count_option(command, "--k", opt.k);
-    if (batch < 1 || m < 1 || n < 1 || k < 1)
-        fail("{}: --batch {} --m {} --n {} --k {}; each must be >= 1", command, batch, m, n, k);
+    const int64_t batch = opt.batch, m = opt.m, n = opt.n, k = opt.k;
     const int64_t a = operand_elements(command, "a (batch x m x k)", {batch, m, k});
     const int64_t b = operand_elements(command, "b (batch x k x n)", {batch, k, n});
     const int64_t c = operand_elements(command, "c (batch x m x n)", {batch, m, n});
@@ -209,21 +201,15 @@ int tune_matmul(const TuneOptions& opt) {
 int tune_conv1d(const TuneOptions& opt) {
     const char* command = "tune conv1d";
     ops::Conv1dShape s;
-    s.batch = count_option(command, "--batch", opt.batch);
-    s.in_channels = count_option(command, "--channels", opt.channels);
-    s.length = count_option(command, "--length", opt.length);
-    s.out_channels = count_option(command, "--out-channels", opt.out_channels);
-    s.kernel = count_option(command, "--kernel", opt.kernel);
-    s.params = {count_option(command, "--stride", opt.stride),
-                count_option(command, "--padding", opt.padding),
-                count_option(command, "--dilation", opt.dilation),
-                count_option(command, "--groups", opt.groups)};
-    if (s.batch < 1 || s.in_channels < 1 || s.length < 1 || s.out_channels < 1 || s.kernel < 1 ||
-        s.params.groups < 1 || s.in_channels % s.params.groups != 0)
-        fail(
-            "{}: --batch {} --channels {} --length {} --out-channels {} --kernel {} --groups {}; "
-            "expected each >= 1 and the channels a multiple of the groups",
-            command, s.batch, s.in_channels, s.length, s.out_channels, s.kernel, s.params.groups);
+    s.batch = opt.batch;
+    s.in_channels = opt.channels;
+    s.length = opt.length;
+    s.out_channels = opt.out_channels;
+    s.kernel = opt.kernel;
+    s.params = {opt.stride, opt.padding, opt.dilation, opt.groups};
+    if (s.in_channels % s.params.groups != 0)
+        fail("{}: --channels {} --groups {}; expected the channels a multiple of the groups",
+             command, s.in_channels, s.params.groups);
     const int64_t x = operand_elements(command, "x (batch x channels x length)",
                                        {s.batch, s.in_channels, s.length});
     const int64_t w = operand_elements(command, "w (out-channels x channels/groups x kernel)",
@@ -239,13 +225,10 @@ int tune_conv1d(const TuneOptions& opt) {
 int tune_attention(const TuneOptions& opt) {
     const char* command = "tune attention";
     ops::AttentionShape s;
-    s.batch = count_option(command, "--batch", opt.batch);
-    s.heads = count_option(command, "--heads", opt.heads);
-    s.seq_q = s.seq_k = count_option(command, "--seq", opt.seq);
-    s.head_dim = count_option(command, "--dim", opt.dim);
-    if (s.batch < 1 || s.heads < 1 || s.seq_q < 1 || s.head_dim < 1)
-        fail("{}: --batch {} --heads {} --seq {} --dim {}; each must be >= 1", command, s.batch,
-             s.heads, s.seq_q, s.head_dim);
+    s.batch = opt.batch;
+    s.heads = opt.heads;
+    s.seq_q = s.seq_k = opt.seq;
+    s.head_dim = opt.dim;
     const int64_t q = operand_elements(command, "q, k and v (batch x heads x seq x dim)",
                                        {s.batch, s.heads, s.seq_q, s.head_dim});
     Device& d = opt.device.empty() ? best_device() : find_device(opt.device);
@@ -262,33 +245,33 @@ Command add_tune_command(CLI::App& parent) {
     auto opt = std::make_shared<TuneOptions>();
     auto* rms =
         tune->add_subcommand("rms_norm", "out = x / sqrt(mean(x^2) + eps) * w over rows of n");
-    rms->add_option("--rows", opt->rows, "rows")->required();
-    rms->add_option("--n", opt->n, "row length")->required();
+    add_number_option(rms, "--rows", opt->rows, "rows")->required();
+    add_number_option(rms, "--n", opt->n, "row length")->required();
     rms->add_option("--dtype", opt->dtype, "f32, f16 or bf16")
         ->check(CLI::IsMember({"f32", "f16", "bf16"}));
     auto* mv = tune->add_subcommand("matvec_q8", "y = W x with W and x in Q8_0 blocks (dp4a)");
-    mv->add_option("--rows", opt->rows, "rows of W")->required();
-    mv->add_option("--k", opt->k, "columns of W, a multiple of 64")->required();
+    add_number_option(mv, "--rows", opt->rows, "rows of W")->required();
+    add_number_option(mv, "--k", opt->k, "columns of W, a multiple of 64")->required();
     auto* mm = tune->add_subcommand("matmul", "C = A B in f32 (exact class)");
-    mm->add_option("--m", opt->m, "rows of A and C")->required();
-    mm->add_option("--n", opt->n, "columns of B and C")->required();
-    mm->add_option("--k", opt->k, "columns of A, rows of B")->required();
+    add_number_option(mm, "--m", opt->m, "rows of A and C")->required();
+    add_number_option(mm, "--n", opt->n, "columns of B and C")->required();
+    add_number_option(mm, "--k", opt->k, "columns of A, rows of B")->required();
     auto* conv = tune->add_subcommand("conv1d", "y = conv1d(x, w) in PyTorch's layouts");
-    conv->add_option("--channels", opt->channels, "input channels")->required();
-    conv->add_option("--length", opt->length, "input length")->required();
-    conv->add_option("--out-channels", opt->out_channels, "output channels")->required();
-    conv->add_option("--kernel", opt->kernel, "taps")->required();
-    conv->add_option("--stride", opt->stride, "stride (1)");
-    conv->add_option("--padding", opt->padding, "padding on each side (0)");
-    conv->add_option("--dilation", opt->dilation, "dilation (1)");
-    conv->add_option("--groups", opt->groups, "groups (1)");
+    add_number_option(conv, "--channels", opt->channels, "input channels")->required();
+    add_number_option(conv, "--length", opt->length, "input length")->required();
+    add_number_option(conv, "--out-channels", opt->out_channels, "output channels")->required();
+    add_number_option(conv, "--kernel", opt->kernel, "taps")->required();
+    add_number_option(conv, "--stride", opt->stride, "stride (1)");
+    add_number_option(conv, "--padding", opt->padding, "padding on each side (0)", int64_t{0});
+    add_number_option(conv, "--dilation", opt->dilation, "dilation (1)");
+    add_number_option(conv, "--groups", opt->groups, "groups (1)");
     auto* attn = tune->add_subcommand("attention", "softmax(q k^T / sqrt(dim)) v, online softmax");
-    attn->add_option("--heads", opt->heads, "heads")->required();
-    attn->add_option("--seq", opt->seq, "sequence length")->required();
-    attn->add_option("--dim", opt->dim, "head dimension")->required();
+    add_number_option(attn, "--heads", opt->heads, "heads")->required();
+    add_number_option(attn, "--seq", opt->seq, "sequence length")->required();
+    add_number_option(attn, "--dim", opt->dim, "head dimension")->required();
     attn->add_flag("--causal", opt->causal, "mask keys after each query");
     for (auto* sub : {mm, conv, attn}) {
-        sub->add_option("--batch", opt->batch, "batch (1)");
+        add_number_option(sub, "--batch", opt->batch, "batch (1)");
         sub->add_option("--dtype", opt->dtype, "inputs: f32, f16 or bf16 (computed in f32)")
             ->check(CLI::IsMember({"f32", "f16", "bf16"}));
     }
