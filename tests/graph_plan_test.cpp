@@ -1,7 +1,11 @@
 // The planner's behaviour: fusion, the replay cache, racing (in-place launches on scratch),
 // schedule domains, and index arithmetic past 2^31.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "plan/choose.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"
 #include "plan/realize.hpp"
@@ -33,6 +37,55 @@ TEST(GraphPlan, SoftmaxIsOneLaunch) {
             EXPECT_EQ(test::launch_kinds(), row);
         }
     }
+}
+
+// KILN_DUMP=plan prints the graph, the fusion decisions and every point of each launch's domain
+// with its estimate, the one chosen marked: the point the executable runs.
+TEST(GraphPlan, KilnDumpPlanShowsTheGraphTheFormsAndEveryPointOfTheDomain) {
+    Device& d = cpu_device();
+    Tensor x = finite_tensor(d, DType::f32, {7, 300}, 4).resolve();
+    Tensor y = softmax(x, -1) * 2.0;
+    const plan::Plan planned =
+        plan::choose_plan(plan::view_graph({y.node()}), plan::device_facts(d), true);
+    ASSERT_EQ(planned.launches.size(), 1u);
+    plan::clear_plan_cache();
+    ::setenv("KILN_DUMP", "source_x,plan", 1);
+    ::testing::internal::CaptureStderr();
+    y.resolve();
+    const std::string dump = ::testing::internal::GetCapturedStderr();
+    ::unsetenv("KILN_DUMP");
+    using ::testing::HasSubstr;
+    EXPECT_THAT(dump, HasSubstr("%0 = leaf f32 [7, 300]"));
+    EXPECT_THAT(dump, HasSubstr("= fold max [1] f32 [7] <- %0  (softmax)"));
+    EXPECT_THAT(dump, HasSubstr("= map mul f32 [7, 300] <- %"));
+    EXPECT_THAT(dump, HasSubstr("fusion:\n  every group fused where it can be: "));
+    EXPECT_THAT(dump, HasSubstr("group 0 split: "));
+    EXPECT_THAT(dump, HasSubstr("group 0 segments refused: the group's folds are too short"));
+    const auto exec = plan::last_executable();
+    ASSERT_EQ(exec->launches.size(), 1u);
+    EXPECT_THAT(dump, HasSubstr("launch 0: row writes %12\n"));
+    // Every point of the domain, once; the executable's point is the one chosen.
+    size_t points = 0;
+    for (const plan::Schedule& s : planned.launches[0].domain) {
+        const std::string point = plan::to_string(plan::LaunchKind::row, s);
+        EXPECT_THAT(dump, HasSubstr("    " + point + " ")) << point;
+        ++points;
+    }
+    EXPECT_GT(points, 1u);
+    const std::string chosen = exec->launches[0].record.schedule;
+    const size_t at = dump.find("    " + chosen + " ");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_EQ(dump.substr(at, dump.find('\n', at) - at).find("CHOSEN") != std::string::npos, true)
+        << dump;
+    EXPECT_EQ(dump.find("CHOSEN"), dump.rfind("CHOSEN")) << "one point chosen";
+
+    // Unset, or another word: nothing is printed.
+    plan::clear_plan_cache();
+    ::setenv("KILN_DUMP", "planned", 1);
+    ::testing::internal::CaptureStderr();
+    (softmax(x, -1) * 2.0).resolve();
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+    ::unsetenv("KILN_DUMP");
 }
 
 TEST(GraphPlan, MapsFuseIntoOneLaunchWithSeveralOutputs) {

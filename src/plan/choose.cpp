@@ -1,6 +1,8 @@
 // choose: each fold group's form by the cost model (see choose.hpp).
 #include "plan/choose.hpp"
 
+#include <fmt/format.h>
+
 #include "plan/partition.hpp"
 #include "plan/roofline.hpp"
 
@@ -26,18 +28,26 @@ std::vector<char> materialized_set(const GraphView& g, const Plan& plan) {
     return m;
 }
 
-Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse) {
+Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse, PlanDecisions* decisions) {
     const auto groups = fold_groups(g);
+    std::vector<std::string>* refusals = decisions ? &decisions->lines : nullptr;
     std::vector<GroupForm> forms(groups.size(), fuse ? GroupForm::fused : GroupForm::split);
-    Plan best = partition_or_split(g, groups, forms);
+    Plan best = partition_or_split(g, groups, forms, refusals);
     double best_cost = plan_cost(g, best, f);
+    auto note = [&](const std::string& what, double cost, bool kept) {
+        if (decisions)
+            decisions->lines.push_back(
+                fmt::format("{}: {:.3f} us est.{}", what, cost, kept ? "  kept" : ""));
+    };
+    note(fmt::format("every group {}", fuse ? "fused where it can be" : "split"), best_cost, true);
     for (size_t i = 0; i < groups.size(); ++i) {
         for (GroupForm alt : {GroupForm::split, GroupForm::segments}) {
             if (forms[i] == alt || (alt != GroupForm::split && !fuse)) continue;
             std::vector<GroupForm> tried = forms;
             tried[i] = alt;
-            Plan p = partition_or_split(g, groups, tried);
+            Plan p = partition_or_split(g, groups, tried, refusals);
             const double cost = plan_cost(g, p, f);
+            note(fmt::format("group {} {}", i, name(alt)), cost, cost < best_cost);
             if (cost < best_cost) {
                 best = std::move(p);
                 best_cost = cost;

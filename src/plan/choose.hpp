@@ -3,6 +3,7 @@
 // cheapest, each launch at its best point.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "plan/device_facts.hpp"
@@ -14,8 +15,15 @@ namespace kiln::plan {
 // Which nodes of g have buffers in `plan`: its leaves and what it materializes.
 std::vector<char> materialized_set(const GraphView& g, const Plan& plan);
 
+// The fusion decisions of one choose_plan, in the order they were made (for KILN_DUMP=plan).
+struct PlanDecisions {
+    std::vector<std::string> lines;
+};
+
 // The plan of g whose estimated time on a device with these facts is least, over the forms of
-// one fold group at a time from all fused (`fuse` false: every group split).
-Plan choose_plan(const GraphView& g, const DeviceFacts& facts, bool fuse);
+// one fold group at a time from all fused (`fuse` false: every group split). With `decisions`,
+// each form tried, its estimate and each refusal's reason.
+Plan choose_plan(const GraphView& g, const DeviceFacts& facts, bool fuse,
+                 PlanDecisions* decisions = nullptr);
 
 }  // namespace kiln::plan

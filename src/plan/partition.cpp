@@ -483,11 +483,14 @@ Plan partition(const GraphView& g, const std::vector<FoldGroup>& groups,
 }
 
 Plan partition_or_split(const GraphView& g, const std::vector<FoldGroup>& groups,
-                        std::vector<GroupForm>& forms) {
+                        std::vector<GroupForm>& forms, std::vector<std::string>* refusals) {
     for (;;) {
         try {
             return partition(g, groups, forms);
         } catch (const GroupNotFusable& e) {
+            if (refusals)
+                refusals->push_back(fmt::format("group {} {} refused: {}; split instead", e.group,
+                                                name(forms.at(size_t(e.group))), e.what()));
             forms.at(static_cast<size_t>(e.group)) = GroupForm::split;
         }
     }

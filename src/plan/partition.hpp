@@ -51,8 +51,10 @@ Plan partition(const GraphView& g, const std::vector<FoldGroup>& groups,
                const std::vector<GroupForm>& forms);
 
 // partition(), splitting each group that cannot run in its form; `forms` is left as planned.
+// With `refusals`, each refusal's reason ("group 1 fused: ...").
 Plan partition_or_split(const GraphView& g, const std::vector<FoldGroup>& groups,
-                        std::vector<GroupForm>& forms);
+                        std::vector<GroupForm>& forms,
+                        std::vector<std::string>* refusals = nullptr);
 
 // Whether node i is computed by inlining wherever it is needed (map, view, constant, generator).
 bool inlineable(const graph::Node& n);

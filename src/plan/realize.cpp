@@ -18,6 +18,7 @@
 #include "plan/graph_view.hpp"
 #include "plan/lower_launch.hpp"
 #include "plan/partition.hpp"
+#include "plan/plan_dump.hpp"
 #include "plan/profile.hpp"
 #include "plan/roofline.hpp"
 
@@ -99,7 +100,9 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
                                                 std::vector<double>* launch_us) {
     auto t0 = Clock::now();
     const DeviceFacts& facts = device_facts(device);
-    Plan plan = choose_plan(g, facts, options.fuse);
+    const bool dump = plan_dump_enabled();
+    PlanDecisions decisions;
+    Plan plan = choose_plan(g, facts, options.fuse, dump ? &decisions : nullptr);
     const auto materialized = materialized_set(g, plan);
 
     // Each launch's candidates: the model's best, and the next ones when racing.
@@ -204,6 +207,10 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
         }
         exec->launches.push_back(std::move(chosen));
     }
+    if (dump)
+        fmt::print(
+            stderr, "{}",
+            plan_dump(g, materialized, plan, decisions, exec->launches, facts, device.info().id));
     return exec;
 }
 
