@@ -1,5 +1,5 @@
-// cpu_threads: the CPU's threads-as-loops form of a block (DESIGN.md, "the CPU dialect runs a
-// block as a task on the thread pool and its threads as loops"). A block becomes a sequence of
+// cpu_threads: the CPU's threads-as-loops form of a block (the CPU dialect runs a block as a task
+// on the thread pool, src/runtime/ABI.md, and its threads as loops). A block becomes a sequence of
 // steps: loops over its threads, and uniform work between them done once for the block —
 // statements giving uniform locals their values, and loops and conditions whose bounds every
 // thread of the block shares. A barrier ends a thread loop; so does a uniform loop, which then

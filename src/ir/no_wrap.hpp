@@ -1,9 +1,9 @@
-// no_wrap: the integer arithmetic of a kernel that never wraps. kiln's integers wrap (DESIGN.md),
-// so a backend writes + - * through unsigned types, which hides from its compiler that an index
-// steps by one through memory. Where the range analysis (ir/ranges.hpp) proves that an operation's
-// exact result fits its type, wrapping and plain signed arithmetic agree, and a backend may write
-// the plain form: the same value, and affine indices the compiler vectorizes as contiguous
-// accesses.
+// no_wrap: the integer arithmetic of a kernel that never wraps. kiln's integers wrap
+// (docs/numerics.md), so a backend writes + - * through unsigned types, which hides from its
+// compiler that an index steps by one through memory. Where the range analysis (ir/ranges.hpp)
+// proves that an operation's exact result fits its type, wrapping and plain signed arithmetic
+// agree, and a backend may write the plain form: the same value, and affine indices the compiler
+// vectorizes as contiguous accesses.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// matvec_q8_dp4a: the kernel in the DSL, its variant table, the bench and the tuned entry point.
+// matvec_q8: the kernel in the DSL, its variant table, the bench and the tuned entry point.
 #include "ops/matvec_q8.hpp"
 #include "base/ceil_div.hpp"
 #include "base/checked_mul.hpp"
@@ -22,25 +22,25 @@ namespace {
 using enum MatvecForm;
 
 constexpr std::array<MatvecVariant, 19> kVariants{{
-    {"b64_v1", {64, 32, 1, pair_per_lane}},
-    {"b64_v4", {64, 32, 4, pair_per_lane}},
-    {"b128_v2", {128, 32, 2, pair_per_lane}},
-    {"b256_v8", {256, 32, 8, pair_per_lane}},
-    {"b128_t8_v2", {128, 8, 2, pair_per_lane}},
-    {"s128_v1", {128, 32, 1, staged, 1, 0, 0, false, 6}},
-    {"s128_v2", {128, 32, 2, staged, 1, 0, 0, false, 6}},
-    {"s128_v1_s", {128, 32, 1, staged, 1, 0, 0, true, 6}},
-    {"s128_v2_s", {128, 32, 2, staged, 1, 0, 0, true, 6}},
-    {"s256_v1", {256, 32, 1, staged, 1, 0, 0, false, 3}},
-    {"s64_v1", {64, 32, 1, staged}},
-    {"s64_v2", {64, 32, 2, staged}},
-    {"s256_v2", {256, 32, 2, staged, 1, 0, 0, false, 3}},
-    {"w64_v1_r1", {64, 32, 1, warp_words, 1}},
-    {"w128_v1_r1", {128, 32, 1, warp_words, 1}},
-    {"w128_v1_r4", {128, 32, 1, warp_words, 4}},
-    {"w256_v1_r2", {256, 32, 1, warp_words, 2}},
-    {"p256_v1_c2_k16k", {256, 32, 1, streamed, 1, 2, 16384}},
-    {"p512_v1_c1_k4k", {512, 32, 1, streamed, 1, 1, 4096}},
+    {"b64_v1", {.block = 64, .form = pair_per_lane}},
+    {"b64_v4", {.block = 64, .unroll = 4, .form = pair_per_lane}},
+    {"b128_v2", {.block = 128, .unroll = 2, .form = pair_per_lane}},
+    {"b256_v8", {.block = 256, .unroll = 8, .form = pair_per_lane}},
+    {"b128_t8_v2", {.block = 128, .threads = 8, .unroll = 2, .form = pair_per_lane}},
+    {"s128_v1", {.block = 128, .form = staged, .min_blocks = 6}},
+    {"s128_v2", {.block = 128, .unroll = 2, .form = staged, .min_blocks = 6}},
+    {"s128_v1_s", {.block = 128, .form = staged, .streaming = true, .min_blocks = 6}},
+    {"s128_v2_s", {.block = 128, .unroll = 2, .form = staged, .streaming = true, .min_blocks = 6}},
+    {"s256_v1", {.block = 256, .form = staged, .min_blocks = 3}},
+    {"s64_v1", {.block = 64, .form = staged}},
+    {"s64_v2", {.block = 64, .unroll = 2, .form = staged}},
+    {"s256_v2", {.block = 256, .unroll = 2, .form = staged, .min_blocks = 3}},
+    {"w64_v1_r1", {.block = 64, .form = warp_words}},
+    {"w128_v1_r1", {.block = 128, .form = warp_words}},
+    {"w128_v1_r4", {.block = 128, .form = warp_words, .rows_per_warp = 4}},
+    {"w256_v1_r2", {.block = 256, .form = warp_words, .rows_per_warp = 2}},
+    {"p256_v1_c2_k16k", {.block = 256, .form = streamed, .blocks_per_unit = 2, .max_k = 16384}},
+    {"p512_v1_c1_k4k", {.block = 512, .form = streamed, .blocks_per_unit = 1, .max_k = 4096}},
 }};
 
 // Shared memory a staged block may use (the portable static limit).
@@ -89,33 +89,33 @@ void check_schedule(const MatvecSchedule& s) {
     const auto pow2 = [](int v) { return v >= 1 && std::has_single_bit(static_cast<unsigned>(v)); };
     if (!pow2(s.threads) || s.threads > kMatvecQ8Lanes || s.block % s.threads != 0)
         fail(
-            "matvec_q8_dp4a: schedule threads per row {}; expected a power of two up to {} that "
+            "matvec_q8: schedule threads per row {}; expected a power of two up to {} that "
             "divides the block size {}",
             s.threads, kMatvecQ8Lanes, s.block);
     if (s.unroll < 1 || s.unroll > 16)
-        fail("matvec_q8_dp4a: schedule unroll {}; expected 1 to 16", s.unroll);
+        fail("matvec_q8: schedule unroll {}; expected 1 to 16", s.unroll);
     if (s.form != pair_per_lane && s.threads != kMatvecQ8Lanes)
-        fail("matvec_q8_dp4a: schedule form {} with {} threads per row; expected {}",
-             form_name(s.form), s.threads, kMatvecQ8Lanes);
+        fail("matvec_q8: schedule form {} with {} threads per row; expected {}", form_name(s.form),
+             s.threads, kMatvecQ8Lanes);
     if (s.rows_per_warp < 1 || s.rows_per_warp > 64 ||
         (s.form != warp_words && s.rows_per_warp != 1))
-        fail("matvec_q8_dp4a: {} schedule with {} rows per warp; expected {}", form_name(s.form),
+        fail("matvec_q8: {} schedule with {} rows per warp; expected {}", form_name(s.form),
              s.rows_per_warp, s.form == warp_words ? "1 to 64" : "1");
     if (s.form == streamed
             ? (s.blocks_per_unit < 1 || s.blocks_per_unit > 8 || s.max_k < 64 || s.max_k % 64 != 0)
             : (s.blocks_per_unit != 0 || s.max_k != 0))
         fail(
-            "matvec_q8_dp4a: {} schedule with {} blocks per compute unit and max_k {}; expected "
+            "matvec_q8: {} schedule with {} blocks per compute unit and max_k {}; expected "
             "{}",
             form_name(s.form), s.blocks_per_unit, s.max_k,
             s.form == streamed ? "1 to 8 blocks and a positive multiple of 64" : "0 and 0");
     if (s.min_blocks < 0 || s.min_blocks > ir::kMaxMinBlocksPerUnit)
-        fail("matvec_q8_dp4a: schedule min_blocks {}; expected 0 to {}", s.min_blocks,
+        fail("matvec_q8: schedule min_blocks {}; expected 0 to {}", s.min_blocks,
              ir::kMaxMinBlocksPerUnit);
     const int64_t bytes = shared_bytes(s);
     if (bytes > kMaxSharedBytes)
         fail(
-            "matvec_q8_dp4a: {} schedule block {} unroll {} needs {} bytes of shared memory; "
+            "matvec_q8: {} schedule block {} unroll {} needs {} bytes of shared memory; "
             "expected at most {}",
             form_name(s.form), s.block, s.unroll, bytes, kMaxSharedBytes);
 }
@@ -558,8 +558,9 @@ ir::Kernel streamed_kernel(const MatvecSchedule& s) {
 
 // The memo key of a schedule's kernel: every field the kernel is built from.
 std::string schedule_key(const MatvecSchedule& s) {
-    return fmt::format("matvec_q8/b{}t{}v{}f{}r{}c{}k{}s{}", s.block, s.threads, s.unroll,
-                       form_name(s.form), s.rows_per_warp, s.blocks_per_unit, s.max_k, s.streaming);
+    return fmt::format("matvec_q8/b{}t{}v{}f{}r{}c{}k{}s{}m{}", s.block, s.threads, s.unroll,
+                       form_name(s.form), s.rows_per_warp, s.blocks_per_unit, s.max_k, s.streaming,
+                       s.min_blocks);
 }
 
 std::function<ir::Kernel()> builder(const MatvecSchedule& s) {
@@ -613,19 +614,17 @@ bool matvec_q8_serves(const MatvecSchedule& s, int64_t k) {
 }
 
 int64_t matvec_q8_check_shape(int64_t rows, int64_t k) {
-    if (rows < 1) fail("matvec_q8_dp4a: rows = {}; expected at least 1", rows);
+    if (rows < 1) fail("matvec_q8: rows = {}; expected at least 1", rows);
     if (k < 64 || k % 64 != 0)
-        fail("matvec_q8_dp4a: k = {}; expected a positive multiple of 64 (whole Q8_0 block pairs)",
-             k);
+        fail("matvec_q8: k = {}; expected a positive multiple of 64 (whole Q8_0 block pairs)", k);
     const auto row_bytes = checked_mul(k / kQ8BlockValues, kQ8BlockBytes);
     const auto bytes = row_bytes ? checked_mul(rows, *row_bytes) : std::nullopt;
     if (!bytes)
-        fail("matvec_q8_dp4a: rows = {} x k = {} overflows int64 in bytes of Q8_0 (at most {})",
-             rows, k, std::numeric_limits<int64_t>::max());
+        fail("matvec_q8: rows = {} x k = {} overflows int64 in bytes of Q8_0 (at most {})", rows, k,
+             std::numeric_limits<int64_t>::max());
     if (*bytes > std::numeric_limits<int32_t>::max())
-        fail(
-            "matvec_q8_dp4a: rows = {} x k = {} is {} bytes of Q8_0; the kernel indexes at most {}",
-            rows, k, *bytes, std::numeric_limits<int32_t>::max());
+        fail("matvec_q8: rows = {} x k = {} is {} bytes of Q8_0; the kernel indexes at most {}",
+             rows, k, *bytes, std::numeric_limits<int32_t>::max());
     return *bytes;
 }
 
@@ -634,17 +633,17 @@ void check_matvec_q8_args(Device& device, const Buffer& w_q8, const Buffer& x_q8
     const int64_t w_bytes = matvec_q8_check_shape(rows, k);
     for (const Buffer* b : {&w_q8, &x_q8})
         if (b->dtype() != DType::u8)
-            fail("matvec_q8_dp4a: {} buffer has dtype {}; expected u8 (raw Q8_0 blocks)",
+            fail("matvec_q8: {} buffer has dtype {}; expected u8 (raw Q8_0 blocks)",
                  b == &w_q8 ? "w" : "x", name(b->dtype()));
     const int64_t row_bytes = w_bytes / rows;
     if (static_cast<int64_t>(w_q8.bytes()) != w_bytes)
-        fail("matvec_q8_dp4a: w has {} bytes; expected rows*k/32*34 = {}*{}/32*34 = {}",
-             w_q8.bytes(), rows, k, w_bytes);
+        fail("matvec_q8: w has {} bytes; expected rows*k/32*34 = {}*{}/32*34 = {}", w_q8.bytes(),
+             rows, k, w_bytes);
     if (static_cast<int64_t>(x_q8.bytes()) != row_bytes)
-        fail("matvec_q8_dp4a: x has {} bytes; expected k/32*34 = {}/32*34 = {}", x_q8.bytes(), k,
+        fail("matvec_q8: x has {} bytes; expected k/32*34 = {}/32*34 = {}", x_q8.bytes(), k,
              row_bytes);
     if (&w_q8.device() != &device || &x_q8.device() != &device)
-        fail("matvec_q8_dp4a: w and x must live on device {}", device.info().id);
+        fail("matvec_q8: w and x must live on device {}", device.info().id);
 }
 
 Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& x_q8, int64_t rows,
@@ -669,7 +668,7 @@ Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& 
     for (size_t i = 0; i < std::size(kVariants); ++i)
         if (matvec_q8_serves(kVariants[i].schedule, k)) served |= uint64_t{1} << i;
     const VariantTable& table = memo_variant_table(
-        fmt::format("matvec_q8/{:x}", served), device.info().backend, "matvec_q8_dp4a", [&] {
+        fmt::format("matvec_q8/{:x}", served), device.info().backend, "matvec_q8", [&] {
             std::vector<NamedKernel> kernels;
             for (uint64_t rest = served; rest != 0; rest &= rest - 1) {
                 const MatvecVariant& v = kVariants[std::countr_zero(rest)];
@@ -677,7 +676,7 @@ Tuned<Buffer> matvec_q8_tuned(Device& device, const Buffer& w_q8, const Buffer& 
             }
             return kernels;
         });
-    Tuned<Buffer> tuned("matvec_q8_dp4a", fmt::format("rows={},k={}", rows, k), device);
+    Tuned<Buffer> tuned("matvec_q8", fmt::format("rows={},k={}", rows, k), device);
     tuned.variants(table,
                    [&device, &w_q8, &x_q8, rows, k, served](size_t i) -> Tuned<Buffer>::Closure {
                        uint64_t rest = served;  // the table's variant i: the i-th set bit

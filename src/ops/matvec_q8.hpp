@@ -1,4 +1,4 @@
-// matvec_q8_dp4a: y = W·x with W [rows x k] and x [k] in Q8_0 blocks (GGUF block_q8_0: an f16
+// matvec_q8: y = W·x with W [rows x k] and x [k] in Q8_0 blocks (GGUF block_q8_0: an f16
 // scale d, then 32 int8 quants; 34 bytes a block), y in f32. Written once in the DSL.
 //
 // Numerics, fixed by the op (the oracle is oracle/matvec_q8.hpp):
@@ -65,10 +65,9 @@ struct MatvecSchedule {
     // cache gives up.
     bool streaming = false;
     // Blocks asked to fit on one compute unit at once (KernelBuilder::min_blocks_per_unit; 0:
-    // no ask). The staged form of 128 or 256 threads asks for 768 threads' worth: CUDA's
-    // assembler then keeps a round's loads of W and x all in flight before the first store to
-    // the tiles waits for one, in registers that still fit the whole grid of a 4096-row W at
-    // once; unasked, it waited for each load near its issue.
+    // no ask). The staged form of 128 or 256 threads asks for 768 threads' worth, so that CUDA's
+    // assembler keeps a round's loads of W and x in flight before the first store to the tiles
+    // (notes/design-history-2026-12-04.md).
     int min_blocks = 0;
 };
 

@@ -55,8 +55,8 @@ struct RmsNormSchedule {
     // lane's elements are split into lane_threads consecutive runs, one per thread, and the
     // lane's ordered sum is relayed from run to run through shared memory, so the sum is the
     // lane's exactly while each thread holds a fraction of the row (fewer registers, more
-    // threads in flight per SM). Four runs were measured too (block_b1024_rw4 on the H200: 47
-    // against 36 us at 4096x4096, its relay serializes four stages) and dropped.
+    // threads in flight per SM). Four runs serialize four relay stages and are not offered
+    // (notes/design-history-2026-12-04.md).
     int lane_threads = 1;
     // Vector lanes (2 or 4; 0 = off), f32 only: each of a row's 256 / vector_lanes threads is
     // that many adjacent lanes of the fold, so it reads the row with one wide load per step

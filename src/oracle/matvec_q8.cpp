@@ -1,4 +1,4 @@
-// matvec_q8_dp4a oracle and the host Q8_0 quantizer.
+// matvec_q8 oracle and the host Q8_0 quantizer.
 #include "oracle/matvec_q8.hpp"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The matvec_q8_dp4a oracle in plain C++, in the op's canonical order (ops/matvec_q8.hpp), and
+// The matvec_q8 oracle in plain C++, in the op's canonical order (ops/matvec_q8.hpp), and
 // the host Q8_0 quantizer (llama.cpp's round-to-nearest, d = max|v|/127).
 #pragma once
 

@@ -345,12 +345,11 @@ void OpenClDevice::synchronize() {
 // ---- timing ----
 //
 // time_ms() sums CL_PROFILING_COMMAND_END - START over the commands (launches, fills, copies,
-// reads, writes) that the calling thread enqueues inside `work`. Bracketing `work` with
-// clEnqueueMarkerWithWaitList events was tried: PoCL does give markers real timestamps, but the
-// span also counts host time between commands, and PoCL compiles a kernel for each new local
-// size inside clEnqueueNDRangeKernel, so a first launch measured ~44 ms longer than the kernel
-// ran. Summed event durations count only device execution (commands on the in-order queue never
-// overlap) and work on drivers whose markers carry no timestamps.
+// reads, writes) that the calling thread enqueues inside `work`: summed event durations count
+// only device execution (commands on the in-order queue never overlap), where marker events
+// around `work` would also count host time between commands (PoCL's kernel compiles for a new
+// local size among it; notes/design-history-2026-12-04.md), and they work on drivers whose
+// markers carry no timestamps.
 
 cl_event* OpenClDevice::event_slot(cl_event& slot) {
     std::lock_guard lock(regions_mutex_);
