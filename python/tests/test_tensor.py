@@ -61,6 +61,32 @@ def test_python_data_takes_kiln_default_dtypes():
         assert kiln.tensor([1.0], dtype=name).dtype == kiln.f16
 
 
+@pytest.mark.parametrize("data, dtype, value", [
+    ([2**31], None, "2147483648"),          # Python ints default to i32
+    ([1, 2**40], None, "1099511627776"),
+    ([300], "u8", "300"),
+    ([-1], "u32", "-1"),
+    ([float("nan")], "i32", "nan"),
+    ([2.5], "i32", "2.5"),
+    ([2], "bool", "2"),
+    (np.array([2**63], np.uint64), "i64", "9223372036854775808"),
+    ([2**70], None, "1180591620717411303424"),
+])
+def test_host_values_a_dtype_cannot_hold_are_errors_naming_them(data, dtype, value):
+    with pytest.raises(kiln.Error, match=f"value {value} does not fit"):
+        kiln.tensor(data, dtype=dtype)
+
+
+def test_host_values_a_dtype_holds_exactly_convert():
+    assert kiln.tensor([1.0, -2.0], dtype="i32").numpy().tolist() == [1, -2]
+    assert kiln.tensor([2**31 - 1, -2**31]).numpy().tolist() == [2**31 - 1, -2**31]
+    assert kiln.tensor([2**40], dtype="i64").numpy().tolist() == [2**40]
+    assert kiln.tensor([-2**63, 2**63 - 1], dtype="i64").numpy().tolist() == [-2**63, 2**63 - 1]
+    assert kiln.tensor(np.array([3], np.uint64), dtype="u32").numpy().tolist() == [3]
+    assert kiln.tensor([0, 1], dtype="bool").numpy().tolist() == [False, True]
+    assert kiln.tensor([255], dtype="u8").numpy().tolist() == [255]
+
+
 def test_creation(device):
     np.testing.assert_array_equal(kiln.zeros((2, 3), device=device).numpy(), np.zeros((2, 3)))
     np.testing.assert_array_equal(kiln.ones(4, kiln.i32, device).numpy(), np.ones(4, np.int32))
