@@ -39,6 +39,9 @@ DType to_dtype(nb::handle h, const char* what);
 // index).
 Device& to_device(nb::handle h);
 // An int or a sequence of ints.
+// A Python int (or an object with __index__) as int64: kiln::Error naming `what` and the value
+// when it does not fit, TypeError when it is not an int.
+int64_t to_int64(nb::handle h, const char* what);
 std::vector<int64_t> to_ints(nb::handle h, const char* what);
 // None (every axis), an int or a sequence of ints.
 std::vector<int64_t> to_axes(nb::handle h);

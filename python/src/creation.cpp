@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "bindings.hpp"
+#include "kiln/error.hpp"
 
 namespace kiln::python {
 namespace {
@@ -59,8 +60,11 @@ void bind_creation(nb::module_& m) {
             Device& d = to_device(dev);
             if (stop.is_none()) {
                 // arange(n): 0 .. n-1, i32 unless a dtype is given.
-                if (std::floor(start) == start && dt.is_none())
+                if (std::floor(start) == start && dt.is_none()) {
+                    if (!(std::fabs(start) < 0x1p63))
+                        fail("arange: {} elements do not fit a 64-bit count", start);
                     return Tensor::arange(static_cast<int64_t>(start), DType::i32, d);
+                }
                 return Tensor::arange(0, start, 1, dtype_or(dt, DType::f32, "arange"), d);
             }
             return Tensor::arange(start, nb::cast<double>(stop), step,

@@ -14,7 +14,7 @@ Device& to_device(nb::handle h) {
     if (h.is_none()) return cpu_device();
     if (nb::isinstance<Device>(h)) return nb::cast<Device&>(h);
     if (nb::isinstance<nb::str>(h)) return find_device(nb::cast<std::string>(h));
-    if (nb::isinstance<nb::int_>(h)) return find_device(std::to_string(nb::cast<int64_t>(h)));
+    if (nb::isinstance<nb::int_>(h)) return find_device(std::to_string(to_int64(h, "device")));
     throw nb::type_error(("device: " + nb::cast<std::string>(nb::repr(h)) +
                           " is not a device; expected None (the CPU), a kiln.Device, a backend "
                           "name ('cpu', 'opencl', 'cuda'), a device id or an index into "

@@ -72,8 +72,26 @@ nb::object item(const Tensor& t) {
 
 }  // namespace
 
+int64_t to_int64(nb::handle h, const char* what) {
+    nb::object index = nb::steal(PyNumber_Index(h.ptr()));
+    if (!index.is_valid()) {
+        PyErr_Clear();
+        throw nb::type_error(fmt::format("{}: {} is not an int", what, repr_of(h)).c_str());
+    }
+    int overflow = 0;
+    const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (overflow != 0)
+        fail("{}: {} does not fit a 64-bit integer; expected -2**63 to 2**63 - 1", what,
+             repr_of(h));
+    if (value == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        throw nb::type_error(fmt::format("{}: {} is not an int", what, repr_of(h)).c_str());
+    }
+    return value;
+}
+
 std::vector<int64_t> to_ints(nb::handle h, const char* what) {
-    if (nb::isinstance<nb::int_>(h)) return {nb::cast<int64_t>(h)};
+    if (nb::isinstance<nb::int_>(h)) return {to_int64(h, what)};
     std::vector<int64_t> out;
     if (!nb::isinstance<nb::str>(h) && nb::hasattr(h, "__iter__")) {
         for (nb::handle item : h) {
@@ -81,11 +99,11 @@ std::vector<int64_t> to_ints(nb::handle h, const char* what) {
                 throw nb::type_error(fmt::format("{}: {} in {} is not an int; expected ints", what,
                                                  repr_of(item), repr_of(h))
                                          .c_str());
-            out.push_back(nb::cast<int64_t>(item.attr("__index__")()));
+            out.push_back(to_int64(item, what));
         }
         return out;
     }
-    if (nb::hasattr(h, "__index__")) return {nb::cast<int64_t>(h.attr("__index__")())};
+    if (nb::hasattr(h, "__index__")) return {to_int64(h, what)};
     throw nb::type_error(
         fmt::format("{}: {} is not an int or a sequence of ints", what, repr_of(h)).c_str());
 }
@@ -105,7 +123,7 @@ void bind_tensor(nb::module_& m, TensorClass& cls) {
             "size",
             [](const Tensor& t, nb::handle axis) -> nb::object {
                 if (axis.is_none()) return nb::tuple(nb::cast(t.shape()));
-                return nb::int_(t.size(nb::cast<int64_t>(axis)));
+                return nb::int_(t.size(to_int64(axis, "size")));
             },
             nb::arg("axis") = nb::none())
         .def_prop_ro("realized", &Tensor::realized, "Whether the data is computed.")

@@ -61,7 +61,7 @@ Tensor getitem(const Tensor& x, nb::handle key) {
             ++axis;
         } else if (nb::isinstance<nb::int_>(h) || nb::hasattr(h, "__index__")) {
             const int64_t length = out.size(axis);
-            int64_t i = nb::cast<int64_t>(h.attr("__index__")());
+            int64_t i = to_int64(h, "index");
             if (i < -length || i >= length)
                 throw nb::index_error(fmt::format("index {} is out of range for axis {} of "
                                                   "extent {}",

@@ -87,6 +87,22 @@ def test_host_values_a_dtype_holds_exactly_convert():
     assert kiln.tensor([255], dtype="u8").numpy().tolist() == [255]
 
 
+@pytest.mark.parametrize("call, what", [
+    (lambda x: kiln.zeros((2**63,)), "zeros: shape: 9223372036854775808"),
+    (lambda x: kiln.zeros(2**63), "zeros: shape: 9223372036854775808"),
+    (lambda x: x.sum(axis=2**63), "axis: 9223372036854775808"),
+    (lambda x: x[2**63], "index: 9223372036854775808"),
+    (lambda x: x.reshape((2**64,)), "reshape: 18446744073709551616"),
+    (lambda x: x.permute((0, -2**63 - 1)), "permute: -9223372036854775809"),
+    (lambda x: x.size(2**63), "size: 9223372036854775808"),
+    (lambda x: kiln.arange(2**63), "arange: 9.223372036854776e"),
+])
+def test_python_ints_past_int64_are_errors_naming_them(call, what):
+    x = kiln.zeros((2, 3))
+    with pytest.raises(kiln.Error, match=what.replace(".", "[.]")):
+        call(x)
+
+
 def test_creation(device):
     np.testing.assert_array_equal(kiln.zeros((2, 3), device=device).numpy(), np.zeros((2, 3)))
     np.testing.assert_array_equal(kiln.ones(4, kiln.i32, device).numpy(), np.ones(4, np.int32))
