@@ -107,7 +107,16 @@ TEST(GraphErrors, MixedDevices) {
     if (devices().size() < 2) GTEST_SKIP() << "one device";
     Device& other = *devices()[1];
     EXPECT_THAT(error_of([&] { ones({3}) + Tensor::ones({3}, DType::f32, other); }),
-                AllOf(HasSubstr("add"), HasSubstr("different devices")));
+                AllOf(HasSubstr("add"), HasSubstr("different devices"), HasSubstr("to(device)")));
+    // Moved with to(device), the operands meet; the values keep their bits both ways.
+    const std::vector<float> values{1.5f, -0.0f, 0x1p-140f};
+    const Tensor x = Tensor::from_host(values, {3});
+    const Tensor there = (x * 2.0).to(other);
+    EXPECT_EQ(&there.device(), &other);
+    EXPECT_EQ(there.to_host_bytes(), (x * 2.0).to_host_bytes());
+    EXPECT_EQ((there + Tensor::ones({3}, DType::f32, other)).to(cpu_device()).to_host_bytes(),
+              (x * 2.0 + 1.0).to_host_bytes());
+    EXPECT_EQ(x.to(cpu_device()).node(), x.node());  // already there: itself
 }
 
 TEST(GraphErrors, EmptyReductionsAndOverflowingShapes) {

@@ -110,6 +110,9 @@ class Tensor {
     Tensor unsqueeze(int64_t axis) const;
     Tensor flatten() const;
     Tensor to(DType dtype) const;  // a cast
+    // The same values on `device` (resolved here, its bits copied through the host); itself
+    // when it already lives there.
+    Tensor to(Device& device) const;
 
     // Reductions over `axes` (empty: all), as the free functions below.
     Tensor sum(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;

@@ -35,6 +35,9 @@ void bind_shipped_ops(nb::module_& m);
 
 // A kiln.DType, a name ("f32", "float32", "bool", ...) or anything numpy.dtype() takes.
 DType to_dtype(nb::handle h, const char* what);
+// Whether `h` names a dtype to_dtype takes (a kiln.DType, a dtype name, a numpy dtype), rather
+// than a device.
+bool is_dtype(nb::handle h);
 // None (the CPU), a kiln.Device, or a name find_device takes ("cpu", "opencl", "cuda", an id, an
 // index).
 Device& to_device(nb::handle h);

@@ -52,6 +52,23 @@ DType to_dtype(nb::handle h, const char* what) {
         (std::string(what) + ": dtype '" + text + "' is not one kiln has; " + kExpected).c_str());
 }
 
+bool is_dtype(nb::handle h) {
+    if (nb::isinstance<DType>(h)) return true;
+    if (nb::isinstance<nb::str>(h)) {
+        const std::string text = nb::cast<std::string>(h);
+        for (DType t : all_dtypes)
+            if (name(t) == text) return true;
+        return from_numpy_name(text).has_value();
+    }
+    if (nb::isinstance<nb::int_>(h) || nb::isinstance<Device>(h)) return false;
+    try {
+        nb::module_::import_("numpy").attr("dtype")(h);
+        return true;
+    } catch (const nb::python_error&) {
+        return false;
+    }
+}
+
 void bind_dtypes(nb::module_& m) {
     nb::enum_<DType> dtype(m, "DType",
                            "Element types of kiln tensors (f16 and bf16 store; arithmetic on them "

@@ -87,7 +87,33 @@ void bind_math(nb::module_& m, TensorClass& cls) {
         "NaN gives 0; docs/numerics.md).";
     m.def("cast", cast_fn, arg("x"), arg("dtype"), cast_doc);
     cls.def("astype", cast_fn, arg("dtype"), cast_doc);
-    cls.def("to", cast_fn, arg("dtype"), cast_doc);
+
+    // x.to(dtype), x.to(device), x.to(device, dtype) or by keyword: a kiln.DType or dtype name
+    // casts; a kiln.Device, backend name, device id or index moves the values (their bits).
+    const auto to_fn = [](const Tensor& x, nb::handle target, nb::handle dtype, nb::handle device) {
+        Tensor out = x;
+        if (!target.is_none()) {
+            if (is_dtype(target)) {
+                if (!dtype.is_none()) throw nb::type_error("to: two dtypes given");
+                dtype = target;
+            } else {
+                if (!device.is_none()) throw nb::type_error("to: two devices given");
+                device = target;
+            }
+        }
+        if (!device.is_none()) out = out.to(to_device(device));
+        if (!dtype.is_none()) out = cast(out, to_dtype(dtype, "to"));
+        return out;
+    };
+    cls.def("to", to_fn, arg("target") = nb::none(), arg("dtype") = nb::none(),
+            arg("device") = nb::none(),
+            "x on another device and/or in another dtype: to(dtype), to(device), "
+            "to(device, dtype), to(device=..., dtype=...). A device is a kiln.Device, a backend "
+            "name ('cpu', 'opencl', 'cuda'), a device id or an index into kiln.devices(); the "
+            "values move with their bits. A dtype converts by kiln's casts (docs/numerics.md).");
+    cls.def(
+        "cpu", [](const Tensor& x) { return x.to(cpu_device()); },
+        "x on the CPU (itself when it lives there).");
 }
 
 }  // namespace kiln::python

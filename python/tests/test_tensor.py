@@ -103,6 +103,23 @@ def test_python_ints_past_int64_are_errors_naming_them(call, what):
         call(x)
 
 
+def test_to_moves_between_devices_and_casts(device):
+    x = kiln.tensor([1.5, -0.0, 3.0])
+    y = x.to(device)
+    assert y.device.id == device.id and y.dtype == kiln.f32
+    np.testing.assert_array_equal(y.numpy().view(np.uint32), x.numpy().view(np.uint32))
+    back = y.to("cpu", "i32")
+    assert back.device.id == kiln.cpu_device().id and back.dtype == kiln.i32
+    assert back.numpy().tolist() == [1, 0, 3]
+    assert y.cpu().device.id == kiln.cpu_device().id
+    assert y.to(dtype="f16").dtype == kiln.f16 and y.to(dtype="f16").device.id == device.id
+    assert x.to(device=device.backend, dtype=np.float16).device.id == device.id
+    with pytest.raises(kiln.Error, match="no device 'nonsense'"):
+        x.to("nonsense")
+    with pytest.raises(TypeError, match="two dtypes"):
+        x.to("f16", dtype="f32")
+
+
 def test_creation(device):
     np.testing.assert_array_equal(kiln.zeros((2, 3), device=device).numpy(), np.zeros((2, 3)))
     np.testing.assert_array_equal(kiln.ones(4, kiln.i32, device).numpy(), np.ones(4, np.int32))

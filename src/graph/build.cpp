@@ -19,8 +19,10 @@ Device* common_device(const std::vector<const Node*>& inputs, const char* op) {
         if (!n) fail("{}: an operand is an empty Tensor", op);
         if (!device) device = n->device;
         if (n->device != device)
-            fail("{}: operands live on different devices ({} and {}); move one first", op,
-                 device->info().id, n->device->info().id);
+            fail(
+                "{}: operands live on different devices ({} and {}); move one with to(device) "
+                "first",
+                op, device->info().id, n->device->info().id);
     }
     return device;
 }

@@ -149,4 +149,10 @@ std::vector<uint8_t> Tensor::to_host_bytes() const {
     return b.count() ? b.download_bytes() : std::vector<uint8_t>{};
 }
 
+Tensor Tensor::to(Device& device) const {
+    if (&this->device() == &device) return *this;
+    const std::vector<uint8_t> bytes = to_host_bytes();
+    return from_bytes(bytes.data(), static_cast<size_t>(numel()), dtype(), shape(), device);
+}
+
 }  // namespace kiln
