@@ -32,6 +32,7 @@ from ._kiln import (  # noqa: F401
 )
 from ._dlpack import from_dlpack
 from ._host import tensor
+from . import _numpy_interop  # noqa: F401  (numpy arrays as operands, numpy.asarray(t))
 
 f32 = float32 = DType.f32
 f16 = float16 = DType.f16

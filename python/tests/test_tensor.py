@@ -120,6 +120,25 @@ def test_to_moves_between_devices_and_casts(device):
         x.to("f16", dtype="f32")
 
 
+def test_numpy_arrays_mix_with_tensors(device):
+    t = kiln.tensor([1.0, 2.0, 3.0], device=device)
+    a = np.array([0.5, -1.0, 2.0])
+    out = np.asarray(t)
+    assert out.dtype == np.float32 and out.tolist() == [1.0, 2.0, 3.0]
+    assert np.asarray(t, dtype=np.float64).dtype == np.float64
+    for got, want in [(t + a, [1.5, 1.0, 5.0]), (a + t, [1.5, 1.0, 5.0]), (a - t, [-0.5, -3, -1]),
+                      (t * a, [0.5, -2.0, 6.0]), (a / t, [0.5, -0.5, 2 / 3]),
+                      (t ** np.array([2.0, 2.0, 2.0]), [1.0, 4.0, 9.0])]:
+        assert isinstance(got, kiln.Tensor) and got.device.id == device.id
+        np.testing.assert_array_equal(got.numpy(), np.asarray(want, np.float32))
+    assert (t == np.array([1.0, 0.0, 3.0])).numpy().tolist() == [True, False, True]
+    assert isinstance(np.eye(3) @ t, kiln.Tensor)
+    with pytest.raises(TypeError, match="ufunc"):
+        np.exp(t)
+    with pytest.raises(kiln.Error, match="does not fit dtype i32"):
+        kiln.tensor([1, 2], dtype="i32", device=device) + np.array([2**40, 1])
+
+
 def test_creation(device):
     np.testing.assert_array_equal(kiln.zeros((2, 3), device=device).numpy(), np.zeros((2, 3)))
     np.testing.assert_array_equal(kiln.ones(4, kiln.i32, device).numpy(), np.ones(4, np.int32))
