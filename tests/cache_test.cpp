@@ -477,6 +477,20 @@ TEST_F(CacheTest, ClearRemovesOnlyWhatKilnWrote) {
     }
 }
 
+// A user's file with an entry's name but not an entry's format is left where it is.
+TEST_F(CacheTest, ClearChecksAnEntrysContentNotJustItsName) {
+    Device& d = cpu_device();
+    compile(d, kernel_with(run_id()));
+    const fs::path dir = root_ / "kernels" / cache::safe_component(d.info().id);
+    const fs::path user = dir / "aaaaaaaaaaaaaaaa.bin";
+    std::ofstream(user) << "my own binary data";
+    std::vector<fs::path> left_alone;
+    EXPECT_EQ(cache::process_kernel_cache().clear(d.info().id, left_alone), 1u);
+    EXPECT_EQ(left_alone, std::vector<fs::path>{user});
+    ASSERT_TRUE(fs::exists(user));
+    EXPECT_EQ(fs::file_size(user), std::string("my own binary data").size());
+}
+
 TEST(CachePaths, XdgAndOverride) {
     setenv("KILN_CACHE_DIR", "/tmp/kiln-x", 1);
     EXPECT_EQ(cache::cache_root(), fs::path("/tmp/kiln-x"));
