@@ -477,6 +477,45 @@ TEST_F(CacheTest, ClearRemovesOnlyWhatKilnWrote) {
     }
 }
 
+// A well-formed entry (its own key, a valid checksum) whose module lacks the kernel's entry point:
+// rebuilt with a warning naming it, like any other bad entry, and fine on later runs.
+TEST_F(CacheTest, AnEntryWithoutTheKernelsSymbolIsRebuiltWithAWarning) {
+    Device& d = cpu_device();
+    const auto mine = compile(d, kernel_with(run_id()));
+    const auto other = compile(d, kernel_with(run_id() + 1));
+    auto& disk = cache::process_kernel_cache();
+    const auto other_binary = disk.load(d.info().id, other->info().cache_key);
+    ASSERT_TRUE(other_binary.has_value());
+    disk.store(d.info().id, mine->info().cache_key, *other_binary);
+    clear_memory_cache();
+    ::testing::internal::CaptureStderr();
+    const auto rebuilt = compile(d, kernel_with(run_id()));
+    check_runs(*rebuilt, run_id());
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(rebuilt->info().disk_hit);
+    EXPECT_THAT(
+        err, ::testing::HasSubstr(disk.entry_path(d.info().id, mine->info().cache_key).string()));
+    EXPECT_THAT(err, ::testing::HasSubstr("rebuilding it"));
+    clear_memory_cache();
+    const auto again = compile(d, kernel_with(run_id()));
+    EXPECT_TRUE(again->info().disk_hit);
+    check_runs(*again, run_id());
+}
+
+// A user's file with an entry's name but not an entry's format is left where it is.
+TEST_F(CacheTest, ClearChecksAnEntrysContentNotJustItsName) {
+    Device& d = cpu_device();
+    compile(d, kernel_with(run_id()));
+    const fs::path dir = root_ / "kernels" / cache::safe_component(d.info().id);
+    const fs::path user = dir / "aaaaaaaaaaaaaaaa.bin";
+    std::ofstream(user) << "my own binary data";
+    std::vector<fs::path> left_alone;
+    EXPECT_EQ(cache::process_kernel_cache().clear(d.info().id, left_alone), 1u);
+    EXPECT_EQ(left_alone, std::vector<fs::path>{user});
+    ASSERT_TRUE(fs::exists(user));
+    EXPECT_EQ(fs::file_size(user), std::string("my own binary data").size());
+}
+
 TEST(CachePaths, XdgAndOverride) {
     setenv("KILN_CACHE_DIR", "/tmp/kiln-x", 1);
     EXPECT_EQ(cache::cache_root(), fs::path("/tmp/kiln-x"));

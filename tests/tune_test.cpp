@@ -2,6 +2,7 @@
 // appends, garbage, unwritable directories, paths that are not regular files, compaction, memory
 // proportional to live keys, clearing only kiln's files), digests, time_dispatches, and real DSL
 // kernels.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -13,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,15 +22,18 @@
 #include <sstream>
 #include <thread>
 
+#include "cache/paths.hpp"
 #include "ir/hash.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/tune.hpp"
+#include "plan/device_facts.hpp"
 
 extern char** environ;
 
 using namespace kiln;
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 namespace {
@@ -1021,6 +1026,142 @@ TEST_F(TuneTest, VariantsThatWriteTheirInputLeaveTheUsersBufferApplyingTheOpOnce
         out = user.download<float>();
         for (size_t j = 0; j < n; ++j) ASSERT_EQ(out[j], once(once(h[j]))) << "after a hit, " << j;
     }
+}
+
+// The cost model's device facts, kept beside the TSV (<autotune root>/<device id>.facts). Each
+// case runs plan::device_facts in a child process (the facts are measured once per process).
+
+// Run by the DeviceFacts tests in a child process, in the directory KILN_FACTS_CHILD_CWD.
+TEST(FactsChild, MeasuresOrLoads) {
+    const char* cwd = std::getenv("KILN_FACTS_CHILD_CWD");
+    if (!cwd) GTEST_SKIP() << "runs only as a child of the DeviceFacts tests";
+    fs::current_path(cwd);
+    const plan::DeviceFacts& f = plan::device_facts(cpu_device());
+    std::fprintf(stderr, "facts: units %d\n", f.units);
+}
+
+class DeviceFactsTest : public TuneTest {
+  protected:
+    void SetUp() override {
+        TuneTest::SetUp();
+        fs::create_directories(root_ / "cwd");
+    }
+    fs::path facts_path() const {
+        return root_ / "autotune" / (cache::safe_component(device_id()) + ".facts");
+    }
+    // Runs FactsChild.MeasuresOrLoads with KILN_CACHE_DIR=root_ (or no cache root at all), killed
+    // after `timeout`. Returns its stderr; `ok` tells whether it exited 0 in time.
+    std::string run_child(bool with_root, bool& ok,
+                          std::chrono::seconds timeout = std::chrono::seconds(120)) const {
+        const std::string exe = fs::read_symlink("/proc/self/exe").string();
+        std::string filter = "--gtest_filter=FactsChild.MeasuresOrLoads";
+        std::vector<std::string> env;
+        for (char** e = environ; *e; ++e) {
+            const std::string_view v(*e);
+            if (!v.starts_with("KILN_CACHE_DIR=") && !v.starts_with("XDG_CACHE_HOME=") &&
+                !v.starts_with("HOME="))
+                env.emplace_back(v);
+        }
+        if (with_root) env.push_back("KILN_CACHE_DIR=" + root_.string());
+        env.push_back("KILN_FACTS_CHILD_CWD=" + (root_ / "cwd").string());
+        std::vector<char*> envp;
+        for (auto& s : env) envp.push_back(s.data());
+        envp.push_back(nullptr);
+        const fs::path err = root_ / "child.err";
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                         0600);
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+        std::string arg0 = exe;
+        char* argv[] = {arg0.data(), filter.data(), nullptr};
+        pid_t pid = 0;
+        EXPECT_EQ(posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv, envp.data()), 0);
+        posix_spawn_file_actions_destroy(&actions);
+        int status = 0;
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (waitpid(pid, &status, WNOHANG) == 0) {
+            if (std::chrono::steady_clock::now() > deadline) {
+                ::kill(pid, SIGKILL);
+                waitpid(pid, &status, 0);
+                ADD_FAILURE() << "the child hung";
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        return read_text(err);
+    }
+};
+
+TEST_F(DeviceFactsTest, AreWrittenPrivateAndReadBack) {
+    bool ok = false;
+    run_child(true, ok);
+    ASSERT_TRUE(ok);
+    struct stat st {};
+    ASSERT_EQ(::stat((root_ / "autotune").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0700u);
+    ASSERT_EQ(::lstat(facts_path().c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode));
+    EXPECT_EQ(st.st_mode & 07777, 0600u);
+    // A second process reads them: the file is left as it is.
+    const auto before = fs::last_write_time(facts_path());
+    run_child(true, ok);
+    EXPECT_TRUE(ok);
+    EXPECT_EQ(fs::last_write_time(facts_path()), before);
+}
+
+TEST_F(DeviceFactsTest, AFifoInTheirPlaceNeitherHangsNorIsReplaced) {
+    fs::create_directories(root_ / "autotune");
+    fs::permissions(root_ / "autotune", fs::perms::owner_all, fs::perm_options::replace);
+    ASSERT_EQ(::mkfifo(facts_path().c_str(), 0600), 0);
+    bool ok = false;
+    const std::string err = run_child(true, ok, std::chrono::seconds(60));
+    EXPECT_TRUE(ok) << err;
+    EXPECT_EQ(count_of(err, "kiln: warning:"), 1u) << err;
+    EXPECT_THAT(err, HasSubstr(facts_path().string() + " is a FIFO"));
+    struct stat st {};
+    ASSERT_EQ(::lstat(facts_path().c_str(), &st), 0);
+    EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+TEST_F(DeviceFactsTest, WithoutACacheRootNothingIsWrittenToTheWorkingDirectory) {
+    bool ok = false;
+    const std::string err = run_child(false, ok);
+    EXPECT_TRUE(ok) << err;
+    EXPECT_THAT(err, HasSubstr("no cache directory"));
+    EXPECT_TRUE(fs::is_empty(root_ / "cwd")) << "files written in the working directory";
+}
+
+TEST_F(DeviceFactsTest, AnAutotuneDirectoryWritableByOthersIsNeitherReadNorWritten) {
+    fs::create_directories(root_ / "autotune");
+    const std::string planted = "bandwidth 1\nlaunch_us 1\nflops 1\ngpu 0\nunits 4321\n";
+    for (const std::string head : {"", "# kiln facts\n"}) {
+        std::ofstream(facts_path()) << head << planted;
+        ASSERT_EQ(::chmod((root_ / "autotune").c_str(), 0777), 0);
+        bool ok = false;
+        const std::string err = run_child(true, ok);
+        EXPECT_TRUE(ok) << err;
+        EXPECT_THAT(err, HasSubstr("writable by others"));
+        EXPECT_THAT(err, Not(HasSubstr("units 4321"))) << "a planted file was read";
+        EXPECT_EQ(read_text(facts_path()), head + planted) << "it was rewritten";
+    }
+}
+
+TEST_F(DeviceFactsTest, ClearRemovesThemButNotAUsersFileOfTheirName) {
+    bool ok = false;
+    run_child(true, ok);
+    ASSERT_TRUE(ok);
+    ASSERT_TRUE(fs::exists(facts_path()));
+    Tuner tuner(root_ / "autotune");
+    std::vector<fs::path> left;
+    EXPECT_EQ(tuner.clear("", &left), 1u);
+    EXPECT_TRUE(left.empty()) << left.front();
+    EXPECT_FALSE(fs::exists(facts_path()));
+    std::ofstream(facts_path()) << "my own notes\n";
+    EXPECT_EQ(tuner.clear(device_id(), &left), 0u);
+    EXPECT_EQ(left, std::vector<fs::path>{facts_path()});
+    EXPECT_EQ(read_text(facts_path()), "my own notes\n");
 }
 
 }  // namespace

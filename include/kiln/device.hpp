@@ -50,6 +50,9 @@ class DeviceMemory {
 class Module {
   public:
     virtual ~Module() = default;
+    // Throws kiln::Error naming `entry` when the module has no kernel of that name (a cached
+    // binary that another source built). Where a backend cannot tell before launching, nothing.
+    virtual void require_entry(const std::string& entry) { (void)entry; }
 };
 
 // One kernel argument as the generated code receives it: a buffer's memory, or a scalar's

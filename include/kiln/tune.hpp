@@ -113,11 +113,26 @@ class Tuner {
     // Lines of the device's file that were torn, blank or malformed when it was loaded.
     uint64_t skipped_lines(const std::string& device_id);
     // Removes the device's file (or, when device_id is empty, every <device-id>.tsv under the
-    // root) where it looks like a TSV kiln wrote, with kiln's stale temporaries, and forgets
-    // what was loaded. Anything else is left in place, its path appended to `left_alone` when
-    // given. Returns how many files it removed. kiln::Error when the root is not the user's own.
+    // root) where it looks like a TSV kiln wrote, its side files, kiln's stale temporaries, and
+    // forgets what was loaded. Anything else is left in place, its path appended to `left_alone`
+    // when given. Returns how many files it removed. kiln::Error when the root is not the user's
+    // own.
     uint64_t clear(const std::string& device_id = "",
                    std::vector<std::filesystem::path>* left_alone = nullptr);
+
+    // A small file kept beside the device's TSV, <root>/<device-id>.<kind> (the cost model keeps
+    // its measured device facts as kind "facts"), under the TSV's rules: only in a root that is
+    // the user's own, never through a symbolic link nor from anything but a regular file (one
+    // warning naming the path; nothing is then written there), at most 64 KiB, written
+    // atomically (mode 0600, the root created 0700). Its first line, "# kiln <kind>", marks it as
+    // kiln's: a file without it reads as absent, and clear() removes the device's side files
+    // that have it. Without a usable root nothing is read or written.
+    std::filesystem::path side_file_for(const std::string& device_id,
+                                        const std::string& kind) const;
+    std::optional<std::string> read_side_file(const std::string& device_id,
+                                              const std::string& kind);
+    void write_side_file(const std::string& device_id, const std::string& kind,
+                         const std::string& text);
 
     TuneCounters counters() const;
     void count_run(int benched, bool hit, bool retuned);
@@ -127,6 +142,10 @@ class Tuner {
     DeviceTable& table(const std::string& device_id);
     // Whether the root (and the cache root above it, for the process default) may be used.
     bool disk_usable();
+    // Creates the root (0700) when it may be used; returns why it cannot be written, or "".
+    std::string writable_root();
+    // Warns once that the root cannot be written (`err`): kept in memory only.
+    void warn_unwritable(const std::string& err) const;
 
     std::filesystem::path root_;
     std::filesystem::path trusted_parent_;  // the cache root, checked too when set

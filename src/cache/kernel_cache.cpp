@@ -48,9 +48,14 @@ uint64_t checksum(std::string_view key, std::span<const uint8_t> payload) {
     return sum;
 }
 
-// Why an entry's bytes are not a whole entry for `expected_key` ("" when they are, with
-// `payload` set to the binary).
-std::string check_entry(const std::string& data, const std::string& expected_key,
+// An entry an older kiln wrote (rebuilt in today's format when read).
+bool is_older_entry(const std::string& data) {
+    return data.size() >= sizeof kOldMagic && std::memcmp(data.data(), kOldMagic, 8) == 0;
+}
+
+// Why an entry's bytes are not a whole entry ("" when they are, with `stored_key` set to the
+// full key it was written for and `payload` to the binary).
+std::string parse_entry(const std::string& data, std::string_view& stored_key,
                         std::span<const uint8_t>& payload) {
     Header h{};
     if (data.size() < sizeof(Header)) return "is corrupt (shorter than its header)";
@@ -59,10 +64,19 @@ std::string check_entry(const std::string& data, const std::string& expected_key
     if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.key_size > rest ||
         h.size != rest - h.key_size)
         return "is corrupt (its header does not match its size)";
-    const std::string_view stored_key = std::string_view(data).substr(sizeof(Header), h.key_size);
+    stored_key = std::string_view(data).substr(sizeof(Header), h.key_size);
     payload = std::span(reinterpret_cast<const uint8_t*>(data.data()), data.size())
                   .subspan(sizeof(Header) + h.key_size);
     if (checksum(stored_key, payload) != h.checksum) return "is corrupt (checksum mismatch)";
+    return "";
+}
+
+// Why an entry's bytes are not a whole entry for `expected_key` ("" when they are, with
+// `payload` set to the binary).
+std::string check_entry(const std::string& data, const std::string& expected_key,
+                        std::span<const uint8_t>& payload) {
+    std::string_view stored_key;
+    if (std::string why = parse_entry(data, stored_key, payload); !why.empty()) return why;
     if (stored_key != expected_key) {
         auto shown = [](std::string_view text) {
             std::string out(text);
@@ -90,19 +104,34 @@ bool is_key_with_suffix(std::string_view name, std::initializer_list<std::string
     return false;
 }
 
-// A failed compile's saved source: <key><suffix> for one of the backends' suffixes.
-bool is_failed_source_name(const std::string& name) {
-    return is_key_with_suffix(name, {".cpp", ".cu", ".cl"});
-}
-
-// What kiln writes in a device's directory: entries and notes.
-bool is_entry_or_note_name(const std::string& name) {
-    return is_entry_name(name) || is_note_name(name);
-}
-
 bool is_plain_file(const fs::path& path) {
     struct stat st {};
     return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid();
+}
+
+// Whether the file at `path` (named <key>.bin) is an entry kiln wrote for that key: an older
+// kiln's (its magic), or one that parses whole and carries the key its name gives.
+bool is_entry_file(const fs::path& path) {
+    std::string why;
+    const FileDescriptor fd = open_regular(path, O_RDONLY, 0, why);
+    std::string data;
+    if (!fd || !read_whole(fd.get(), data).empty()) return false;
+    if (is_older_entry(data)) return true;
+    std::string_view stored_key;
+    std::span<const uint8_t> payload;
+    return parse_entry(data, stored_key, payload).empty() &&
+           stored_key.ends_with('\n' + path.stem().string());
+}
+
+// What kiln writes in a device's directory: entries (checked by content) and notes.
+bool is_entry_or_note(const fs::path& path) {
+    const std::string name = path.filename().string();
+    return (is_entry_name(name) && is_entry_file(path)) || is_note_name(name);
+}
+
+// A failed compile's saved source: <key><suffix> for one of the backends' suffixes.
+bool is_failed_source(const fs::path& path) {
+    return is_key_with_suffix(path.filename().string(), {".cpp", ".cu", ".cl"});
 }
 
 bool is_plain_dir(const fs::path& path) {
@@ -112,17 +141,17 @@ bool is_plain_dir(const fs::path& path) {
 
 // Removes from `dir` the files `ours` accepts (and kiln's stale temporaries), records the rest
 // in `left_alone`, and removes `dir` when it is left empty. Returns the files removed.
-uint64_t clear_dir(const fs::path& dir, bool (*ours)(const std::string&),
+uint64_t clear_dir(const fs::path& dir, bool (*ours)(const fs::path&),
                    std::vector<fs::path>& left_alone, bool is_device_dir) {
     uint64_t removed = 0;
     std::error_code ec;
     for (const auto& path : directory_entries(dir)) {
         const std::string name = path.filename().string();
-        const bool kiln_file = (is_plain_file(path) && ours(name)) || is_stale_temporary(path);
+        const bool kiln_file = (is_plain_file(path) && ours(path)) || is_stale_temporary(path);
         if (kiln_file && fs::remove(path, ec))
             ++removed;
         else if (is_device_dir && name == "failed" && is_plain_dir(path))
-            removed += clear_dir(path, is_failed_source_name, left_alone, false);
+            removed += clear_dir(path, is_failed_source, left_alone, false);
         else
             left_alone.push_back(path);
     }
@@ -167,7 +196,7 @@ std::optional<std::vector<uint8_t>> KernelCache::load(const std::string& device_
     std::string data;
     std::string why = read_file(path, data);
     if (why == kAbsent) return std::nullopt;
-    if (data.size() >= sizeof kOldMagic && std::memcmp(data.data(), kOldMagic, 8) == 0) {
+    if (is_older_entry(data)) {
         std::error_code ec;  // an older kiln's entry: rebuilt in today's format
         fs::remove(path, ec);
         return std::nullopt;
@@ -280,13 +309,13 @@ uint64_t KernelCache::clear(const std::string& device_id, std::vector<fs::path>&
             left_alone.push_back(dir);
             return 0;
         }
-        return clear_dir(dir, is_entry_or_note_name, left_alone, true);
+        return clear_dir(dir, is_entry_or_note, left_alone, true);
     }
     uint64_t removed = 0;
     for (const auto& path : directory_entries(root_)) {
         const std::string name = path.filename().string();
         if (is_plain_dir(path) && safe_component(name) == name && private_dir_problem(path).empty())
-            removed += clear_dir(path, is_entry_or_note_name, left_alone, true);
+            removed += clear_dir(path, is_entry_or_note, left_alone, true);
         else
             left_alone.push_back(path);
     }

@@ -43,10 +43,11 @@ class KernelCache {
     std::filesystem::path note_path(const std::string& device_id, const std::string& key) const;
     const std::filesystem::path& root() const { return root_; }  // <cache_root>/kernels
 
-    // Removes what kiln wrote for one device (every device when device_id is empty): entries,
-    // saved failed sources, stale temporaries, then directories left empty. Anything else is
-    // left in place and its path appended to `left_alone`. Returns how many files it removed.
-    // kiln::Error when the cache root is not the user's own.
+    // Removes what kiln wrote for one device (every device when device_id is empty): entries
+    // (files with an entry's name that parse as kiln's entry for that key), saved failed sources,
+    // stale temporaries, then directories left empty. Anything else is left in place and its path
+    // appended to `left_alone`. Returns how many files it removed. kiln::Error when the cache root
+    // is not the user's own.
     uint64_t clear(const std::string& device_id, std::vector<std::filesystem::path>& left_alone);
 
     uint64_t corrupt_entries() const { return corrupt_; }

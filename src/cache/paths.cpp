@@ -17,7 +17,7 @@ std::filesystem::path cache_root() {
     // No shared fallback (a directory in /tmp others could prepare): nothing is kept on disk.
     warn_once("no-cache-root",
               "no cache directory: KILN_CACHE_DIR, XDG_CACHE_HOME and HOME are unset; compiled "
-              "kernels and tuning decisions are kept in memory only");
+              "kernels, tuning decisions and device facts are kept in memory only");
     return {};
 }
 

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -69,16 +70,19 @@ FileDescriptor open_regular(const std::filesystem::path& path, int flags, mode_t
     return fd;
 }
 
-std::string read_whole(int fd, std::string& out) {
+std::string read_whole(int fd, std::string& out, size_t max_bytes) {
     out.clear();
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
+    if (::fstat(fd, &st) == 0 && st.st_size > 0)
+        out.reserve(std::min(static_cast<size_t>(st.st_size), max_bytes));
     char buffer[1 << 16];
     for (off_t offset = 0;;) {
         const ssize_t n = ::pread(fd, buffer, sizeof buffer, offset);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return std::strerror(errno);
         if (n == 0) return "";
+        if (static_cast<size_t>(n) > max_bytes - out.size())
+            return fmt::format("is larger than {} bytes", max_bytes);
         out.append(buffer, static_cast<size_t>(n));
         offset += n;
     }

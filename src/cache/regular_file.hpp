@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -37,8 +38,9 @@ class FileDescriptor {
 FileDescriptor open_regular(const std::filesystem::path& path, int flags, mode_t mode,
                             std::string& why);
 
-// Reads the whole file behind `fd` from offset 0 into `out`. Returns an error text, or "".
-std::string read_whole(int fd, std::string& out);
+// Reads the whole file behind `fd` from offset 0 into `out`. Returns an error text, or "" ("is
+// larger than N bytes" when it holds more than `max_bytes`).
+std::string read_whole(int fd, std::string& out, size_t max_bytes = SIZE_MAX);
 
 // The paths in `dir` (none when it cannot be listed), listed before any is removed.
 std::vector<std::filesystem::path> directory_entries(const std::filesystem::path& dir);

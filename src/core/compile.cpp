@@ -294,10 +294,17 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     std::shared_ptr<Module> module;
     try {
         module = device.load(binary);
-    } catch (const Error&) {
+        // A cached binary built from other source lacks the kernels' entries.
+        if (info.disk_hit)
+            for (const auto& k : todo) module->require_entry(codegen::entry_name(k));
+    } catch (const Error& e) {
         if (!info.disk_hit) throw;
         // A cached binary the device rejects: rebuild it from source.
-        warn_once("reload:" + info.cache_key, "cached kernel binary was rejected; rebuilding it");
+        warn_once(
+            "reload:" + info.cache_key,
+            fmt::format("kernel cache entry {} was rejected ({}); rebuilding it",
+                        disk.entry_path(device.info().id, info.cache_key).string(), e.what()));
+        module.reset();
         binary = device.compile(source);
         disk.store(device.info().id, info.cache_key, binary);
         info.disk_hit = false;

@@ -2,9 +2,9 @@
 #include "plan/device_facts.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -77,36 +77,37 @@ DeviceFacts measure(Device& d) {
     return f;
 }
 
-std::filesystem::path facts_file(const Device& d) {
-    return Tuner::process_default().root() / (d.info().id + ".facts");
+constexpr const char* kFactsKind = "facts";
+
+// The file's text: one "<fact> <value>" line per fact.
+std::string facts_text(const DeviceFacts& f) {
+    return fmt::format("bandwidth {}\nlaunch_us {}\nflops {}\ngpu {}\nunits {}\n", f.bandwidth,
+                       f.launch_us, f.flops, f.gpu ? 1 : 0, f.units);
 }
 
-bool load(const std::filesystem::path& path, DeviceFacts& f) {
-    std::ifstream in(path);
-    if (!in) return false;
+// The facts a file's text holds: nothing unless every fact is there and sane.
+std::optional<DeviceFacts> parse_facts(const std::string& text) {
+    std::istringstream in(text);
     std::map<std::string, double> v;
     std::string key;
     double value = 0;
     while (in >> key >> value) v[key] = value;
     for (const char* k : {"bandwidth", "launch_us", "flops", "gpu", "units"})
-        if (!v.count(k) || !(v[k] >= 0)) return false;
-    if (v["bandwidth"] <= 0 || v["flops"] <= 0) return false;
-    f = {v["bandwidth"], v["launch_us"], v["flops"], v["gpu"] != 0, static_cast<int>(v["units"])};
-    return true;
+        if (!v.count(k) || !(v[k] >= 0)) return std::nullopt;
+    if (v["bandwidth"] <= 0 || v["flops"] <= 0 || !(v["units"] >= 1 && v["units"] <= 1e6))
+        return std::nullopt;
+    return DeviceFacts{v["bandwidth"], v["launch_us"], v["flops"], v["gpu"] != 0,
+                       static_cast<int>(v["units"])};
 }
 
-void store(const std::filesystem::path& path, const DeviceFacts& f) {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    const auto tmp = path.string() + fmt::format(".{}.tmp", reinterpret_cast<uintptr_t>(&f));
-    {
-        std::ofstream out(tmp);
-        if (!out) return;  // an unwritable cache only costs a new measurement next time
-        out << fmt::format("bandwidth {}\nlaunch_us {}\nflops {}\ngpu {}\nunits {}\n", f.bandwidth,
-                           f.launch_us, f.flops, f.gpu ? 1 : 0, f.units);
-    }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) std::filesystem::remove(tmp, ec);
+// From the tuner's side file, or measured and written there.
+DeviceFacts load_or_measure_facts(Device& device, Tuner& tuner) {
+    const std::string& id = device.info().id;
+    if (const auto text = tuner.read_side_file(id, kFactsKind))
+        if (const auto facts = parse_facts(*text)) return *facts;
+    const DeviceFacts f = measure(device);
+    tuner.write_side_file(id, kFactsKind, facts_text(f));
+    return f;
 }
 
 }  // namespace
@@ -116,13 +117,8 @@ const DeviceFacts& device_facts(Device& device) {
     static std::map<const Device*, DeviceFacts> known;
     std::lock_guard lock(mutex);
     if (auto it = known.find(&device); it != known.end()) return it->second;
-    DeviceFacts f;
-    const auto path = facts_file(device);
-    if (!load(path, f)) {
-        f = measure(device);
-        store(path, f);
-    }
-    return known.emplace(&device, f).first->second;
+    return known.emplace(&device, load_or_measure_facts(device, Tuner::process_default()))
+        .first->second;
 }
 
 }  // namespace kiln::plan

@@ -1,6 +1,7 @@
 // Device facts the cost model needs, measured once per device and kept beside its tuning
-// decisions (<autotune root>/<device id>.facts): the copy bandwidth, the time of an empty launch
-// and the f32 arithmetic rate, each the median of a few device-side timings.
+// decisions (<autotune root>/<device id>.facts, a side file of the autotune TSV under its rules:
+// Tuner::read_side_file): the copy bandwidth, the time of an empty launch and the f32 arithmetic
+// rate, each the median of a few device-side timings.
 #pragma once
 
 #include <string>

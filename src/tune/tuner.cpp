@@ -4,6 +4,7 @@
 #include "cache/private_dir.hpp"
 #include "cache/regular_file.hpp"
 #include "kiln/tune.hpp"
+#include "tune/side_file.hpp"
 #include "tune/tsv.hpp"
 #include "tune/tsv_file.hpp"
 
@@ -88,13 +89,61 @@ void Tuner::record(const std::string& device_id, const std::string& op, const st
     DeviceTable& t = table(device_id);
     t.table.add(op, key, winner);
     if (!t.on_disk || !disk_usable()) return;
-    std::string err = cache::make_private_dir(root_);
+    std::string err = writable_root();
     if (err.empty() && disk_usable()) err = tune::append_tsv_line(file_for(device_id), line);
-    if (!err.empty())
-        warn_once("autotune-unwritable:" + root_.string(),
-                  fmt::format("autotune cache under {} is not writable ({}); tuned winners are "
-                              "kept in memory only",
-                              root_.string(), err));
+    if (!err.empty()) warn_unwritable(err);
+}
+
+std::string Tuner::writable_root() {
+    std::string err = cache::make_private_dir(root_);
+    if (err.empty() && !disk_usable()) err = "the directory is not the user's own";
+    return err;
+}
+
+void Tuner::warn_unwritable(const std::string& err) const {
+    warn_once("autotune-unwritable:" + root_.string(),
+              fmt::format("autotune cache under {} is not writable ({}); tuned winners and device "
+                          "facts are kept in memory only",
+                          root_.string(), err));
+}
+
+std::filesystem::path Tuner::side_file_for(const std::string& device_id,
+                                           const std::string& kind) const {
+    if (root_.empty()) return {};
+    if (kind.empty() || kind == "tsv" || cache::safe_component(kind) != kind ||
+        kind.find('.') != std::string::npos)
+        fail("autotune side file kind '{}': expected letters, digits, '_' or '-', not \"tsv\"",
+             kind);
+    return root_ / (cache::safe_component(device_id) + "." + kind);
+}
+
+std::optional<std::string> Tuner::read_side_file(const std::string& device_id,
+                                                 const std::string& kind) {
+    const auto path = side_file_for(device_id, kind);
+    std::lock_guard lock(mutex_);
+    if (path.empty() || !disk_usable()) return std::nullopt;
+    std::string text;
+    bool found = false;
+    if (const std::string why = tune::read_side_file(path, kind, text, found); !why.empty()) {
+        warn_once("autotune-file:" + path.string(),
+                  fmt::format("autotune file {} {}; kiln uses only a regular file of at most {} "
+                              "bytes there: the {} of {} are kept in memory only",
+                              path.string(), why, tune::kSideFileMax, kind, device_id));
+        return std::nullopt;
+    }
+    if (!found) return std::nullopt;
+    return text;
+}
+
+void Tuner::write_side_file(const std::string& device_id, const std::string& kind,
+                            const std::string& text) {
+    const auto path = side_file_for(device_id, kind);
+    std::lock_guard lock(mutex_);
+    // Nothing replaces what is not a regular file there (read_side_file warned about it).
+    if (path.empty() || !disk_usable() || !tune::side_file_problem(path).empty()) return;
+    std::string err = writable_root();
+    if (err.empty()) err = tune::write_side_file(path, kind, text);
+    if (!err.empty()) warn_unwritable(err);
 }
 
 std::vector<TuneEntry> Tuner::entries(const std::string& device_id) {
@@ -120,24 +169,31 @@ uint64_t Tuner::clear(const std::string& device_id,
             !problem.empty())
             fail("cache clear: {} {}; kiln clears only a directory that is the user's own",
                  dir.string(), problem);
-    // A device's file, and the temporaries of its compactions.
-    auto is_device_file = [&](const std::string& name) {
-        if (!name.ends_with(".tsv")) return false;
-        const std::string stem = name.substr(0, name.size() - 4);
-        return cache::safe_component(stem) == stem &&
-               (device_id.empty() || stem == cache::safe_component(device_id));
+    // A device's file or side file (<device-id>.<kind>: the kind, "" when the name is neither),
+    // and the temporaries of their writes.
+    auto device_file_kind = [&](const std::string& name) -> std::string {
+        const size_t dot = name.rfind('.');
+        if (dot == std::string::npos || dot == 0 || dot + 1 == name.size()) return "";
+        const std::string stem = name.substr(0, dot), kind = name.substr(dot + 1);
+        if (cache::safe_component(stem) != stem || cache::safe_component(kind) != kind ||
+            (!device_id.empty() && stem != cache::safe_component(device_id)))
+            return "";
+        return kind;
     };
     uint64_t removed = 0;
     std::error_code ec;
     for (const auto& path : cache::directory_entries(root_)) {
         const std::string name = path.filename().string();
         const auto temporary = cache::parse_temporary(name);
-        if (!is_device_file(temporary ? temporary->target : name)) {
+        const std::string kind = device_file_kind(temporary ? temporary->target : name);
+        if (kind.empty()) {
             // Another device's file (not asked about), or not kiln's at all.
             if (device_id.empty() && left_alone) left_alone->push_back(path);
             continue;
         }
-        const bool ours = temporary ? cache::is_stale_temporary(path) : tune::looks_like_tsv(path);
+        const bool ours = temporary       ? cache::is_stale_temporary(path)
+                          : kind == "tsv" ? tune::looks_like_tsv(path)
+                                          : tune::looks_like_side_file(path, kind);
         if (ours && std::filesystem::remove(path, ec))
             ++removed;
         else if (left_alone)

@@ -94,8 +94,8 @@ int cache_list(const CacheOptions& opt) {
     return 0;
 }
 
-// Removes only what kiln wrote (kernel entries, its tuning files, their temporaries) and names
-// everything it left in place.
+// Removes only what kiln wrote (kernel entries, its tuning and device-facts files, their
+// temporaries) and names everything it left in place.
 int cache_clear(const CacheOptions& opt) {
     const std::string id = opt.device.empty() ? "" : find_device(opt.device).info().id;
     std::vector<fs::path> left_alone;

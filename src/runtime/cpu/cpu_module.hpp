@@ -27,6 +27,7 @@ class CpuModule final : public Module {
 
     // The entry point named `entry`; throws kiln::Error naming it when the module lacks it.
     KernelEntry entry(const std::string& name);
+    void require_entry(const std::string& name) override { entry(name); }
 
   private:
     void* handle_ = nullptr;

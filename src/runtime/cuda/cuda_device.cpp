@@ -282,6 +282,11 @@ class CudaModule final : public Module {
 
     const Context* context() const { return context_.get(); }
 
+    void require_entry(const std::string& entry) override {
+        context_->make_current();
+        function(entry);
+    }
+
     // The kernel named `entry`, looked up once. The context must be current.
     Function function(const std::string& entry) {
         std::lock_guard lock(mutex_);

@@ -6,15 +6,29 @@
 
 namespace kiln::runtime::opencl {
 
-const OpenClModule::Kernel& OpenClModule::kernel(const std::string& entry, cl_device_id device) {
-    auto found = kernels_.find(entry);
-    if (found != kernels_.end()) return found->second;
+namespace {
+
+cl_kernel create_kernel(cl_program program, const std::string& entry) {
     cl_int rc = CL_SUCCESS;
-    cl_kernel k = clCreateKernel(program_, entry.c_str(), &rc);
+    cl_kernel k = clCreateKernel(program, entry.c_str(), &rc);
     if (rc == CL_INVALID_KERNEL_NAME) {
         fail("OpenCL launch: the module has no kernel named '{}'", entry);
     }
     check(rc, "clCreateKernel");
+    return k;
+}
+
+}  // namespace
+
+void OpenClModule::require_entry(const std::string& entry) {
+    std::lock_guard lock(mutex_);
+    if (!kernels_.count(entry)) clReleaseKernel(create_kernel(program_, entry));
+}
+
+const OpenClModule::Kernel& OpenClModule::kernel(const std::string& entry, cl_device_id device) {
+    auto found = kernels_.find(entry);
+    if (found != kernels_.end()) return found->second;
+    cl_kernel k = create_kernel(program_, entry);
     Kernel entry_info{k, 0, 0};
     cl_int rc1 = clGetKernelWorkGroupInfo(k, device, CL_KERNEL_WORK_GROUP_SIZE, sizeof(size_t),
                                           &entry_info.work_group_size, nullptr);

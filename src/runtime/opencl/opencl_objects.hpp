@@ -52,6 +52,7 @@ class OpenClModule final : public Module {
 
     // The kernel for `entry`, created on first use. Call with mutex() held.
     const Kernel& kernel(const std::string& entry, cl_device_id device);
+    void require_entry(const std::string& entry) override;
 
   private:
     cl_program program_;
