@@ -1,7 +1,9 @@
 // Graph ops against the graph oracle on every device: elementwise ops in every dtype they accept,
 // broadcasting, reductions, composites, views, indexing and generators.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/errors.hpp"
 #include "support/graph_check.hpp"
 
 namespace kiln {
@@ -169,6 +171,30 @@ TEST(GraphIndexing, IndexSelectGatherEmbeddingScatterAdd) {
                                    gather(x, 0, gidx), embedding(x, idx.reshape({5, 1})),
                                    scatter_add(x, 0, gidx, src)};
     });
+}
+
+// i64 indices (PyTorch's targets and indices) index as i32 ones do; an index past 2^32 is out of
+// range, never wrapped to a small one.
+TEST(GraphIndexing, I64IndicesAsPyTorchGivesThem) {
+    expect_graph_everywhere([](Device& d) {
+        Tensor x = random_tensor(d, DType::f32, {6, 7}, 21);
+        std::vector<int64_t> rows{5, 0, 0, 3, 2};
+        Tensor idx = Tensor::from_host(rows, {5}, d);
+        std::vector<int64_t> g(6 * 7);
+        for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<int64_t>((i * 5 + 3) % 6);
+        Tensor gidx = Tensor::from_host(g, {6, 7}, d);
+        Tensor src = finite_tensor(d, DType::f32, {6, 7}, 22);
+        return std::vector<Tensor>{index_select(x, 1, idx), gather(x, 0, gidx),
+                                   embedding(x, idx.reshape({5, 1})), scatter_add(x, 0, gidx, src)};
+    });
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Tensor x = random_tensor(*d, DType::f32, {6, 7}, 23);
+        const std::vector<int64_t> far{2, (int64_t{1} << 32) + 1};
+        const Tensor idx = Tensor::from_host(far, {2}, *d);
+        EXPECT_THAT(test::error_of([&] { index_select(x, 0, idx).resolve(); }),
+                    ::testing::HasSubstr("4294967297"));
+    }
 }
 
 TEST(GraphGenerators, SameValuesOnEveryDevice) {

@@ -12,8 +12,8 @@ using graph::NodeRef;
 namespace {
 
 void require_index(const Tensor& index, const char* op) {
-    if (index.dtype() != DType::i32 && index.dtype() != DType::u32)
-        fail("{}: index is {} {}; expected i32 or u32", op, name(index.dtype()),
+    if (index.dtype() != DType::i32 && index.dtype() != DType::u32 && index.dtype() != DType::i64)
+        fail("{}: index is {} {}; expected i32, u32 or i64", op, name(index.dtype()),
              graph::to_string(index.shape()));
 }
 
