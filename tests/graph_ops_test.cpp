@@ -158,35 +158,29 @@ TEST(GraphViews, ReshapePermuteExpandSlicePadConcat) {
     });
 }
 
+// index_select (both axes), gather, embedding and scatter_add of a 6 x 7 tensor with indices of
+// type I (repeated rows, every row of the gather's index).
+template <typename I>
+std::vector<Tensor> indexing_ops(Device& d, uint64_t seed) {
+    Tensor x = random_tensor(d, DType::f32, {6, 7}, seed);
+    std::vector<I> rows{5, 0, 0, 3, 2};
+    Tensor idx = Tensor::from_host(rows, {5}, d);
+    std::vector<I> g(6 * 7);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<I>((i * 5 + 3) % 6);
+    Tensor gidx = Tensor::from_host(g, {6, 7}, d);
+    Tensor src = finite_tensor(d, DType::f32, {6, 7}, seed + 1);
+    return std::vector<Tensor>{index_select(x, 0, idx), index_select(x, 1, idx), gather(x, 0, gidx),
+                               embedding(x, idx.reshape({5, 1})), scatter_add(x, 0, gidx, src)};
+}
+
 TEST(GraphIndexing, IndexSelectGatherEmbeddingScatterAdd) {
-    expect_graph_everywhere([](Device& d) {
-        Tensor x = random_tensor(d, DType::f32, {6, 7}, 11);
-        std::vector<int32_t> rows{5, 0, 0, 3, 2};
-        Tensor idx = Tensor::from_host(rows, {5}, d);
-        std::vector<int32_t> g(6 * 7);
-        for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<int32_t>((i * 5 + 3) % 6);
-        Tensor gidx = Tensor::from_host(g, {6, 7}, d);
-        Tensor src = finite_tensor(d, DType::f32, {6, 7}, 12);
-        return std::vector<Tensor>{index_select(x, 0, idx), index_select(x, 1, idx),
-                                   gather(x, 0, gidx), embedding(x, idx.reshape({5, 1})),
-                                   scatter_add(x, 0, gidx, src)};
-    });
+    expect_graph_everywhere([](Device& d) { return indexing_ops<int32_t>(d, 11); });
 }
 
 // i64 indices (PyTorch's targets and indices) index as i32 ones do; an index past 2^32 is out of
 // range, never wrapped to a small one.
 TEST(GraphIndexing, I64IndicesAsPyTorchGivesThem) {
-    expect_graph_everywhere([](Device& d) {
-        Tensor x = random_tensor(d, DType::f32, {6, 7}, 21);
-        std::vector<int64_t> rows{5, 0, 0, 3, 2};
-        Tensor idx = Tensor::from_host(rows, {5}, d);
-        std::vector<int64_t> g(6 * 7);
-        for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<int64_t>((i * 5 + 3) % 6);
-        Tensor gidx = Tensor::from_host(g, {6, 7}, d);
-        Tensor src = finite_tensor(d, DType::f32, {6, 7}, 22);
-        return std::vector<Tensor>{index_select(x, 1, idx), gather(x, 0, gidx),
-                                   embedding(x, idx.reshape({5, 1})), scatter_add(x, 0, gidx, src)};
-    });
+    expect_graph_everywhere([](Device& d) { return indexing_ops<int64_t>(d, 21); });
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);
         Tensor x = random_tensor(*d, DType::f32, {6, 7}, 23);
