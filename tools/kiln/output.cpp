@@ -20,7 +20,9 @@ constexpr const char* kStdout = "standard output";
 // fails naming `where`.
 void write_checked(std::FILE* stream, const std::string& where, std::string_view text) {
     errno = 0;
-    const bool written = std::fwrite(text.data(), 1, text.size(), stream) == text.size();
+    // Nothing to write (check_stdout): no fwrite, whose buffer may not be null.
+    const bool written =
+        text.empty() || std::fwrite(text.data(), 1, text.size(), stream) == text.size();
     if (!written || std::fflush(stream) != 0 || std::ferror(stream)) write_failed(where, errno);
 }
 
