@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kiln/error.hpp"
 #include "base/checked_mul.hpp"
+#include "kiln/error.hpp"
 
 namespace kiln {
 namespace {

@@ -13,11 +13,11 @@
 
 #include <fmt/format.h>
 
+#include "base/ceil_div.hpp"
+#include "base/checked_mul.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/math.hpp"
 #include "ops/attention_parts.hpp"
-#include "base/ceil_div.hpp"
-#include "base/checked_mul.hpp"
 #include "ops/kernel_memo.hpp"
 #include "ops/kernel_parts.hpp"
 #include "ops/matmul.hpp"

@@ -4,9 +4,9 @@
 #include <functional>
 #include <vector>
 
+#include "base/ceil_div.hpp"
 #include "kiln/math.hpp"
 #include "ops/attention_parts.hpp"
-#include "base/ceil_div.hpp"
 #include "ops/kernel_parts.hpp"
 
 namespace kiln::ops::attention_detail {

@@ -7,9 +7,9 @@
 // summed and the next block's K while P·V is; with S stages both S - 1 blocks ahead.
 #include <vector>
 
+#include "base/ceil_div.hpp"
 #include "kiln/math.hpp"
 #include "ops/attention_parts.hpp"
-#include "base/ceil_div.hpp"
 #include "ops/tensor_core_parts.hpp"
 
 namespace kiln::ops::attention_detail {

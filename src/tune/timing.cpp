@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "base/ceil_div.hpp"
 #include "kiln/buffer.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/tune.hpp"
-#include "base/ceil_div.hpp"
 
 namespace kiln {
 namespace {

@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "base/checked_mul.hpp"
 #include "cli_common.hpp"
 #include "json.hpp"
 #include "kiln/semantics.hpp"
 #include "ops/attention.hpp"
-#include "base/checked_mul.hpp"
 #include "ops/conv1d.hpp"
 #include "ops/matmul.hpp"
 #include "ops/matvec_q8.hpp"
