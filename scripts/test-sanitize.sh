@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds kiln with AddressSanitizer and UndefinedBehaviorSanitizer (the sanitize preset:
 # build-sanitize/, no benchmarks) and runs the quick tier under them: it exercises every source
-# file of the library. Any report fails the run: UBSan halts on its first finding, ASan and
+# file of the library. Its OpenCL kernels are built with the driver's optimizer, as users build
+# them (the quick tier of scripts/test.sh builds them without it). Any report fails the run: UBSan halts on its first finding, ASan and
 # LeakSanitizer exit non-zero. Leaks inside PoCL, the OpenCL ICD loader and LLVM are suppressed
 # (scripts/lsan-suppressions.txt); kiln's never are. install_and_find_package is left out: an
 # unsanitized consumer cannot link the sanitized static library, and packaging is checked by the
@@ -18,4 +19,5 @@ if [[ ! -f "$cost_data" ]]; then
     cp tests/ctest-cost-data.txt "$cost_data"
 fi
 export KILN_REQUIRE_BACKENDS="${KILN_REQUIRE_BACKENDS:-cpu,opencl}"
+export KILN_OPENCL_OPTIMIZE="${KILN_OPENCL_OPTIMIZE:-1}"
 ctest --preset sanitize -L quick --output-on-failure -j"$(nproc)" --timeout 1800

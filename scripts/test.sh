@@ -3,7 +3,10 @@
 # suite on every backend found. Exits non-zero if anything fails.
 #   scripts/test.sh [--full] [AREA]...
 #     (no option)  the quick tier (ctest label quick): every backend, op, dtype and schedule point
-#                  at small, ragged shapes; builds everything but the benchmarks
+#                  at small, ragged shapes; builds everything but the benchmarks. OpenCL kernels
+#                  are built without the driver's optimizer (KILN_OPENCL_OPTIMIZE=0 unless set:
+#                  the same bits, a fifth of PoCL's build time); scripts/test-sanitize.sh runs
+#                  the same tests with it
 #     --full       the full tier (label full): the same checks at more shapes, dtypes and
 #                  repetitions; builds the benchmarks too (.ci/run runs it after the quick tier)
 #     AREA         only the tests whose names match this regular expression, in any case
@@ -23,6 +26,7 @@ done
 
 bench=OFF
 [[ "$tier" == full ]] && bench=ON
+[[ "$tier" == quick ]] && export KILN_OPENCL_OPTIMIZE="${KILN_OPENCL_OPTIMIZE:-0}"
 bash scripts/setup.sh ci "-DKILN_BUILD_BENCH=$bench"
 
 # Measured test times start the longest tests first on a fresh build (ctest keeps its own
@@ -45,5 +49,6 @@ fi
 
 # Every test binary fails if one of these backends found no device (tests/support).
 export KILN_REQUIRE_BACKENDS="${KILN_REQUIRE_BACKENDS:-cpu,opencl}"
-echo "test: the $tier tier${areas[*]:+ (${areas[*]})} on $(nproc) cores"
+echo "test: the $tier tier${areas[*]:+ (${areas[*]})} on $(nproc) cores" \
+    "(OpenCL optimizer: ${KILN_OPENCL_OPTIMIZE:-1})"
 ctest --preset ci -L "$tier" "${filter[@]}" --output-on-failure -j"$(nproc)" --timeout 1800

@@ -396,17 +396,23 @@ TEST(CheckBounds, UncheckedSourceHasNoChecksAndCheckedKernelsAreDistinct) {
     EXPECT_NE(plain->info().cache_key, checked->info().cache_key);
 }
 
-// KILN_CHECK_BOUNDS sets the default options (read once per process: each case in a fresh one).
+// Exits with the default of one switch of CompileOptions under `name`=`value`: 1 on, 0 off, 2
+// (printing the error) when the value is refused. Read once per process: each case in a fresh one.
+[[noreturn]] static void exit_with_default(const char* name, const char* value,
+                                           bool CompileOptions::*field) {
+    setenv(name, value, 1);
+    try {
+        std::exit(default_compile_options().*field ? 1 : 0);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "%s", e.what());
+        std::exit(2);
+    }
+}
+
 TEST(CheckBounds, TheEnvironmentSetsTheDefault) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     auto default_with = [](const char* value) {
-        setenv("KILN_CHECK_BOUNDS", value, 1);
-        try {
-            std::exit(default_compile_options().check_bounds ? 1 : 0);
-        } catch (const Error& e) {
-            std::fprintf(stderr, "%s", e.what());
-            std::exit(2);
-        }
+        exit_with_default("KILN_CHECK_BOUNDS", value, &CompileOptions::check_bounds);
     };
     EXPECT_EXIT(default_with("1"), ::testing::ExitedWithCode(1), "");
     EXPECT_EXIT(default_with("0"), ::testing::ExitedWithCode(0), "");
@@ -417,6 +423,21 @@ TEST(CheckBounds, TheEnvironmentSetsTheDefault) {
     const char* suite = std::getenv("KILN_CHECK_BOUNDS");
     if (!suite || std::string(suite) != "1") GTEST_SKIP() << "not run by ctest";
     EXPECT_TRUE(default_compile_options().check_bounds);
+}
+
+// KILN_OPENCL_OPTIMIZE: OpenCL builds with the driver's optimizer unless it is 0
+// (CompileOptions::opencl_optimizer; cache_test checks what the option does).
+TEST(OpenClOptimizer, TheEnvironmentSetsTheDefault) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    auto default_with = [](const char* value) {
+        exit_with_default("KILN_OPENCL_OPTIMIZE", value, &CompileOptions::opencl_optimizer);
+    };
+    EXPECT_EXIT(default_with("1"), ::testing::ExitedWithCode(1), "");
+    EXPECT_EXIT(default_with(""), ::testing::ExitedWithCode(1), "");
+    EXPECT_EXIT(default_with("0"), ::testing::ExitedWithCode(0), "");
+    EXPECT_EXIT(default_with("off"), ::testing::ExitedWithCode(2),
+                "KILN_OPENCL_OPTIMIZE is 'off'; expected 1 \\(build OpenCL kernels with the "
+                "driver's optimizer\\) or 0");
 }
 
 TEST(CheckBounds, CheckedCudaSourceCompilesWithNvrtc) {

@@ -108,6 +108,26 @@ TEST_F(CacheTest, AKernelListedTwiceIsCompiledOnce) {
     }
 }
 
+TEST_F(CacheTest, OpenClBuildsWithoutTheOptimizerAreEntriesOfTheirOwnWithTheSameResults) {
+    // CompileOptions::opencl_optimizer (KILN_OPENCL_OPTIMIZE): OpenCL's -cl-opt-disable build is
+    // a cache entry of its own; other backends ignore the option and share one entry.
+    bool any_switch = false;
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        const ir::Kernel k = kernel_with(run_id() + 3);
+        const auto optimized = compile(*d, k, {.check_bounds = false, .opencl_optimizer = true});
+        const auto plain = compile(*d, k, {.check_bounds = false, .opencl_optimizer = false});
+        check_runs(*optimized, run_id() + 3);
+        check_runs(*plain, run_id() + 3);
+        const bool separate = d->has_optimizer_switch();
+        any_switch = any_switch || separate;
+        EXPECT_EQ(separate, d->info().backend == Backend::opencl);
+        EXPECT_EQ(plain.get() != optimized.get(), separate);
+        EXPECT_EQ(plain->info().cache_key != optimized->info().cache_key, separate);
+    }
+    EXPECT_EQ(entries().size(), devices().size() + (any_switch ? 1u : 0u));
+}
+
 TEST(GeneratedSource, AKernelListedTwiceIsWrittenOnce) {
     // Two schedules can lower to the same kernel (a variant that falls back to another's form).
     const ir::Kernel a = kernel_with(7.0f), b = kernel_with(8.0f);

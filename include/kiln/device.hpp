@@ -110,6 +110,12 @@ class Device {
     virtual std::string toolchain_id() const = 0;
     virtual std::string_view source_suffix() const = 0;
     virtual std::vector<uint8_t> compile(const std::string& source) = 0;
+    // Whether compile_without_optimizer builds differently from compile (OpenCL: the driver's
+    // -cl-opt-disable); where not, it is compile (CompileOptions::opencl_optimizer).
+    virtual bool has_optimizer_switch() const { return false; }
+    virtual std::vector<uint8_t> compile_without_optimizer(const std::string& source) {
+        return compile(source);
+    }
     virtual std::unique_ptr<Module> load(std::span<const uint8_t> binary) = 0;
 
     // Launches `grid` blocks of `block` threads of `entry`. Asynchronous where the device is.

@@ -50,19 +50,31 @@ MemoryCache& memory_cache() {
     return cache;
 }
 
+// Whether `options` build without the device compiler's optimizer on `d`.
+bool unoptimized(const Device& d, const CompileOptions& options) {
+    return !options.opencl_optimizer && d.has_optimizer_switch();
+}
+
 std::string memory_key(const Device& d, const ir::Kernel& k, const CompileOptions& options) {
     return d.info().id + "/" + ir::hex(ir::structural_hash(k)) +
-           (options.check_bounds ? "/checked" : "");
+           (options.check_bounds ? "/checked" : "") + (unoptimized(d, options) ? "/O0" : "");
+}
+
+// A switch read from the environment: "1" true, "0" false, unset or empty `otherwise`.
+bool switch_from_environment(const char* name, bool otherwise, const char* meaning) {
+    const char* env = std::getenv(name);
+    const std::string value = env ? env : "";
+    if (value.empty()) return otherwise;
+    if (value == "1" || value == "0") return value == "1";
+    fail("{} is '{}'; expected 1 ({}) or 0", name, value, meaning);
 }
 
 CompileOptions options_from_environment() {
     CompileOptions options;
-    const char* env = std::getenv("KILN_CHECK_BOUNDS");
-    const std::string value = env ? env : "";
-    if (value == "1")
-        options.check_bounds = true;
-    else if (!value.empty() && value != "0")
-        fail("KILN_CHECK_BOUNDS is '{}'; expected 1 (check every memory access) or 0", value);
+    options.check_bounds =
+        switch_from_environment("KILN_CHECK_BOUNDS", false, "check every memory access");
+    options.opencl_optimizer = switch_from_environment(
+        "KILN_OPENCL_OPTIMIZE", true, "build OpenCL kernels with the driver's optimizer");
     return options;
 }
 
@@ -266,6 +278,12 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     XXH3_64bits_update(state, source.data(), source.size());
     XXH3_64bits_update(state, toolchain.data(), toolchain.size() + 1);
     XXH3_64bits_update(state, KILN_VERSION, sizeof(KILN_VERSION));
+    const bool without_optimizer = unoptimized(device, options);
+    if (without_optimizer) XXH3_64bits_update(state, "O0", 2);
+    auto build = [&] {
+        return without_optimizer ? device.compile_without_optimizer(source)
+                                 : device.compile(source);
+    };
     info.cache_key = ir::hex(XXH3_64bits_digest(state));
     XXH3_freeState(state);
 
@@ -277,7 +295,7 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     } else {
         t0 = std::chrono::steady_clock::now();
         try {
-            binary = device.compile(source);
+            binary = build();
         } catch (const Error& e) {
             const std::string path = disk.save_failed_source(
                 device.info().id, info.cache_key, std::string(device.source_suffix()), source);
@@ -305,7 +323,7 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
             fmt::format("kernel cache entry {} was rejected ({}); rebuilding it",
                         disk.entry_path(device.info().id, info.cache_key).string(), e.what()));
         module.reset();
-        binary = device.compile(source);
+        binary = build();
         disk.store(device.info().id, info.cache_key, binary);
         info.disk_hit = false;
         module = device.load(binary);

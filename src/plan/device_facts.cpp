@@ -67,7 +67,9 @@ DeviceFacts measure(Device& d) {
     f.bandwidth = 2.0 * static_cast<double>(bytes) /
                   (median_ms(d, [&] { d.copy(b.memory(), a.memory(), bytes); }) * 1e3);
 
-    auto kernels = compile_all(d, std::vector<ir::Kernel>{empty_kernel(), fma_kernel()});
+    // The device as programs run it: built with the driver's optimizer, unchecked.
+    const CompileOptions as_run{.check_bounds = false, .opencl_optimizer = true};
+    auto kernels = compile_all(d, std::vector<ir::Kernel>{empty_kernel(), fma_kernel()}, as_run);
     Buffer one(d, DType::f32, 1);
     f.launch_us = median_ms(d, [&] { kernels[0]->launch(1, {one}); }) * 1e3;
     const int64_t threads = int64_t{f.units} * (f.gpu ? 2048 : 1024);

@@ -200,8 +200,7 @@ void OpenClDevice::copy(DeviceMemory& dst, const DeviceMemory& src, size_t bytes
 
 // ---- compile and load ----
 
-void OpenClDevice::build(cl_program program, std::string_view what) {
-    std::string options(build_options);
+void OpenClDevice::build(cl_program program, std::string_view what, const std::string& options) {
     cl_int rc = clBuildProgram(program, 1, &device_, options.c_str(), nullptr, nullptr);
     if (rc == CL_SUCCESS) return;
     std::string log;
@@ -229,15 +228,24 @@ std::vector<uint8_t> OpenClDevice::payload(const std::string& source,
 }
 
 std::vector<uint8_t> OpenClDevice::compile(const std::string& source) {
+    return compile_with(source, std::string(build_options));
+}
+
+std::vector<uint8_t> OpenClDevice::compile_without_optimizer(const std::string& source) {
+    return compile_with(source, fmt::format("{} -cl-opt-disable", build_options));
+}
+
+std::vector<uint8_t> OpenClDevice::compile_with(const std::string& source,
+                                                const std::string& options) {
     if (isolate_builds(platform_short_name_))
-        if (auto binary = build_isolated(isolated_target_, source, build_options))
+        if (auto binary = build_isolated(isolated_target_, source, options))
             return payload(source, *binary);
     const char* text = source.c_str();
     size_t length = source.size();
     cl_int rc = CL_SUCCESS;
     cl_program program = clCreateProgramWithSource(context_, 1, &text, &length, &rc);
     check(rc, "clCreateProgramWithSource");
-    build(program, "OpenCL C source");  // releases the program when it throws
+    build(program, "OpenCL C source", options);  // releases the program when it throws
 
     size_t size = 0;
     rc = clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr);
@@ -273,7 +281,7 @@ std::unique_ptr<Module> OpenClDevice::load(std::span<const uint8_t> binary) {
                  cl_error_text(rc));
         }
     }
-    build(program, is_source ? "OpenCL C source" : "a program binary");
+    build(program, is_source ? "OpenCL C source" : "a program binary", std::string(build_options));
     return std::make_unique<OpenClModule>(program, context_);
 }
 

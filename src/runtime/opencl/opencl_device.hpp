@@ -42,6 +42,8 @@ class OpenClDevice final : public Device {
     // compile() returns the driver's program binary (or, when the driver keeps none, the source)
     // inside binary_format.hpp's checked envelope; load() accepts only such envelopes.
     std::vector<uint8_t> compile(const std::string& source) override;
+    bool has_optimizer_switch() const override { return true; }
+    std::vector<uint8_t> compile_without_optimizer(const std::string& source) override;
     std::unique_ptr<Module> load(std::span<const uint8_t> binary) override;
 
     void launch(Module& module, const std::string& entry, int64_t grid, int block,
@@ -65,8 +67,10 @@ class OpenClDevice final : public Device {
     cl_event* event_slot(cl_event& slot);
     void record(cl_event event);
 
-    // clBuildProgram with build_options; on failure throws with the build log.
-    void build(cl_program program, std::string_view what);
+    // clBuildProgram with `options`; on failure throws with the build log.
+    void build(cl_program program, std::string_view what, const std::string& options);
+    // compile() with `options` (build_options, and more).
+    std::vector<uint8_t> compile_with(const std::string& source, const std::string& options);
 
     // Wraps a driver binary (empty: the driver keeps none, so the source) in the envelope.
     static std::vector<uint8_t> payload(const std::string& source, std::span<const uint8_t> binary);
