@@ -459,6 +459,29 @@ TEST_F(CliTest, ConformancePrintsItsSummaryWritesJsonAndFailsOnAMiscompile) {
     EXPECT_THAT(r.output, HasSubstr("unknown area 'nosuch'; the areas are smoke"));
 }
 
+TEST_F(CliTest, AFirstRunOnATerminalShowsWhatItCompilesAndRacesThenErasesTheLine) {
+    // script(1) gives kiln a pseudo-terminal; the profile's first run plans, compiles and races.
+    const std::string command =
+        fmt::format("{} profile softmax --rows 3 --n 40 --device cpu", KILN_CLI_PATH);
+    const CliRun on_terminal =
+        run_cli({"/usr/bin/script", "-qec", command, "/dev/null"}, std::chrono::seconds(300));
+    ASSERT_EQ(on_terminal.exit_status, 0) << on_terminal.output;
+    EXPECT_THAT(on_terminal.output, HasSubstr("\r\033[Kkiln: compiling ")) << on_terminal.output;
+    EXPECT_THAT(on_terminal.output, HasSubstr(" for ")) << on_terminal.output;
+    EXPECT_THAT(on_terminal.output, HasSubstr("\r\033[K")) << on_terminal.output;
+    // Not on a pipe, and not where KILN_PROGRESS=0.
+    const CliRun piped =
+        kiln_cli({"profile", "softmax", "--rows", "3", "--n", "40", "--device", "cpu"},
+                 std::chrono::seconds(300));
+    ASSERT_EQ(piped.exit_status, 0) << piped.output;
+    EXPECT_THAT(piped.output, Not(HasSubstr("kiln: compiling"))) << piped.output;
+    ScopedEnv quiet(std::map<std::string, std::optional<std::string>>{{"KILN_PROGRESS", "0"}});
+    const CliRun off =
+        run_cli({"/usr/bin/script", "-qec", command, "/dev/null"}, std::chrono::seconds(300));
+    ASSERT_EQ(off.exit_status, 0) << off.output;
+    EXPECT_THAT(off.output, Not(HasSubstr("kiln: compiling"))) << off.output;
+}
+
 TEST_F(CliTest, ProfileOfTheMlpCaseRunsTwoContractionsBitIdentical) {
     const CliRun r =
         kiln_cli({"profile", "mlp", "--rows", "9", "--n", "24", "--device", "cpu", "--json"},

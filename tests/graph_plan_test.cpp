@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 
 #include "plan/choose.hpp"
 #include "plan/graph_view.hpp"
@@ -11,6 +12,7 @@
 #include "plan/realize.hpp"
 #include "plan/sweep.hpp"
 #include "runtime/cuda/nvrtc.hpp"
+#include "support/errors.hpp"
 #include "support/graph_check.hpp"
 
 namespace kiln {
@@ -149,6 +151,30 @@ TEST(GraphPlan, RacingAnInPlaceScatterLeavesTheUsersDataAlone) {
         EXPECT_TRUE(raced_or_cached);
     }
     plan::options().race = false;
+}
+
+TEST(GraphPlan, KilnRaceChoosesBudgetedThoroughOrNoRacing) {
+    const char* saved = std::getenv("KILN_RACE");
+    const std::optional<std::string> before =
+        saved ? std::optional<std::string>(saved) : std::nullopt;
+    auto with = [](const char* value) {
+        setenv("KILN_RACE", value, 1);
+        return plan::options_from_environment();
+    };
+    for (const char* budgeted : {"", "1"}) {
+        EXPECT_TRUE(with(budgeted).race) << budgeted;
+        EXPECT_FALSE(with(budgeted).thorough) << budgeted;
+    }
+    EXPECT_TRUE(with("thorough").race);
+    EXPECT_TRUE(with("thorough").thorough);
+    EXPECT_FALSE(with("0").race);
+    EXPECT_THAT(test::error_of([&] { with("fast"); }),
+                ::testing::HasSubstr("KILN_RACE is 'fast'; expected 1 (race within a budget, the "
+                                     "default), thorough"));
+    if (before)
+        setenv("KILN_RACE", before->c_str(), 1);
+    else
+        unsetenv("KILN_RACE");
 }
 
 TEST(GraphPlan, EveryLaunchHasMoreThanOnePoint) {

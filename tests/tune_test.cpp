@@ -825,6 +825,26 @@ TEST(TimeDispatches, ManyIterationsWarmUpAndRestoreBeforeEveryLaunch) {
     EXPECT_EQ(launches, 28);
 }
 
+TEST(TimeDispatches, WithinABudgetSlowLaunchesRunFourTimesAndFastOnesAllTheirIterations) {
+    // The fake's launches take 8, 15, 22, 4, 11, ... ms.
+    FakeDevice slow(Backend::cpu, "x86_64", false);
+    int launches = 0;
+    const double ms = time_dispatches_within(slow, 25, 10, [&] { ++launches; });
+    EXPECT_EQ(launches, 4);  // one warm-up (8 ms: past a quarter of 10), three timed
+    EXPECT_EQ(ms, 15);       // the median of 15, 22 and 4
+    FakeDevice fast(Backend::cpu, "x86_64", false);
+    launches = 0;
+    time_dispatches_within(fast, 25, 1e6, [&] { ++launches; });
+    EXPECT_EQ(launches, 28);  // three warm-ups and every iteration
+    FakeDevice middle(Backend::cpu, "x86_64", false);
+    launches = 0;
+    time_dispatches_within(middle, 25, 100, [&] { ++launches; });
+    // Warm-ups of 8 + 15 + 22 ms, then timed 4, 11, 18, 25, 7, 14, 21 ms: 100 spent.
+    EXPECT_EQ(launches, 10);
+    EXPECT_THROW(time_dispatches_within(fast, 25, 0, [] {}), Error);
+    EXPECT_THROW(time_dispatches_within(fast, 25, std::nan(""), [] {}), Error);
+}
+
 TEST(TimeDispatches, FewerThanOneIterationIsAnError) {
     EXPECT_THROW(time_dispatches(cpu_device(), 0, [] {}), Error);
     EXPECT_THROW(time_dispatches(cpu_device(), -3, [] {}), Error);

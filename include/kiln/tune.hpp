@@ -55,6 +55,13 @@ struct Timed {
 // `before_each` restores scratch inputs for variants that write their inputs.
 double time_dispatches(Device& device, int iters, const std::function<void()>& launch,
                        const std::function<void()>& before_each = {});
+// time_dispatches (iters > 1) within about `budget_ms` of the device's time: warm-up launches
+// while fewer than its three and under a quarter of the budget, then timed ones until `iters` or
+// the budget is spent, at least three (a launch longer than the budget takes four in all).
+// What a graph's first run races with (KILN_RACE).
+double time_dispatches_within(Device& device, int iters, double budget_ms,
+                              const std::function<void()>& launch,
+                              const std::function<void()>& before_each = {});
 
 // Counters tests and tools read. `benched` counts variants timed; the rest count run() calls.
 struct TuneCounters {

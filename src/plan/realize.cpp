@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -20,6 +21,7 @@
 #include "plan/partition.hpp"
 #include "plan/plan_dump.hpp"
 #include "plan/profile.hpp"
+#include "plan/progress.hpp"
 #include "plan/roofline.hpp"
 
 namespace kiln::plan {
@@ -128,9 +130,25 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
     }
     report.extract_us = us_since(t0);
 
+    Progress progress;
+    progress.step(fmt::format("compiling {} kernel{} for {} ({} launch{})", kernels.size(),
+                              kernels.size() == 1 ? "" : "s", device.info().name,
+                              plan.launches.size(), plan.launches.size() == 1 ? "" : "es"));
     t0 = Clock::now();
     const auto compiled = compile_all(device, kernels);
     report.compile_us = us_since(t0);
+
+    // The race's time, shared by every point raced (KILN_RACE=thorough: TUNE_ITERS each).
+    size_t raced_points = 0, raced_launches = 0;
+    for (size_t li = 0; li < plan.launches.size(); ++li)
+        if (candidates[li].size() > 1 && !is_empty(plan.launches[li], g)) {
+            raced_points += candidates[li].size();
+            ++raced_launches;
+        }
+    const double point_budget_ms =
+        options.thorough ? std::numeric_limits<double>::infinity()
+                         : kRaceBudgetMs / static_cast<double>(std::max<size_t>(raced_points, 1));
+    size_t racing = 0;
 
     buffers = begin_run(*exec, g);
     if (launch_us) launch_us->assign(plan.launches.size(), -1);
@@ -177,6 +195,8 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
                 };
             std::vector<CompiledLaunch> made;
             for (const auto& c : cands) made.push_back(make(c));
+            progress.step(fmt::format("racing launch {} of {} ({}): {} schedules", ++racing,
+                                      raced_launches, made[0].record.name, made.size()));
             const std::string signature =
                 ir::hex(ir::structural_hash(lowered[cands[0].kernel].kernel)).substr(0, 16);
             Tuned<bool> race(fmt::format("graph_{}", name(l.kind)),
@@ -187,7 +207,8 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
                     cl.record.schedule,
                     [&, c](int iters) -> Timed<bool> {
                         auto once = [&] { launch(made[c], buffers); };
-                        return {true, time_dispatches(device, iters, once, restore)};
+                        return {true, time_dispatches_within(device, iters, point_budget_ms, once,
+                                                             restore)};
                     },
                     kernel_identity(device.info().backend, cl.kernel->kernel()));
             }
@@ -284,8 +305,24 @@ void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
 
 }  // namespace
 
+Options options_from_environment() {
+    Options read{true, false, !env_off("KILN_FUSE"), env_on("KILN_WIDE_INDEX")};
+    const char* race = std::getenv("KILN_RACE");
+    const std::string value = race ? race : "";
+    if (value == "0")
+        read.race = false;
+    else if (value == "thorough")
+        read.thorough = true;
+    else if (!value.empty() && value != "1")
+        fail(
+            "KILN_RACE is '{}'; expected 1 (race within a budget, the default), thorough (time "
+            "every raced schedule {} times) or 0 (the cost model's pick, unraced)",
+            value, TUNE_ITERS);
+    return read;
+}
+
 Options& options() {
-    static Options o{!env_off("KILN_RACE"), !env_off("KILN_FUSE"), env_on("KILN_WIDE_INDEX")};
+    static Options o = options_from_environment();
     return o;
 }
 

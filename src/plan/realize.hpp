@@ -18,18 +18,23 @@ namespace kiln::plan {
 void realize(const std::vector<graph::NodeRef>& outputs);
 
 // Process-wide planner options, read from the environment at first use:
-//   KILN_RACE=0    rank by the cost model only (default: race the best kRaceTop points)
+//   KILN_RACE      1 (the default): race the best kRaceTop points of each launch, all of a
+//                  resolve's within about kRaceBudgetMs of device time; thorough: time each
+//                  TUNE_ITERS times, as the ops' tuners do; 0: rank by the cost model only
 //   KILN_FUSE=0    run every fold group split, contractions without epilogues or prologues
 //                  (default: the cost model chooses)
 //   KILN_WIDE_INDEX=1  index arithmetic in i64 even where i32 would do (the path tensors past
 //                  2^31 elements take, for testing it on small ones)
 struct Options {
     bool race = true;
+    bool thorough = false;  // KILN_RACE=thorough
     bool fuse = true;
     bool wide_index = false;
 };
-Options& options();
+Options& options();  // options_from_environment() at first use
+Options options_from_environment();
 inline constexpr int kRaceTop = 3;
+inline constexpr double kRaceBudgetMs = 1000;
 
 // Counters for tests and profiles.
 struct Counters {

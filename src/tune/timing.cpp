@@ -1,6 +1,8 @@
 // time_dispatches: the timing protocol variants share (warm-up, L2 flush on GPUs, median).
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +19,7 @@ namespace kiln {
 namespace {
 
 constexpr int kWarmups = 3;
+constexpr int kMinTimed = 3;  // timed launches, whatever the budget
 constexpr size_t kFlushBytes = size_t{256} << 20;
 
 // How the L2 is emptied before each timed GPU dispatch. `write` (the default) fills a scratch
@@ -98,7 +101,15 @@ double median(std::vector<double> values) {
 
 double time_dispatches(Device& device, int iters, const std::function<void()>& launch,
                        const std::function<void()>& before_each) {
+    return time_dispatches_within(device, iters, std::numeric_limits<double>::infinity(), launch,
+                                  before_each);
+}
+
+double time_dispatches_within(Device& device, int iters, double budget_ms,
+                              const std::function<void()>& launch,
+                              const std::function<void()>& before_each) {
     if (iters < 1) fail("time_dispatches: iters is {}; expected at least 1", iters);
+    if (!(budget_ms > 0)) fail("time_dispatches: budget {} ms; expected more than 0", budget_ms);
     if (!launch) fail("time_dispatches: no launch function given");
     auto prepare = [&] {
         if (before_each) before_each();
@@ -110,13 +121,19 @@ double time_dispatches(Device& device, int iters, const std::function<void()>& l
     }
     const bool flush = device.info().simt;
     const Flush mode = flush ? flush_mode() : Flush::write;  // read once, before any launch
-    for (int i = 0; i < kWarmups; ++i) {
+    const bool bounded = std::isfinite(budget_ms);
+    double warm_ms = 0;
+    for (int i = 0; i < kWarmups && warm_ms < budget_ms / 4; ++i) {
         prepare();
-        launch();
+        if (bounded)
+            warm_ms += device.time_ms(launch);
+        else
+            launch();
     }
     std::vector<double> times;
     times.reserve(static_cast<size_t>(iters));
-    for (int i = 0; i < iters; ++i) {
+    double spent_ms = 0;
+    for (int i = 0; i < iters && (i < kMinTimed || spent_ms < budget_ms); ++i) {
         prepare();
         if (flush) flush_l2(device, mode, i);
         // No synchronize here: the untimed work is queued on the same in-order stream ahead of
@@ -125,6 +142,7 @@ double time_dispatches(Device& device, int iters, const std::function<void()>& l
         // time to submit it (the host cost is a separate figure). triton's do_bench times the
         // same way.
         times.push_back(device.time_ms(launch));
+        spent_ms += times.back();
     }
     return median(std::move(times));
 }
