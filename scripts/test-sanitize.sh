@@ -2,9 +2,9 @@
 # Builds kiln with AddressSanitizer and UndefinedBehaviorSanitizer (the sanitize preset:
 # build-sanitize/, no benchmarks) and runs the quick tier under them: it exercises every source
 # file of the library. Its OpenCL kernels are built with the driver's optimizer, as users build
-# them (the quick tier of scripts/test.sh builds them without it). Any report fails the run: UBSan halts on its first finding, ASan and
-# LeakSanitizer exit non-zero. Leaks inside PoCL, the OpenCL ICD loader and LLVM are suppressed
-# (scripts/lsan-suppressions.txt); kiln's never are. install_and_find_package is left out: an
+# them (the quick tier of scripts/test.sh builds them without it). Any report fails the run:
+# UBSan halts on its first finding, ASan and LeakSanitizer exit non-zero. Leaks inside PoCL, the
+# OpenCL ICD loader and LLVM are suppressed (scripts/lsan-suppressions.txt); kiln's never are. install_and_find_package is left out: an
 # unsanitized consumer cannot link the sanitized static library, and packaging is checked by the
 # ci build.
 set -euo pipefail

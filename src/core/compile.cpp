@@ -280,12 +280,12 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     XXH3_64bits_update(state, KILN_VERSION, sizeof(KILN_VERSION));
     const bool without_optimizer = unoptimized(device, options);
     if (without_optimizer) XXH3_64bits_update(state, "O0", 2);
+    info.cache_key = ir::hex(XXH3_64bits_digest(state));
+    XXH3_freeState(state);
     auto build = [&] {
         return without_optimizer ? device.compile_without_optimizer(source)
                                  : device.compile(source);
     };
-    info.cache_key = ir::hex(XXH3_64bits_digest(state));
-    XXH3_freeState(state);
 
     auto& disk = cache::process_kernel_cache();
     std::vector<uint8_t> binary;

@@ -16,7 +16,6 @@ class Progress {
 
     // Shows "kiln: <what>" in place of the previous step.
     void step(const std::string& what);
-    bool enabled() const { return enabled_; }
 
   private:
     bool enabled_ = false;

@@ -306,7 +306,7 @@ void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
 }  // namespace
 
 Options options_from_environment() {
-    Options read{true, false, !env_off("KILN_FUSE"), env_on("KILN_WIDE_INDEX")};
+    Options read{.fuse = !env_off("KILN_FUSE"), .wide_index = env_on("KILN_WIDE_INDEX")};
     const char* race = std::getenv("KILN_RACE");
     const std::string value = race ? race : "";
     if (value == "0")
