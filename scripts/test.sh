@@ -3,10 +3,11 @@
 # suite on every backend found. Exits non-zero if anything fails.
 #   scripts/test.sh [--full] [AREA]...
 #     (no option)  the quick tier (ctest label quick): every backend, op, dtype and schedule point
-#                  at small, ragged shapes; builds everything but the benchmarks. OpenCL kernels
-#                  are built without the driver's optimizer (KILN_OPENCL_OPTIMIZE=0 unless set:
-#                  the same bits, a fifth of PoCL's build time); scripts/test-sanitize.sh runs
-#                  the same tests with it
+#                  at small, ragged shapes; builds everything but the benchmarks. Kernels are
+#                  built for a short build (KILN_OPTIMIZE=0 unless set: OpenCL without the
+#                  driver's optimizer, the CPU at -O1; the same bits) and PoCL builds each kernel
+#                  once, not again per work-group size (POCL_WORK_GROUP_SPECIALIZATION=0 unless
+#                  set); scripts/test-sanitize.sh runs the same tests with the defaults
 #     --full       the full tier (label full): the same checks at more shapes, dtypes and
 #                  repetitions; builds the benchmarks too (.ci/run runs it after the quick tier)
 #     AREA         only the tests whose names match this regular expression, in any case
@@ -26,7 +27,10 @@ done
 
 bench=OFF
 [[ "$tier" == full ]] && bench=ON
-[[ "$tier" == quick ]] && export KILN_OPENCL_OPTIMIZE="${KILN_OPENCL_OPTIMIZE:-0}"
+if [[ "$tier" == quick ]]; then
+    export KILN_OPTIMIZE="${KILN_OPTIMIZE:-0}"
+    export POCL_WORK_GROUP_SPECIALIZATION="${POCL_WORK_GROUP_SPECIALIZATION:-0}"
+fi
 bash scripts/setup.sh ci "-DKILN_BUILD_BENCH=$bench"
 
 # Measured test times start the longest tests first on a fresh build (ctest keeps its own
@@ -50,5 +54,5 @@ fi
 # Every test binary fails if one of these backends found no device (tests/support).
 export KILN_REQUIRE_BACKENDS="${KILN_REQUIRE_BACKENDS:-cpu,opencl}"
 echo "test: the $tier tier${areas[*]:+ (${areas[*]})} on $(nproc) cores" \
-    "(OpenCL optimizer: ${KILN_OPENCL_OPTIMIZE:-1})"
+    "(KILN_OPTIMIZE=${KILN_OPTIMIZE:-1})"
 ctest --preset ci -L "$tier" "${filter[@]}" --output-on-failure -j"$(nproc)" --timeout 1800

@@ -425,19 +425,19 @@ TEST(CheckBounds, TheEnvironmentSetsTheDefault) {
     EXPECT_TRUE(default_compile_options().check_bounds);
 }
 
-// KILN_OPENCL_OPTIMIZE: OpenCL builds with the driver's optimizer unless it is 0
-// (CompileOptions::opencl_optimizer; cache_test checks what the option does).
-TEST(OpenClOptimizer, TheEnvironmentSetsTheDefault) {
+// KILN_OPTIMIZE: kernels build with the compilers' optimizers unless it is 0
+// (CompileOptions::optimize; cache_test checks what the option does).
+TEST(Optimize, TheEnvironmentSetsTheDefault) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     auto default_with = [](const char* value) {
-        exit_with_default("KILN_OPENCL_OPTIMIZE", value, &CompileOptions::opencl_optimizer);
+        exit_with_default("KILN_OPTIMIZE", value, &CompileOptions::optimize);
     };
     EXPECT_EXIT(default_with("1"), ::testing::ExitedWithCode(1), "");
     EXPECT_EXIT(default_with(""), ::testing::ExitedWithCode(1), "");
     EXPECT_EXIT(default_with("0"), ::testing::ExitedWithCode(0), "");
     EXPECT_EXIT(default_with("off"), ::testing::ExitedWithCode(2),
-                "KILN_OPENCL_OPTIMIZE is 'off'; expected 1 \\(build OpenCL kernels with the "
-                "driver's optimizer\\) or 0");
+                "KILN_OPTIMIZE is 'off'; expected 1 \\(build kernels with the compilers' "
+                "optimizers\\) or 0");
 }
 
 TEST(CheckBounds, CheckedCudaSourceCompilesWithNvrtc) {

@@ -57,15 +57,16 @@ struct CompileOptions {
     // CompiledKernel::launch as a kiln::Error naming the kernel, the memory, the index and the
     // length. Accesses proved in range at compile time keep no test.
     bool check_bounds = false;
-    // false: built without the device compiler's optimizer where the backend can do so
-    // (OpenCL: -cl-opt-disable; a separate cache entry), else as usual. It never changes a
-    // result's bits, only how long a build and its kernels take: the quick test tier builds so,
-    // since PoCL's optimizer is most of its time (README.md, Development).
-    bool opencl_optimizer = true;
+    // false: built for a short build rather than fast code where the backend has such a build
+    // (OpenCL: the driver's -cl-opt-disable; the CPU: -O1 instead of -O3), as separate cache
+    // entries; elsewhere as usual. It never changes a result's bits, only how long a build and
+    // its kernels take: the quick test tier builds so, since building kernels is most of its
+    // time (README.md, Development).
+    bool optimize = true;
 };
 // The process's default options, read once: check_bounds is KILN_CHECK_BOUNDS ("1" on; "0" or
-// unset off), opencl_optimizer KILN_OPENCL_OPTIMIZE ("0" off; "1" or unset on). kiln::Error for
-// any other value.
+// unset off), optimize KILN_OPTIMIZE ("0" off; "1" or unset on). kiln::Error for any other
+// value.
 const CompileOptions& default_compile_options();
 
 class FaultRecord;

@@ -110,10 +110,11 @@ class Device {
     virtual std::string toolchain_id() const = 0;
     virtual std::string_view source_suffix() const = 0;
     virtual std::vector<uint8_t> compile(const std::string& source) = 0;
-    // Whether compile_without_optimizer builds differently from compile (OpenCL: the driver's
-    // -cl-opt-disable); where not, it is compile (CompileOptions::opencl_optimizer).
-    virtual bool has_optimizer_switch() const { return false; }
-    virtual std::vector<uint8_t> compile_without_optimizer(const std::string& source) {
+    // Whether compile_unoptimized builds differently from compile, for a shorter build with the
+    // same bits (OpenCL: the driver's -cl-opt-disable; the CPU: -O1); where not, it is compile
+    // (CompileOptions::optimize).
+    virtual bool has_unoptimized_build() const { return false; }
+    virtual std::vector<uint8_t> compile_unoptimized(const std::string& source) {
         return compile(source);
     }
     virtual std::unique_ptr<Module> load(std::span<const uint8_t> binary) = 0;

@@ -167,6 +167,7 @@ def test_operators_match_numpy(device):
         "-a": (-a, -a_host), "abs(a)": (abs(a), np.abs(a_host)),
         "a ** 2": (a ** 2, a_host * a_host),
     }
+    kiln.resolve(*(got for got, _ in cases.values()))  # one plan: its kernels are built together
     for text, (got, want) in cases.items():
         np.testing.assert_array_equal(got.numpy(), want, err_msg=text)
     compare = {
@@ -175,6 +176,7 @@ def test_operators_match_numpy(device):
         "a == a": (a == a, a_host == a_host), "a != b": (a != b, a_host != b_host),
         "1 < a": (1 < a, 1 < a_host),
     }
+    kiln.resolve(*(got for got, _ in compare.values()))
     for text, (got, want) in compare.items():
         assert got.dtype == kiln.bool_, text
         np.testing.assert_array_equal(got.numpy(), want, err_msg=text)
@@ -200,6 +202,7 @@ def test_functions_match_numpy(device):
         "silu": (kiln.silu(x), x_host / (1 + np.exp(-x_host))),
         "rsqrt": (kiln.rsqrt(pos), 1 / np.sqrt(np.abs(x_host) + 0.5)),
     }
+    kiln.resolve(*(got for got, _ in close.values()))  # one plan: its kernels are built together
     for name, (got, want) in close.items():
         np.testing.assert_allclose(got.numpy(), want, rtol=2e-6, atol=2e-6, err_msg=name)
     exact = {
@@ -213,6 +216,7 @@ def test_functions_match_numpy(device):
         "astype i32": (x.astype("i32"), x_host.astype(np.int32)),
         "cast f16": (kiln.cast(x, kiln.f16), x_host.astype(np.float16)),
     }
+    kiln.resolve(*(got for got, _ in exact.values()))
     for name, (got, want) in exact.items():
         np.testing.assert_array_equal(got.numpy(), want.astype(got.numpy().dtype), err_msg=name)
     assert kiln.isnan(kiln.tensor([np.nan, 1.0], device=device)).numpy().tolist() == [True, False]
@@ -223,14 +227,16 @@ def test_functions_match_numpy(device):
 def test_reductions_match_numpy(device):
     x_host = sample(np.float32, (3, 4, 5), 4)
     x = kiln.tensor(x_host, device=device)
-    for axis in (None, 0, 2, -1, (0, 2)):
-        for keepdim in (False, True):
-            for name in ("sum", "mean", "max", "min", "prod"):
-                got = getattr(x, name)(axis, keepdim).numpy()
-                want = getattr(np, name)(x_host, axis=axis, keepdims=keepdim)
-                assert got.shape == want.shape, (name, axis, keepdim)
-                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
-                                           err_msg=f"{name} {axis} {keepdim}")
+    cases = [(name, axis, keepdim) for axis in (None, 0, 2, -1, (0, 2)) for keepdim in (False, True)
+             for name in ("sum", "mean", "max", "min", "prod")]
+    results = [getattr(x, name)(axis, keepdim) for name, axis, keepdim in cases]
+    kiln.resolve(*results)  # one plan: its kernels are built together
+    for (name, axis, keepdim), result in zip(cases, results):
+        got = result.numpy()
+        want = getattr(np, name)(x_host, axis=axis, keepdims=keepdim)
+        assert got.shape == want.shape, (name, axis, keepdim)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
+                                   err_msg=f"{name} {axis} {keepdim}")
     np.testing.assert_array_equal(kiln.argmax(x, 1).numpy(), np.argmax(x_host, 1))
     np.testing.assert_array_equal(x.argmin(-1, keepdim=True).numpy(),
                                   np.argmin(x_host, -1)[..., None])

@@ -52,7 +52,7 @@ MemoryCache& memory_cache() {
 
 // Whether `options` build without the device compiler's optimizer on `d`.
 bool unoptimized(const Device& d, const CompileOptions& options) {
-    return !options.opencl_optimizer && d.has_optimizer_switch();
+    return !options.optimize && d.has_unoptimized_build();
 }
 
 std::string memory_key(const Device& d, const ir::Kernel& k, const CompileOptions& options) {
@@ -73,8 +73,8 @@ CompileOptions options_from_environment() {
     CompileOptions options;
     options.check_bounds =
         switch_from_environment("KILN_CHECK_BOUNDS", false, "check every memory access");
-    options.opencl_optimizer = switch_from_environment(
-        "KILN_OPENCL_OPTIMIZE", true, "build OpenCL kernels with the driver's optimizer");
+    options.optimize = switch_from_environment("KILN_OPTIMIZE", true,
+                                               "build kernels with the compilers' optimizers");
     return options;
 }
 
@@ -283,8 +283,7 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     info.cache_key = ir::hex(XXH3_64bits_digest(state));
     XXH3_freeState(state);
     auto build = [&] {
-        return without_optimizer ? device.compile_without_optimizer(source)
-                                 : device.compile(source);
+        return without_optimizer ? device.compile_unoptimized(source) : device.compile(source);
     };
 
     auto& disk = cache::process_kernel_cache();

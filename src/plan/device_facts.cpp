@@ -68,7 +68,7 @@ DeviceFacts measure(Device& d) {
                   (median_ms(d, [&] { d.copy(b.memory(), a.memory(), bytes); }) * 1e3);
 
     // The device as programs run it: built with the driver's optimizer, unchecked.
-    const CompileOptions as_run{.check_bounds = false, .opencl_optimizer = true};
+    const CompileOptions as_run{.check_bounds = false, .optimize = true};
     auto kernels = compile_all(d, std::vector<ir::Kernel>{empty_kernel(), fma_kernel()}, as_run);
     Buffer one(d, DType::f32, 1);
     f.launch_us = median_ms(d, [&] { kernels[0]->launch(1, {one}); }) * 1e3;

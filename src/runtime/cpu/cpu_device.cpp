@@ -134,7 +134,11 @@ std::string CpuDevice::toolchain_id() const {
 }
 
 std::vector<uint8_t> CpuDevice::compile(const std::string& source) {
-    return compile_shared_object(toolchain_, source, compile_timeout_);
+    return compile_shared_object(toolchain_, source, compile_timeout_, Optimization::full);
+}
+
+std::vector<uint8_t> CpuDevice::compile_unoptimized(const std::string& source) {
+    return compile_shared_object(toolchain_, source, compile_timeout_, Optimization::short_build);
 }
 
 std::unique_ptr<Module> CpuDevice::load(std::span<const uint8_t> binary) {

@@ -60,6 +60,8 @@ class CpuDevice final : public Device {
     std::string toolchain_id() const override;
     std::string_view source_suffix() const override { return ".cpp"; }
     std::vector<uint8_t> compile(const std::string& source) override;
+    bool has_unoptimized_build() const override { return true; }
+    std::vector<uint8_t> compile_unoptimized(const std::string& source) override;
     std::unique_ptr<Module> load(std::span<const uint8_t> binary) override;
 
     void launch(Module& module, const std::string& entry, int64_t grid, int block,

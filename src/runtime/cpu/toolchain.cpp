@@ -69,13 +69,12 @@ std::string hex64(uint64_t value) {
 // No -fwrapv: generated code writes wrapping integer arithmetic through unsigned types, and
 // plain signed arithmetic only where it never wraps (ir/no_wrap.hpp), which the compiler may
 // then treat as affine.
-const std::vector<std::string>& compile_flags() {
-    static const std::vector<std::string> flags = {"-std=c++17",      "-O3",
-                                                   "-march=native",   "-ffp-contract=off",
-                                                   "-fno-fast-math",  "-fopenmp-simd",
-                                                   "-fno-math-errno", "-fPIC",
-                                                   "-shared",         "-w"};
-    return flags;
+std::vector<std::string> compile_flags(Optimization level) {
+    return {"-std=c++17",      level == Optimization::full ? "-O3" : "-O1",
+            "-march=native",   "-ffp-contract=off",
+            "-fno-fast-math",  "-fopenmp-simd",
+            "-fno-math-errno", "-fPIC",
+            "-shared",         "-w"};
 }
 
 std::string Toolchain::compiler_name() const {
@@ -141,7 +140,7 @@ Toolchain probe_toolchain(const std::string& requested) {
 }
 
 std::vector<uint8_t> compile_shared_object(const Toolchain& toolchain, const std::string& source,
-                                           std::chrono::milliseconds timeout) {
+                                           std::chrono::milliseconds timeout, Optimization level) {
     toolchain.require();
     cache::TempDir dir("kiln-cpu-", "CPU backend");
     std::filesystem::path source_path = dir.path() / "kernel.cpp";
@@ -152,7 +151,7 @@ std::vector<uint8_t> compile_shared_object(const Toolchain& toolchain, const std
         if (!out) fail("CPU backend: cannot write {}", source_path.string());
     }
     std::vector<std::string> argv = {toolchain.path};
-    for (const std::string& f : compile_flags()) argv.push_back(f);
+    for (const std::string& f : compile_flags(level)) argv.push_back(f);
     argv.insert(argv.end(), {"-o", object_path.string(), source_path.string()});
 
     ProcessResult result = run_process(argv, timeout);

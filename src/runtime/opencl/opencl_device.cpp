@@ -231,7 +231,7 @@ std::vector<uint8_t> OpenClDevice::compile(const std::string& source) {
     return compile_with(source, std::string(build_options));
 }
 
-std::vector<uint8_t> OpenClDevice::compile_without_optimizer(const std::string& source) {
+std::vector<uint8_t> OpenClDevice::compile_unoptimized(const std::string& source) {
     return compile_with(source, fmt::format("{} -cl-opt-disable", build_options));
 }
 

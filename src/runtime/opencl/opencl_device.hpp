@@ -42,8 +42,8 @@ class OpenClDevice final : public Device {
     // compile() returns the driver's program binary (or, when the driver keeps none, the source)
     // inside binary_format.hpp's checked envelope; load() accepts only such envelopes.
     std::vector<uint8_t> compile(const std::string& source) override;
-    bool has_optimizer_switch() const override { return true; }
-    std::vector<uint8_t> compile_without_optimizer(const std::string& source) override;
+    bool has_unoptimized_build() const override { return true; }
+    std::vector<uint8_t> compile_unoptimized(const std::string& source) override;
     std::unique_ptr<Module> load(std::span<const uint8_t> binary) override;
 
     void launch(Module& module, const std::string& entry, int64_t grid, int block,
