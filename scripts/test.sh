@@ -5,9 +5,8 @@
 #     (no option)  the quick tier (ctest label quick): every backend, op, dtype and schedule point
 #                  at small, ragged shapes; builds everything but the benchmarks. Kernels are
 #                  built for a short build (KILN_OPTIMIZE=0 unless set: OpenCL without the
-#                  driver's optimizer, the CPU at -O1; the same bits) and PoCL builds each kernel
-#                  once, not again per work-group size (POCL_WORK_GROUP_SPECIALIZATION=0 unless
-#                  set); scripts/test-sanitize.sh runs the same tests with the defaults
+#                  driver's optimizer, the CPU at -O1; the same bits); scripts/test-sanitize.sh
+#                  runs the same tests with the compilers' optimizers
 #     --full       the full tier (label full): the same checks at more shapes, dtypes and
 #                  repetitions; builds the benchmarks too (.ci/run runs it after the quick tier)
 #     AREA         only the tests whose names match this regular expression, in any case
@@ -27,10 +26,7 @@ done
 
 bench=OFF
 [[ "$tier" == full ]] && bench=ON
-if [[ "$tier" == quick ]]; then
-    export KILN_OPTIMIZE="${KILN_OPTIMIZE:-0}"
-    export POCL_WORK_GROUP_SPECIALIZATION="${POCL_WORK_GROUP_SPECIALIZATION:-0}"
-fi
+[[ "$tier" == quick ]] && export KILN_OPTIMIZE="${KILN_OPTIMIZE:-0}"
 bash scripts/setup.sh ci "-DKILN_BUILD_BENCH=$bench"
 
 # Measured test times start the longest tests first on a fresh build (ctest keeps its own
