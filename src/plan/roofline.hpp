@@ -24,7 +24,8 @@
 //   - an operand computed where the kernel reads it (a prologue) runs its maps, and an index and
 //     a load per node it reads, every time an element is read (once per tile of the other side):
 //     the reads after the first are its cost beyond a map launch writing the operand.
-// It ranks points; the tuner races the best few and measures.
+// It ranks points; the tuner races the best few and measures. The terms that differ by launch
+// kind are the kind's (KindCost, src/plan/kinds/cost.hpp), beside its domain and lowering.
 #pragma once
 
 #include <vector>

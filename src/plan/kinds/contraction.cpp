@@ -193,11 +193,28 @@ bool contraction_empty(const Launch& l, const GraphView& g) {
 
 }  // namespace
 
-const KindRules kContractRules{"contract",    contract_domain,   contract_point,
-                               contract_grid, contraction_empty, &LaunchWriter::write_contract};
-const KindRules kConv1dRules{"conv1d",    conv1d_domain,     conv1d_point,
-                             conv1d_grid, contraction_empty, &LaunchWriter::write_conv1d};
-const KindRules kAttentionRules{"attention",    attention_domain,  attention_point,
-                                attention_grid, contraction_empty, &LaunchWriter::write_attention};
+const KindRules kContractRules{"contract",
+                               contract_domain,
+                               contract_point,
+                               contract_grid,
+                               contraction_empty,
+                               &LaunchWriter::write_contract,
+                               {.simt_bytes_in_flight = cost::matmul_simt_bytes_in_flight,
+                                .simt_threads_needed = cost::matmul_simt_threads_needed,
+                                .contraction = &cost::kMatmulCost}};
+const KindRules kConv1dRules{"conv1d",
+                             conv1d_domain,
+                             conv1d_point,
+                             conv1d_grid,
+                             contraction_empty,
+                             &LaunchWriter::write_conv1d,
+                             {.contraction = &cost::kConv1dCost}};
+const KindRules kAttentionRules{"attention",
+                                attention_domain,
+                                attention_point,
+                                attention_grid,
+                                contraction_empty,
+                                &LaunchWriter::write_attention,
+                                {.contraction = &cost::kAttentionCost}};
 
 }  // namespace kiln::plan

@@ -1,9 +1,9 @@
 // KindRules: what each launch kind gives the planner, one row per kind, each defined in its file
 // of src/plan/kinds/ beside the kind's lowering: its name, its schedule domain (the points it may
 // run at; every point computes the same bits), a point's name, its grid, whether a launch has
-// nothing to compute, and the LaunchWriter method that writes its body. rules(kind) is the one
-// place that dispatches on the kind for these; the cost model (roofline.cpp) and the partition
-// still test the kind where their formulas differ.
+// nothing to compute, the LaunchWriter method that writes its body, and its terms of the cost
+// model (cost.hpp). rules(kind) is the one place that dispatches on the kind for these; the
+// partition still tests the kind where it builds and orders launches.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "plan/graph_view.hpp"
+#include "plan/kinds/cost.hpp"
 #include "plan/plan.hpp"
 
 namespace kiln::plan {
@@ -24,6 +25,7 @@ struct KindRules {
     int64_t (*grid)(const Launch& launch, const GraphView& g, const Schedule& s);  // >= 1 block
     bool (*empty)(const Launch& launch, const GraphView& g);
     void (LaunchWriter::*write)();
+    cost::KindCost cost;
 };
 
 const KindRules& rules(LaunchKind kind);

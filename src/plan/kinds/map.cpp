@@ -81,9 +81,19 @@ bool map_empty(const Launch& l, const GraphView& g) {
     return g.node(l.outputs[0]).numel() == 0;
 }
 
+// A SIMT thread has an element of each of its vectors in flight.
+double map_simt_bytes_in_flight(const Launch&, const Schedule& s) {
+    return 4.0 * (s.per_thread * s.vector);
+}
+
 }  // namespace
 
-const KindRules kMapRules{"map",    map_domain, map_point,
-                          map_grid, map_empty,  &LaunchWriter::write_map};
+const KindRules kMapRules{"map",
+                          map_domain,
+                          map_point,
+                          map_grid,
+                          map_empty,
+                          &LaunchWriter::write_map,
+                          {.simt_bytes_in_flight = map_simt_bytes_in_flight}};
 
 }  // namespace kiln::plan

@@ -1,11 +1,13 @@
 // Row and segments launches: one thread group per row computes its folds in the canonical
 // order (graph/fold_order.hpp) and the maps between them, then its outputs; a segments launch
 // folds the segments of long rows ahead of the row launch that folds their values.
-#include <fmt/format.h>
 #include "plan/kinds/kind.hpp"
 #include "plan/launch_writer.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "base/break_switch.hpp"
 #include "base/ceil_div.hpp"
@@ -211,10 +213,65 @@ bool rows_empty(const Launch& l, const GraphView&) {
     return l.rows == 0;
 }
 
+// A row is read once per fold and once more for a full-size output; the cached form reads it
+// once. Passes after the first over a row that fits in the cache cost a share of a pass from
+// memory, and the maps feeding a fold run again in every later pass.
+cost::Passes row_passes(const Launch& l, const GraphView& g, const Schedule& s) {
+    if (s.cache) return {};
+    int folds = 0;
+    bool full_out = false;
+    for (int st : l.row_steps) folds += g.node(st).as<graph::op::Fold>() ? 1 : 0;
+    for (int o : l.outputs) full_out = full_out || g.node(o).shape == l.full;
+    const int passes = std::max(1, folds + (full_out ? 1 : 0));
+    const bool fits = static_cast<double>(l.extent) * 4 <= cost::kRowCacheBytes;
+    return {.reads = 1 + (passes - 1) * (fits ? cost::kCachedPassShare : 1.0),
+            .flops = double(passes)};
+}
+
+// A row's thread has `unroll` loads in flight; the cached form issues all of its elements'
+// loads before the first fold.
+double row_simt_bytes_in_flight(const Launch& l, const Schedule& s) {
+    return 4.0 *
+           (s.cache ? std::min<double>(16, std::ceil(double(l.extent) / s.threads)) : s.unroll);
+}
+
+// A thread per row reads a row alone: a warp's loads of rows laid out contiguously touch 32
+// lines at once, while rows that are columns of the data read coalesced (and the reverse for
+// threads sharing a row).
+double row_simt_bandwidth_share(const Launch& l, const Schedule& s) {
+    const bool rows_contiguous = !l.axes.empty() && l.axes.back() == int(l.full.size()) - 1;
+    return (s.threads == 1) == rows_contiguous ? cost::kUncoalesced : 1.0;
+}
+
+// Threads sharing a row pay a barrier per level of the fold's tree above the warp.
+double row_simt_extra_us(const Launch& l, const Schedule& s, const DeviceFacts& f) {
+    if (s.threads <= 32) return 0;
+    const double levels = std::log2(s.threads / 32.0) + 1;
+    const double rows_at_once = f.units * cost::kResidentThreads / s.threads;
+    return static_cast<double>(l.rows) / rows_at_once * levels * cost::kBarrierUs;
+}
+
+// A CPU core runs a block's threads sharing a row one after another between the tree's steps.
+double row_cpu_extra_us(const Launch& l, const Schedule& s, const DeviceFacts& f) {
+    if (s.threads <= 1) return 0;
+    return static_cast<double>(l.rows) * s.threads * std::log2(double(s.threads)) *
+           cost::kCpuThreadStepUs / f.units;
+}
+
 }  // namespace
 
-const KindRules kRowRules{"row",    rows_domain, rows_point,
-                          row_grid, rows_empty,  &LaunchWriter::write_row};
+const KindRules kRowRules{"row",
+                          rows_domain,
+                          rows_point,
+                          row_grid,
+                          rows_empty,
+                          &LaunchWriter::write_row,
+                          {.passes = row_passes,
+                           .folds_partials = true,
+                           .simt_bytes_in_flight = row_simt_bytes_in_flight,
+                           .simt_bandwidth_share = row_simt_bandwidth_share,
+                           .simt_extra_us = row_simt_extra_us,
+                           .cpu_extra_us = row_cpu_extra_us}};
 const KindRules kSegmentsRules{"segments",    rows_domain, rows_point,
                                segments_grid, rows_empty,  &LaunchWriter::write_segments};
 
