@@ -167,6 +167,23 @@ TEST_F(Safetensors, AHeaderThatIsNotAnObjectOfTensorsIsAnError) {
     expect_error(write(R"({"__metadata__": []})"), {"__metadata__ is array; expected an object"});
 }
 
+TEST_F(Safetensors, AHeaderNestedDeeperOrWithLongerArraysThanTensorsNeedIsAnError) {
+    // A megabyte of brackets: refused at the fourth, before the parser builds anything deep.
+    const size_t deep = 500'000;
+    expect_error(write(std::string(deep, '[') + std::string(deep, ']')),
+                 {"nests deeper than 3 levels"});
+    expect_error(write(R"({"t": {"dtype": "F32", "shape": [[1]], "data_offsets": [0, 4]}})"),
+                 {"nests deeper than 3 levels"});
+    expect_error(write(R"({"__metadata__": {"a": [["b"]]}})"), {"nests deeper than 3 levels"});
+    // A shape of 65 ones: longer than any array a header holds.
+    std::string ones = "1";
+    for (int i = 1; i < 65; ++i) ones += ", 1";
+    expect_error(one_tensor("[" + ones + "]", "[0, 4]", 4), {"an array longer than 64 values"});
+    // 64 passes the parser (the entry is then checked as a tensor's).
+    ones = ones.substr(3);
+    EXPECT_NO_THROW(SafetensorsFile(one_tensor("[" + ones + "]", "[0, 4]", 4)));
+}
+
 TEST_F(Safetensors, MissingOrUnknownFieldsAreErrors) {
     expect_error(write(R"({"t": {"shape": [1], "data_offsets": [0, 4]}})", Bytes(4, 0)),
                  {"tensor 't'", "no 'dtype' field"});

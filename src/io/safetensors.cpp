@@ -22,6 +22,11 @@ using Json = nlohmann::json;
 
 // The reference implementation's bound on the header: larger is not a model header.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// A header nests three deep (the object of tensors, an entry, its shape or data offsets), and
+// its arrays are shapes and offsets: the parser stops at the first value past these, so that a
+// hostile header costs no more memory than a well-formed one of its size.
+constexpr int kMaxHeaderDepth = 3;
+constexpr int kMaxArrayLength = 64;
 
 struct FormatDType {
     std::string_view name;
@@ -68,15 +73,30 @@ class HeaderReader {
 
     Json parse(const std::string& text) const {
         std::set<std::string> seen;
-        const Json::parser_callback_t no_duplicates = [&](int depth, Json::parse_event_t event,
-                                                          Json& parsed) {
-            if (event == Json::parse_event_t::key && depth == 1 &&
-                !seen.insert(parsed.get<std::string>()).second)
+        int array_length = 0;  // values so far in the innermost array open
+        const Json::parser_callback_t checks = [&](int depth, Json::parse_event_t event,
+                                                   Json& parsed) {
+            using Event = Json::parse_event_t;
+            // depth: the containers around the event (a container's start: those around it).
+            if ((event == Event::object_start || event == Event::array_start) &&
+                depth >= kMaxHeaderDepth)
+                fail_file(
+                    fmt::format("the header nests deeper than {} levels; expected an "
+                                "object of tensors whose shapes and offsets are arrays",
+                                kMaxHeaderDepth));
+            if (event == Event::array_start) array_length = 0;
+            if (event == Event::value && depth == kMaxHeaderDepth &&
+                ++array_length > kMaxArrayLength)
+                fail_file(
+                    fmt::format("the header holds an array longer than {} values; "
+                                "expected shapes and offsets",
+                                kMaxArrayLength));
+            if (event == Event::key && depth == 1 && !seen.insert(parsed.get<std::string>()).second)
                 fail_tensor(parsed.get<std::string>(), "named twice in the header");
             return true;
         };
         try {
-            return Json::parse(text, no_duplicates);
+            return Json::parse(text, checks);
         } catch (const Json::exception& e) {
             fail_file(fmt::format("the header is not valid JSON: {}", e.what()));
         }
