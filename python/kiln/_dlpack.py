@@ -7,6 +7,8 @@ device's queued work before it hands the memory out, which makes it ready on wha
 consumer names.
 """
 
+import ctypes
+
 from . import _kiln
 
 _DL_CPU = 1
@@ -20,23 +22,57 @@ def from_dlpack(array):
     The tensor keeps the producer alive and only reads the memory: kiln never writes into it,
     and changes the producer makes are seen by the tensor's later reads."""
     source = array
-    if hasattr(array, "__dlpack_device__") and hasattr(array, "__dlpack__"):
-        device_type, device_id = array.__dlpack_device__()
-        if int(device_type) == _DL_CUDA:
-            stream = _kiln._cuda_stream(int(device_id))
-            try:
-                source = array.__dlpack__(stream=stream, max_version=(1, 0))
-            except TypeError:  # producers predating max_version
-                source = array.__dlpack__(stream=stream)
+    if hasattr(array, "__dlpack__"):
+        source = _capsule_of(array)
     try:
         return _kiln._from_dlpack(source)
     except TypeError:
-        if not (hasattr(array, "__dlpack__") or type(array).__name__ == "PyCapsule"
-                or hasattr(array, "__array_interface__")):
+        if _is_capsule(source):
+            name = _capsule_name(source)
+            if name.startswith("used_"):
+                raise _kiln.Error("from_dlpack: the DLPack capsule was already consumed (a "
+                                  "capsule is read once); expected a fresh one from "
+                                  "__dlpack__()") from None
+            raise _kiln.Error(f"from_dlpack: a capsule named '{name}'; expected a DLPack "
+                              "capsule ('dltensor' or 'dltensor_versioned')") from None
+        if not (hasattr(array, "__dlpack__") or hasattr(array, "__array_interface__")):
             raise TypeError(f"from_dlpack: {type(array).__name__} does not support DLPack; "
                             "expected an object with __dlpack__ (a numpy array, a torch tensor, "
                             "...) or a DLPack capsule") from None
         raise
+
+
+def _capsule_of(array):
+    """The producer's capsule: on a CUDA device, made ready on kiln's stream of that device. An
+    exception the producer raises is a kiln.Error naming it."""
+    try:
+        device_type, device_id = (array.__dlpack_device__()
+                                  if hasattr(array, "__dlpack_device__") else (_DL_CPU, 0))
+        # A stream only for CUDA memory; DLPack 1.0 capsules carry a read-only flag, which
+        # numpy needs to export a read-only array.
+        stream = {} if int(device_type) != _DL_CUDA else {
+            "stream": _kiln._cuda_stream(int(device_id))}
+        try:
+            return array.__dlpack__(**stream, max_version=(1, 0))
+        except TypeError:  # producers predating max_version
+            return array.__dlpack__(**stream)
+    except _kiln.Error:
+        raise
+    except Exception as e:
+        raise _kiln.Error(f"from_dlpack: {type(array).__name__}'s __dlpack__ raised "
+                          f"{type(e).__name__}: {e}; expected a DLPack capsule") from e
+
+
+def _is_capsule(value):
+    return type(value).__name__ == "PyCapsule"
+
+
+def _capsule_name(capsule):
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype = ctypes.c_char_p
+    get_name.argtypes = [ctypes.py_object]
+    name = get_name(capsule)
+    return name.decode(errors="replace") if name else ""
 
 
 def export_device(tensor):

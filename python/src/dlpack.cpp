@@ -97,9 +97,11 @@ Tensor from_dlpack(AnyArray a) {
     else
         fail("from_dlpack: the array is in {}; expected memory on the CPU or a CUDA device",
              device_text(a.device_type(), a.device_id()));
-    check_contiguous(a);
     Shape shape;
     for (size_t i = 0; i < a.ndim(); ++i) shape.push_back(static_cast<int64_t>(a.shape(i)));
+    // No elements: no memory to share, whatever the strides say.
+    if (a.size() == 0) return Tensor::zeros(shape, *dtype, *device);
+    check_contiguous(a);
     // The producer stays alive while any kiln buffer over its memory does; letting go of it
     // needs the GIL, whichever thread drops the last reference.
     std::shared_ptr<void> owner(new AnyArray(a), [](void* p) {

@@ -119,6 +119,29 @@ def foreign_capsule(device_type, device_id, keep):
     return new_capsule(ctypes.addressof(managed), b"dltensor", None)
 
 
+def test_empty_arrays_are_empty_tensors():
+    for shape, numpy_type in [((0,), np.float32), ((3, 0), np.int32), ((0, 4), np.uint8)]:
+        t = kiln.from_dlpack(np.zeros(shape, numpy_type))
+        assert t.shape == shape
+        assert t.numpy().dtype == numpy_type and t.numpy().shape == shape
+
+
+def test_a_failing_producer_or_a_used_capsule_is_an_error():
+    class Failing:
+        def __dlpack__(self, **kwargs):
+            raise RuntimeError("no memory today")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(kiln.Error, match="Failing's __dlpack__ raised RuntimeError: no memory"):
+        kiln.from_dlpack(Failing())
+    capsule = np.arange(4, dtype=np.float32).__dlpack__()
+    np.testing.assert_array_equal(kiln.from_dlpack(capsule).numpy(), [0, 1, 2, 3])
+    with pytest.raises(kiln.Error, match="capsule was already consumed"):
+        kiln.from_dlpack(capsule)
+
+
 def test_memory_on_a_device_kiln_cannot_use_is_an_error():
     keep = []
     with pytest.raises(kiln.Error, match="in OpenCL; expected memory on the CPU or a CUDA device"):
