@@ -1,6 +1,7 @@
 // Tensors made on a device: zeros, ones, full, arange, rand, randn. (kiln.tensor, which copies
 // host data, is in host_arrays.cpp.)
 #include <cmath>
+#include <random>
 
 #include "bindings.hpp"
 #include "kiln/error.hpp"
@@ -12,17 +13,45 @@ DType dtype_or(nb::handle h, DType fallback, const char* what) {
     return h.is_none() ? fallback : to_dtype(h, what);
 }
 
+// The seeds of rand and randn called without one: a process-wide stream (splitmix64), started
+// from std::random_device at import or by kiln.manual_seed. Called with the GIL held.
+uint64_t& seed_state() {
+    static uint64_t state = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+    return state;
+}
+uint64_t next_seed() {
+    uint64_t z = (seed_state() += 0x9e3779b97f4a7c15);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111eb;
+    return z ^ (z >> 31);
+}
+
+// A seed given by Python: an int from 0 to 2^64 - 1.
+uint64_t to_seed(nb::handle h, const char* what) {
+    if (!nb::isinstance<nb::int_>(h) || nb::isinstance<nb::bool_>(h))
+        throw nb::type_error(
+            fmt::format("{}: seed is {}; expected an int or None", what, nb::inst_name(h).c_str())
+                .c_str());
+    const unsigned long long v = PyLong_AsUnsignedLongLong(h.ptr());
+    if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        fail("{}: seed {} is out of range; expected 0 to 2^64 - 1", what, nb::str(h).c_str());
+    }
+    return v;
+}
+
 using RandomFn = Tensor (*)(const Shape&, uint64_t, DType, Device&);
 
-// rand and randn: (shape, seed=0, dtype=None, device=None).
+// rand and randn: (shape, seed=None, dtype=None, device=None).
 template <RandomFn make>
 void def_random(nb::module_& m, const char* name, const char* doc) {
     m.def(
         name,
-        [name](nb::handle shape, uint64_t seed, nb::handle dt, nb::handle dev) {
-            return make(to_ints(shape, name), seed, dtype_or(dt, DType::f32, name), to_device(dev));
+        [name](nb::handle shape, nb::handle seed, nb::handle dt, nb::handle dev) {
+            const uint64_t s = seed.is_none() ? next_seed() : to_seed(seed, name);
+            return make(to_ints(shape, name), s, dtype_or(dt, DType::f32, name), to_device(dev));
         },
-        nb::arg("shape"), nb::arg("seed") = 0, nb::arg("dtype") = nb::none(),
+        nb::arg("shape"), nb::arg("seed") = nb::none(), nb::arg("dtype") = nb::none(),
         nb::arg("device") = nb::none(), doc);
 }
 
@@ -75,10 +104,17 @@ void bind_creation(nb::module_& m) {
         "with a stop, f32 unless dtype is given.");
     def_random<&Tensor::rand>(m, "rand",
                               "Uniform in [0, 1) from a counter-based hash of (seed, index): the "
-                              "same values on every device.");
+                              "same values on every device. Without a seed, the next of the "
+                              "process's seeds (kiln.manual_seed).");
     def_random<&Tensor::randn>(m, "randn",
                                "Standard normal from a counter-based hash of (seed, index): the "
-                               "same values on every device.");
+                               "same values on every device. Without a seed, the next of the "
+                               "process's seeds (kiln.manual_seed).");
+    m.def(
+        "manual_seed", [](nb::handle seed) { seed_state() = to_seed(seed, "manual_seed"); },
+        arg("seed"),
+        "Restarts the seeds that rand and randn draw when called without one: the same "
+        "manual_seed gives the same tensors after it (torch.manual_seed).");
 }
 
 }  // namespace kiln::python

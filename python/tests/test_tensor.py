@@ -156,6 +156,26 @@ def test_creation(device):
     assert not np.array_equal(u, kiln.rand((1000,), seed=4).numpy())
 
 
+def test_unseeded_generators_draw_fresh_seeds_that_manual_seed_restarts():
+    first, second = kiln.randn((64,)).numpy(), kiln.randn((64,)).numpy()
+    assert not np.array_equal(first, second)
+    kiln.manual_seed(7)
+    again = [kiln.randn((64,)).numpy(), kiln.rand((8,)).numpy()]
+    kiln.manual_seed(7)
+    np.testing.assert_array_equal(kiln.randn((64,)).numpy(), again[0])
+    np.testing.assert_array_equal(kiln.rand((8,)).numpy(), again[1])
+    assert not np.array_equal(again[0], kiln.randn((64,), seed=7).numpy())
+    np.testing.assert_array_equal(kiln.rand((4,), seed=2**64 - 1).numpy(),
+                                  kiln.rand((4,), seed=2**64 - 1).numpy())
+    for bad in (-1, 2**64):
+        with pytest.raises(kiln.Error, match=f"seed {bad} is out of range; expected 0 to 2\\^64"):
+            kiln.randn((2,), seed=bad)
+    with pytest.raises(kiln.Error, match="manual_seed: seed -3 is out of range"):
+        kiln.manual_seed(-3)
+    with pytest.raises(TypeError, match="seed is float; expected an int or None"):
+        kiln.rand((2,), seed=1.5)
+
+
 def test_operators_match_numpy(device):
     a_host, b_host = sample(np.float32, (4, 6), 1), sample(np.float32, (6,), 2)
     a, b = kiln.tensor(a_host, device=device), kiln.tensor(b_host, device=device)
