@@ -6,6 +6,15 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_
 if(rc)
   message(FATAL_ERROR "cmake --install failed: ${rc}")
 endif()
+# The exported targets name libraries by name or imported target, never by a path of this machine.
+file(GLOB_RECURSE exported ${WORK_DIR}/prefix/*kilnTargets.cmake)
+if(NOT exported)
+  message(FATAL_ERROR "the install has no kilnTargets.cmake")
+endif()
+file(READ "${exported}" text)
+if(text MATCHES "[^\"; ]*/[^\"; ]*\\.so[^\"; ]*")
+  message(FATAL_ERROR "kilnTargets.cmake names a library by absolute path: ${CMAKE_MATCH_0}")
+endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/consumer -B ${WORK_DIR}/build
                         -G Ninja -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix RESULT_VARIABLE rc)
 if(rc)
