@@ -32,10 +32,6 @@ double tiles(int64_t extent, int tile) {
     return double(ceil_div(extent, int64_t{tile}));
 }
 
-int64_t ceil_to(int64_t v, int64_t step) {
-    return (v + step - 1) / step * step;
-}
-
 // A staged SIMT point's share grows with its thread's tile, up to the full rate.
 double staged_share(double tile) {
     return std::clamp(tile / 64.0, 0.1, 1.0);
@@ -51,8 +47,8 @@ double matmul_flops(const GraphView& g, int node) {
 double matmul_padded_flops(const GraphView& g, int node, const Schedule& s) {
     const ContractShape c = contract_shape(g, node);
     const ops::MatmulSchedule& p = matmul_point(s);
-    return 2.0 * double(c.batch) * double(ceil_to(c.m, p.bm)) * double(ceil_to(c.n, p.bn)) *
-           double(c.k);
+    return 2.0 * double(c.batch) * double(ceil_div(c.m, int64_t{p.bm}) * p.bm) *
+           double(ceil_div(c.n, int64_t{p.bn}) * p.bn) * double(c.k);
 }
 
 double matmul_rate_share(const Schedule& s, const DeviceFacts& f) {
@@ -152,7 +148,7 @@ double matmul_simt_bytes_in_flight(const Launch&, const Schedule& s) {
 // (up to 4) each take a lane's issue slot.
 double matmul_simt_threads_needed(const Schedule& s) {
     const ops::MatmulSchedule& p = matmul_point(s);
-    double needed = kResidentThreads / 2;
+    const double needed = kResidentThreads / 2;
     return p.tensor_core() ? kTensorCoreThreads
            : p.staged      ? needed / std::min(p.tm * p.tn, 4)
                            : needed;
