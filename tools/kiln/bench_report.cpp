@@ -35,7 +35,7 @@ std::string escape(const std::string& text) {
     return out;
 }
 
-std::string us_text(double us) {
+std::string us_html(double us) {
     return us >= 1000 ? fmt::format("{:.2f} ms", us / 1e3) : fmt::format("{:.2f} &micro;s", us);
 }
 
@@ -92,7 +92,7 @@ std::string chart(const DeviceRun& d, size_t index) {
                     "<rect class=\"bar\" x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{}\" "
                     "fill=\"{}\"><title>{}: {} {}</title></rect>\n",
                     label_w, y + 1, w, bar_h - 2, kPalette[colour[who] % 7], escape(r.name),
-                    escape(who), us_text(us));
+                    escape(who), us_html(us));
             }
             y += bar_h;
         }
@@ -140,16 +140,16 @@ std::string table(const DeviceRun& d) {
         std::string peers;
         for (const auto& p : r.peers)
             peers +=
-                fmt::format("{}{} {}", peers.empty() ? "" : "<br>", escape(p.name), us_text(p.us));
+                fmt::format("{}{} {}", peers.empty() ? "" : "<br>", escape(p.name), us_html(p.us));
         const double ratio = kiln_over_best_peer(r);
         rows += fmt::format(
             "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
             "<td class=\"n\">{:.0f}% {}</td><td>{}</td><td class=\"n{}\">{}</td>"
             "<td class=\"n\">{:.0f} ms</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>\n",
-            escape(r.name), escape(r.shape), us_text(r.kiln_us), rate_text(r),
+            escape(r.name), escape(r.shape), us_html(r.kiln_us), rate_text(r),
             100 * rate_fraction(r, d), r.compute_bound ? "f32" : "copy",
             peers.empty() ? "-" : peers, ratio > 1 ? " behind" : "",
-            ratio > 0 ? fmt::format("{:.3g}x", ratio) : "-", r.setup_ms, us_text(r.host_us),
+            ratio > 0 ? fmt::format("{:.3g}x", ratio) : "-", r.setup_ms, us_html(r.host_us),
             escape(r.schedule),
             !r.bit_identical   ? "not checked"
             : *r.bit_identical ? "yes"
