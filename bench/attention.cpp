@@ -15,8 +15,8 @@
 #include "bench_common.hpp"
 #include "kiln/buffer.hpp"
 #include "kiln/semantics.hpp"
-#include "ops/attention.hpp"
-#include "ops/matmul.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "oracle/attention.hpp"
 
 namespace kiln::bench {

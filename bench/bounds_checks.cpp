@@ -10,9 +10,9 @@
 
 #include "bench_common.hpp"
 #include "codegen/lower.hpp"
-#include "ops/attention.hpp"
-#include "ops/conv1d.hpp"
-#include "ops/matmul.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/conv1d/conv1d.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
 

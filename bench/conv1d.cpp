@@ -15,8 +15,8 @@
 #include "bench_common.hpp"
 #include "kiln/buffer.hpp"
 #include "kiln/semantics.hpp"
-#include "ops/conv1d.hpp"
-#include "ops/matmul.hpp"
+#include "ops/conv1d/conv1d.hpp"
+#include "ops/matmul/matmul.hpp"
 
 namespace kiln::bench {
 namespace {

@@ -13,7 +13,7 @@
 #include "bench_common.hpp"
 #include "kiln/buffer.hpp"
 #include "kiln/semantics.hpp"
-#include "ops/matmul.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "peers/openblas.hpp"
 
 namespace kiln::bench {

@@ -14,7 +14,7 @@
 #include "ir/hash.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/semantics.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "oracle/attention.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"

@@ -23,7 +23,7 @@
 #include <fmt/ranges.h>
 
 #include "kiln/device.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "runtime/cpu/process.hpp"
 
 using namespace kiln;

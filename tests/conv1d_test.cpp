@@ -12,7 +12,7 @@
 
 #include "ir/hash.hpp"
 #include "kiln/compile.hpp"
-#include "ops/conv1d.hpp"
+#include "ops/conv1d/conv1d.hpp"
 #include "oracle/conv1d.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"

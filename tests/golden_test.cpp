@@ -13,9 +13,9 @@
 
 #include "kiln/compile.hpp"
 #include "kiln/semantics.hpp"
-#include "ops/attention.hpp"
-#include "ops/conv1d.hpp"
-#include "ops/matmul.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/conv1d/conv1d.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "ops/matvec_q8.hpp"
 #include "ops/rms_norm.hpp"
 #include "oracle/attention.hpp"

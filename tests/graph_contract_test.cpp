@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <algorithm>
 
-#include "ops/matmul.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "plan/choose.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"

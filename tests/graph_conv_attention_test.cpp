@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "graph/node.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"
 #include "plan/realize.hpp"

@@ -15,7 +15,7 @@
 #include "kiln/compile.hpp"
 #include "kiln/semantics.hpp"
 #include "kiln/tensor.hpp"
-#include "ops/matmul.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "oracle/matmul.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"

@@ -11,7 +11,7 @@
 #include "ir/hash.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/semantics.hpp"
-#include "ops/matmul.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "oracle/matmul.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"

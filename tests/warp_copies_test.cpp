@@ -12,7 +12,7 @@
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/interpret.hpp"
-#include "ops/matmul.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"

@@ -1,4 +1,5 @@
-// attention's oracle: the op's loops as ops/attention.hpp writes them, one query row at a time.
+// attention's oracle: the op's loops as ops/attention/attention.hpp writes them, one query row at a
+// time.
 #include "oracle/attention.hpp"
 
 #include <algorithm>

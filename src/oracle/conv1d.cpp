@@ -6,7 +6,7 @@
 
 #include "kiln/error.hpp"
 #include "kiln/semantics.hpp"
-#include "ops/matmul.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "oracle/scalar.hpp"
 
 namespace kiln::oracle {

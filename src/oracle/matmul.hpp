@@ -1,4 +1,4 @@
-// The plain C++ reference of matmul (ops/matmul.hpp states the definition): for each output,
+// The plain C++ reference of matmul (ops/matmul/matmul.hpp states the definition): for each output,
 // acc = std::fma(a, b, acc) over p = 0 .. k-1 from +0, then one rounding to C's dtype.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kiln/dtype.hpp"
-#include "ops/matmul.hpp"
+#include "ops/matmul/matmul.hpp"
 
 namespace kiln::oracle {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/attention.hpp"
-#include "ops/conv1d.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/conv1d/conv1d.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/plan.hpp"
 

@@ -5,7 +5,7 @@
 
 #include "kiln/error.hpp"
 #include "kiln/tune.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "plan/lower_launch.hpp"
 
 namespace kiln::plan {

@@ -12,9 +12,9 @@
 #include "graph/build.hpp"
 #include "kiln/error.hpp"
 #include "kiln/tensor.hpp"
-#include "ops/attention.hpp"
-#include "ops/conv1d.hpp"
-#include "ops/matmul.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/conv1d/conv1d.hpp"
+#include "ops/matmul/matmul.hpp"
 
 namespace kiln {
 

@@ -5,7 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "kiln/error.hpp"
-#include "ops/matmul.hpp"
+#include "ops/matmul/matmul.hpp"
 
 namespace kiln::workloads {
 

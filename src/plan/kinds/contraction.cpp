@@ -3,9 +3,9 @@
 #include "plan/kinds/kind.hpp"
 #include "plan/launch_writer.hpp"
 
-#include "ops/attention.hpp"
-#include "ops/conv1d.hpp"
-#include "ops/matmul.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/conv1d/conv1d.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "plan/contract.hpp"
 
 namespace kiln::plan {

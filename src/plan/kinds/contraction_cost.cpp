@@ -6,9 +6,9 @@
 
 #include "base/ceil_div.hpp"
 #include "graph/map_op_table.hpp"
-#include "ops/attention.hpp"
-#include "ops/conv1d.hpp"
-#include "ops/matmul.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/conv1d/conv1d.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "plan/contract.hpp"
 #include "plan/kinds/cost.hpp"
 

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "kiln/dsl.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 namespace kiln::ops::attention_detail {
 

@@ -1,5 +1,5 @@
 // attention in the DSL: one kernel source, monomorphized per dtypes, head_dim and schedule.
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "ops/class_domain.hpp"
 
 #include <algorithm>
@@ -17,10 +17,10 @@
 #include "base/checked_mul.hpp"
 #include "kiln/dsl.hpp"
 #include "kiln/math.hpp"
-#include "ops/attention_parts.hpp"
+#include "ops/attention/attention_parts.hpp"
 #include "ops/kernel_memo.hpp"
 #include "ops/kernel_parts.hpp"
-#include "ops/matmul.hpp"
+#include "ops/matmul/matmul.hpp"
 
 namespace kiln::ops {
 namespace attention_detail {

@@ -3,7 +3,7 @@
 // implicit GEMM), and the pieces it shares with the exact class's body.
 #pragma once
 
-#include "ops/matmul.hpp"
+#include "ops/matmul/matmul.hpp"
 
 namespace kiln::ops {
 

@@ -6,7 +6,7 @@
 
 #include "base/ceil_div.hpp"
 #include "kiln/math.hpp"
-#include "ops/attention_parts.hpp"
+#include "ops/attention/attention_parts.hpp"
 #include "ops/kernel_parts.hpp"
 
 namespace kiln::ops::attention_detail {

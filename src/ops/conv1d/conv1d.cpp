@@ -1,12 +1,12 @@
 // conv1d in the DSL: one kernel source, monomorphized per dtypes and schedule.
-#include "ops/conv1d.hpp"
+#include "ops/conv1d/conv1d.hpp"
 #include "ops/class_domain.hpp"
 
 #include "base/ceil_div.hpp"
 #include "ops/contraction.hpp"
 #include "ops/kernel_memo.hpp"
-#include "ops/matmul.hpp"
-#include "ops/matmul_tensor_core.hpp"
+#include "ops/matmul/matmul.hpp"
+#include "ops/matmul/matmul_tensor_core.hpp"
 
 #include <cstdint>
 #include <functional>

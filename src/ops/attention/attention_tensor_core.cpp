@@ -9,7 +9,7 @@
 
 #include "base/ceil_div.hpp"
 #include "kiln/math.hpp"
-#include "ops/attention_parts.hpp"
+#include "ops/attention/attention_parts.hpp"
 #include "ops/tensor_core_parts.hpp"
 
 namespace kiln::ops::attention_detail {

@@ -1,7 +1,7 @@
 // matmul's tensor-core class in the DSL: a block's tile staged through shared tiles (of input
 // pairs, or k-major), in 1 to 4 stages of asynchronous copies, each warp's fragments read by
 // ldmatrix and its tile summed by mma.m16n8k16 steps (ir::stmt::Mma) over k in 16s from p = 0.
-#include "ops/matmul_tensor_core.hpp"
+#include "ops/matmul/matmul_tensor_core.hpp"
 
 #include <vector>
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "kiln/math.hpp"
-#include "ops/attention_parts.hpp"
+#include "ops/attention/attention_parts.hpp"
 #include "ops/kernel_parts.hpp"
 
 namespace kiln::ops::attention_detail {

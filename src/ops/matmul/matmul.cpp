@@ -1,5 +1,5 @@
 // matmul in the DSL: one kernel source, monomorphized per dtypes, operand layouts and schedule.
-#include "ops/matmul.hpp"
+#include "ops/matmul/matmul.hpp"
 #include "ops/class_domain.hpp"
 
 #include "base/break_switch.hpp"
@@ -7,7 +7,7 @@
 #include "base/ceil_div.hpp"
 #include "ops/contraction.hpp"
 #include "ops/kernel_memo.hpp"
-#include "ops/matmul_tensor_core.hpp"
+#include "ops/matmul/matmul_tensor_core.hpp"
 
 #include <algorithm>
 #include <cstdint>
