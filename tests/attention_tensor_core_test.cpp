@@ -24,9 +24,11 @@
 #include "support/everywhere.hpp"
 #include "support/float_values.hpp"
 #include "support/graph_check.hpp"
+#include "support/op_checks.hpp"
 
 using namespace kiln;
 using kiln::test::download;
+using kiln::test::expect_compiles_for_cuda;
 using kiln::test::float_at;
 using kiln::test::HostBuffer;
 using kiln::test::identical;
@@ -237,9 +239,7 @@ TEST(AttentionTensorCore, EveryPointAndDtypeCompilesForCuda) {
             for (int d : {16, 40, 64})
                 kernels.push_back(
                     ops::attention_kernel({input, out, d}, ops::attention_variant("tc64_w4")));
-    std::string log;
-    EXPECT_NO_THROW(cuda::nvrtc_compile(generate_source(Backend::cuda, kernels), "sm_90", &log))
-        << log;
+    expect_compiles_for_cuda(kernels);
 }
 
 }  // namespace

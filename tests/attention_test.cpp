@@ -20,9 +20,12 @@
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"
 #include "support/float_values.hpp"
+#include "support/op_checks.hpp"
 
 using namespace kiln;
 using kiln::test::download;
+using kiln::test::expect_compiles_for_cuda;
+using kiln::test::expect_distinct_kernels;
 using kiln::test::HostBuffer;
 using kiln::test::identical;
 using kiln::test::upload;
@@ -399,10 +402,9 @@ TEST(Attention, BadInputsAreErrorsNamingWhatWasWrong) {
 }
 
 TEST(Attention, PointsAreDistinctKernels) {
-    std::set<std::string> hashes;
-    for (const auto& s : ops::attention_variants())
-        hashes.insert(ir::hex(ir::structural_hash(ops::attention_kernel({}, s))));
-    EXPECT_EQ(hashes.size(), ops::attention_variants().size());
+    expect_distinct_kernels(
+        ops::attention_variants(), [](const auto& s) { return s.name; },
+        [](const auto& s) { return ops::attention_kernel({}, s); });
 }
 
 // As CUDA C, compiled by NVRTC for sm_90 (no GPU needed): every point for f32 at the figures'
@@ -417,10 +419,7 @@ TEST(Attention, EveryPointAndDtypeCompilesForCuda) {
     for (const char* p : {"d64", "s64_t4x4"})
         kernels.push_back(ops::attention_kernel({DType::bf16, DType::bf16, 128}, *point(p)));
     kernels.push_back(ops::attention_kernel({DType::f16, DType::f32, kDim}, *point("s16_t1x4")));
-    std::string log;
-    EXPECT_NO_THROW(cuda::nvrtc_compile(generate_source(Backend::cuda, kernels, CompileOptions{}),
-                                        "sm_90", &log))
-        << log;
+    expect_compiles_for_cuda(kernels);
 }
 
 }  // namespace

@@ -21,9 +21,11 @@
 #include "support/everywhere.hpp"
 #include "support/float_values.hpp"
 #include "support/graph_check.hpp"
+#include "support/op_checks.hpp"
 
 using namespace kiln;
 using kiln::test::download;
+using kiln::test::expect_compiles_for_cuda;
 using kiln::test::float_at;
 using kiln::test::HostBuffer;
 using kiln::test::identical;
@@ -207,9 +209,7 @@ TEST(Conv1dTensorCore, EveryPointAndDtypeCompilesForCuda) {
         for (DType out : {DType::f32, input})
             kernels.push_back(
                 ops::conv1d_kernel({input, out}, ops::conv1d_variant("tc64x64_k32_w32x32")));
-    std::string log;
-    EXPECT_NO_THROW(cuda::nvrtc_compile(generate_source(Backend::cuda, kernels), "sm_90", &log))
-        << log;
+    expect_compiles_for_cuda(kernels);
 }
 
 }  // namespace

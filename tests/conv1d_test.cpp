@@ -18,10 +18,13 @@
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"
 #include "support/float_values.hpp"
+#include "support/op_checks.hpp"
 #include "support/tuned_entry.hpp"
 
 using namespace kiln;
 using kiln::test::download;
+using kiln::test::expect_compiles_for_cuda;
+using kiln::test::expect_distinct_kernels;
 using kiln::test::HostBuffer;
 using kiln::test::identical;
 using kiln::test::random_values;
@@ -455,10 +458,9 @@ TEST(Conv1d, BadInputsAreErrorsNamingWhatWasWrong) {
 }
 
 TEST(Conv1d, PointsAreDistinctKernels) {
-    std::set<std::string> hashes;
-    for (const auto& s : ops::conv1d_variants())
-        hashes.insert(ir::hex(ir::structural_hash(ops::conv1d_kernel({}, s))));
-    EXPECT_EQ(hashes.size(), ops::conv1d_variants().size());
+    expect_distinct_kernels(
+        ops::conv1d_variants(), [](const auto& s) { return s.name; },
+        [](const auto& s) { return ops::conv1d_kernel({}, s); });
 }
 
 // As CUDA C, compiled by NVRTC for sm_90 (no GPU needed): every point (f32), and every dtype
@@ -473,10 +475,7 @@ TEST(Conv1d, EveryPointAndDtypeCompilesForCuda) {
          {std::pair{DType::f16, DType::f32}, std::pair{DType::bf16, DType::f32},
           std::pair{DType::f16, DType::f16}, std::pair{DType::bf16, DType::bf16}})
         kernels.push_back(ops::conv1d_kernel({input, out}, ops::conv1d_variant("d8x64")));
-    std::string log;
-    EXPECT_NO_THROW(cuda::nvrtc_compile(generate_source(Backend::cuda, kernels, CompileOptions{}),
-                                        "sm_90", &log))
-        << log;
+    expect_compiles_for_cuda(kernels);
 }
 
 // On CUDA the staged points read their thread's runs of the tiles in 16-byte loads, with no

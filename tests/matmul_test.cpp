@@ -17,10 +17,13 @@
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"
 #include "support/float_values.hpp"
+#include "support/op_checks.hpp"
 #include "support/tuned_entry.hpp"
 
 using namespace kiln;
 using kiln::test::download;
+using kiln::test::expect_compiles_for_cuda;
+using kiln::test::expect_distinct_kernels;
 using kiln::test::HostBuffer;
 using kiln::test::identical;
 using kiln::test::random_values;
@@ -397,10 +400,11 @@ TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {
 }
 
 TEST(Matmul, PointsAreDistinctKernels) {
-    std::set<std::string> hashes;
-    for (const auto& s : ops::matmul_variants())
-        hashes.insert(ir::hex(ir::structural_hash(ops::matmul_kernel({}, s))));
-    EXPECT_EQ(hashes.size(), ops::matmul_variants().size());
+    expect_distinct_kernels(
+        ops::matmul_all_variants(), [](const auto& s) { return s.name; },
+        [](const auto& s) {
+            return ops::matmul_kernel({DType::f16, DType::f32, false, false}, s);
+        });
 }
 
 // As CUDA C, compiled by NVRTC for sm_90 (no GPU needed): every point (f32, no transposes), and
@@ -417,9 +421,7 @@ TEST(Matmul, EveryPointDtypeAndLayoutCompilesForCuda) {
                 for (const char* point : {"d8x32", "s128x128_k8_t8x8"})
                     kernels.push_back(
                         ops::matmul_kernel({input, out, at, bt}, ops::matmul_variant(point)));
-    std::string log;
-    EXPECT_NO_THROW(cuda::nvrtc_compile(generate_source(Backend::cuda, kernels), "sm_90", &log))
-        << log;
+    expect_compiles_for_cuda(kernels);
 }
 
 // On CUDA the staged points read their thread's run of each tile in 16-byte loads, with no

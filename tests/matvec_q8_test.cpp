@@ -15,7 +15,11 @@
 #include "oracle/matvec_q8.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 
+#include "support/op_checks.hpp"
+
 using namespace kiln;
+using kiln::test::expect_compiles_for_cuda;
+using kiln::test::expect_distinct_kernels;
 
 namespace {
 
@@ -173,12 +177,11 @@ TEST(MatvecQ8, QuantizerFollowsQ8_0) {
 }
 
 TEST(MatvecQ8, VariantsAreDistinctKernels) {
-    std::set<std::string> hashes, names;
-    for (const auto& v : ops::matvec_q8_variants()) {
-        hashes.insert(ir::hex(ir::structural_hash(ops::matvec_q8_kernel(v.schedule))));
-        names.insert(v.name);
-    }
-    EXPECT_EQ(hashes.size(), ops::matvec_q8_variants().size());
+    expect_distinct_kernels(
+        ops::matvec_q8_variants(), [](const auto& v) { return v.name; },
+        [](const auto& v) { return ops::matvec_q8_kernel(v.schedule); });
+    std::set<std::string> names;
+    for (const auto& v : ops::matvec_q8_variants()) names.insert(v.name);
     for (const char* n : {"b64_v1", "b64_v4", "b128_v2", "b256_v8"})
         EXPECT_TRUE(names.count(n)) << n;
 }
@@ -315,9 +318,7 @@ TEST(MatvecQ8, EveryVariantCompilesWithNvrtcForSm90AndUsesDp4a) {
     EXPECT_NE(source.find("__shfl_xor_sync"), std::string::npos);  // warp folds shuffle
     std::string why;
     if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
-    std::string log;
-    std::vector<uint8_t> cubin;
-    ASSERT_NO_THROW(cubin = cuda::nvrtc_compile(source, "sm_90", &log)) << log;
+    const std::vector<uint8_t> cubin = expect_compiles_for_cuda(kernels);
     ASSERT_GE(cubin.size(), 4u);
     EXPECT_EQ(cubin[0], 0x7f);
 }

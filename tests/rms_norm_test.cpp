@@ -22,9 +22,12 @@
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"
+#include "support/op_checks.hpp"
 
 using namespace kiln;
 using kiln::test::error_of;
+using kiln::test::expect_compiles_for_cuda;
+using kiln::test::expect_distinct_kernels;
 using kiln::test::HostBuffer;
 using ::testing::HasSubstr;
 
@@ -341,10 +344,9 @@ TEST_F(RmsNormTuned, EveryVariantHasItsOwnIdentity) {
     EXPECT_THAT(a.full_key(), HasSubstr("rows=2,n=32,dtype=f32#"));
     Buffer w16(cpu, DType::f32, 16);
     EXPECT_NE(ops::rms_norm_tuned(cpu, x, w16, 16, 1e-5f).full_key(), a.full_key());
-    std::set<uint64_t> hashes;
-    for (const auto& s : ops::rms_norm_variants())
-        hashes.insert(ir::structural_hash(ops::rms_norm_kernel(DType::f32, 32, s)));
-    EXPECT_EQ(hashes.size(), ops::rms_norm_variants().size());
+    expect_distinct_kernels(
+        ops::rms_norm_variants(), [](const auto& s) { return s.name; },
+        [](const auto& s) { return ops::rms_norm_kernel(DType::f32, 32, s); });
 }
 
 TEST(RmsNormErrors, BadArgumentsNameTheOpAndTheValues) {
@@ -428,10 +430,7 @@ TEST(RmsNormCuda, EveryVariantCompilesWithNvrtcForSm90) {
         auto more = t == DType::f32 ? every_kernel(t, {4096, 4099}) : every_kernel(t, {4099});
         ks.insert(ks.end(), more.begin(), more.end());
     }
-    std::string log;
-    std::vector<uint8_t> cubin;
-    ASSERT_NO_THROW(cubin = cuda::nvrtc_compile(generate_source(Backend::cuda, ks), "sm_90", &log))
-        << log;
+    const std::vector<uint8_t> cubin = expect_compiles_for_cuda(ks);
     ASSERT_GE(cubin.size(), 4u);
     EXPECT_EQ(cubin[1], 'E');
 }
