@@ -100,6 +100,35 @@ TEST(GraphPlan, MapsFuseIntoOneLaunchWithSeveralOutputs) {
     EXPECT_EQ(plan::last_executable()->launches.size(), 1u);
 }
 
+// A generator is computed where it is read unless the model finds storing it cheaper: randn
+// read by three fold groups (column sums, softmax's rows, row maxima) is computed once into a
+// buffer on two CPU cores, while on a GPU's flops recomputing it costs less than one more
+// launch; read by one launch (softmax of rms_norm, its rows kept in registers on the CPU), it
+// is not stored. Every member, stored and inlined, gives the oracle's bits.
+TEST(GraphPlan, AGeneratorReadBySeveralLaunchesIsStoredOnce) {
+    auto stores = [](const std::vector<Tensor>& ts, const plan::DeviceFacts& facts) {
+        const plan::GraphView g = plan::view_graph(test::nodes_of(ts));
+        const plan::Plan p = plan::choose_plan(g, facts, true);
+        for (int n : p.materialized)
+            if (g.node(n).as<graph::op::Generate>()) return true;
+        return false;
+    };
+    Device& cpu = cpu_device();
+    Tensor x = Tensor::randn({256, 300}, 5, DType::f32, cpu);
+    const std::vector<Tensor> three{sum(x, {0}), softmax(x, -1), max(x, {1})};
+    EXPECT_TRUE(stores(three, test::kTwoCoreFacts));
+    EXPECT_FALSE(stores(three, test::kH200LikeFacts));
+    Tensor big = Tensor::randn({4096, 4096}, 1, DType::f32, cpu);
+    Tensor w = Tensor::ones({4096}, DType::f32, cpu);
+    EXPECT_FALSE(stores({softmax(rms_norm(big, w) * 2.0, -1)}, test::kTwoCoreFacts));
+    expect_graph_everywhere(
+        [](Device& d) {
+            Tensor r = Tensor::randn({33, 70}, 9, DType::f32, d);
+            return std::vector<Tensor>{sum(r, {0}), softmax(r, -1), max(r, {1})};
+        },
+        true);
+}
+
 TEST(GraphPlan, TheSecondResolveOfAGraphReplaysItsPlan) {
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);

@@ -19,6 +19,16 @@ double plan_cost(const GraphView& g, const Plan& plan, const DeviceFacts& f) {
     return us;
 }
 
+// The generators `plan` computes where they are read (not in a buffer of their own).
+std::vector<int> stored_candidates(const GraphView& g, const Plan& plan) {
+    const auto materialized = materialized_set(g, plan);
+    std::vector<int> out;
+    for (size_t i = 0; i < g.size(); ++i)
+        if (!materialized[i] && g.node(int(i)).as<graph::op::Generate>() != nullptr)
+            out.push_back(int(i));
+    return out;
+}
+
 }  // namespace
 
 std::vector<char> materialized_set(const GraphView& g, const Plan& plan) {
@@ -53,6 +63,24 @@ Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse, PlanDecisi
                 best_cost = cost;
                 forms = tried;
             }
+        }
+    }
+    // A generator is computed wherever it is read; one that several launches (or several passes
+    // of one) read is computed once into a buffer instead where that costs less.
+    std::vector<int> stored;
+    for (int n : stored_candidates(g, best)) {
+        std::vector<int> tried = stored;
+        tried.push_back(n);
+        std::vector<GroupForm> tried_forms = forms;
+        Plan p = partition_or_split(g, groups, tried_forms, refusals, tried);
+        const double cost = plan_cost(g, p, f);
+        note(fmt::format("node %{} ({}) stored", n, graph::describe(g.node(n))), cost,
+             cost < best_cost);
+        if (cost < best_cost) {
+            best = std::move(p);
+            best_cost = cost;
+            forms = tried_forms;
+            stored = std::move(tried);
         }
     }
     return best;

@@ -1,6 +1,7 @@
 // choose: a graph's plan by the cost model. Each fold group (a contraction with its epilogue and
 // prologues is one) takes the form, fused, split or segments, whose plan the roofline estimates
-// cheapest, each launch at its best point.
+// cheapest, each launch at its best point; then each generator (rand, randn, arange) is computed
+// once into a buffer where that is cheaper than computing it in every launch that reads it.
 #pragma once
 
 #include <string>

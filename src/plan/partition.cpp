@@ -136,6 +136,7 @@ struct Builder {
     const GraphView& g;
     const std::vector<FoldGroup>& groups;
     const std::vector<GroupForm>& forms;
+    const std::vector<int>& stored;
     std::vector<char> materialized;
     std::map<int, size_t> group_of;  // fold -> group
 
@@ -175,6 +176,7 @@ struct Builder {
             if (is_grouped(g, n) && forms[group_of.at(n)] == GroupForm::split) materialize(n);
         }
         for (int o : g.outputs) materialize(o);
+        for (int n : stored) materialize(n);
         // A contraction reads its operands from buffers, through the views it can read in place;
         // in the fused form an operand may instead be a prologue computed as it is read.
         for (size_t gi = 0; gi < groups.size(); ++gi) {
@@ -466,27 +468,21 @@ struct Builder {
 }  // namespace
 
 const char* name(GroupForm f) {
-    switch (f) {
-        case GroupForm::fused:
-            return "fused";
-        case GroupForm::split:
-            return "split";
-        case GroupForm::segments:
-            return "segments";
-    }
-    return "?";
+    constexpr const char* kNames[] = {"fused", "split", "segments"};  // GroupForm's order
+    return kNames[static_cast<size_t>(f)];
 }
 
 Plan partition(const GraphView& g, const std::vector<FoldGroup>& groups,
-               const std::vector<GroupForm>& forms) {
-    return Builder{g, groups, forms, {}, {}}.build();
+               const std::vector<GroupForm>& forms, const std::vector<int>& stored) {
+    return Builder{g, groups, forms, stored, {}, {}}.build();
 }
 
 Plan partition_or_split(const GraphView& g, const std::vector<FoldGroup>& groups,
-                        std::vector<GroupForm>& forms, std::vector<std::string>* refusals) {
+                        std::vector<GroupForm>& forms, std::vector<std::string>* refusals,
+                        const std::vector<int>& stored) {
     for (;;) {
         try {
-            return partition(g, groups, forms);
+            return partition(g, groups, forms, stored);
         } catch (const GroupNotFusable& e) {
             if (refusals)
                 refusals->push_back(fmt::format("group {} {} refused: {}; split instead", e.group,

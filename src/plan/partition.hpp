@@ -46,15 +46,16 @@ std::vector<FoldGroup> fold_groups(const GraphView& g);
 // The launches computing the graph's outputs with group i in forms[i] (one entry per
 // fold_groups(g) entry), ordered so every launch comes after those whose outputs it reads.
 // Launches carry their domains, with `chosen` = 0. Throws GroupNotFusable where a group cannot
-// run in its form.
+// run in its form. `stored`: nodes that would be inlined (generators) computed once into a buffer
+// instead, for every launch that needs them to read.
 Plan partition(const GraphView& g, const std::vector<FoldGroup>& groups,
-               const std::vector<GroupForm>& forms);
+               const std::vector<GroupForm>& forms, const std::vector<int>& stored = {});
 
 // partition(), splitting each group that cannot run in its form; `forms` is left as planned.
 // With `refusals`, each refusal's reason ("group 1 fused: ...").
 Plan partition_or_split(const GraphView& g, const std::vector<FoldGroup>& groups,
-                        std::vector<GroupForm>& forms,
-                        std::vector<std::string>* refusals = nullptr);
+                        std::vector<GroupForm>& forms, std::vector<std::string>* refusals = nullptr,
+                        const std::vector<int>& stored = {});
 
 // Whether node i is computed by inlining wherever it is needed (map, view, constant, generator).
 bool inlineable(const graph::Node& n);

@@ -28,16 +28,37 @@ const ContractionCost& contraction_cost(const Launch& l) {
 // arithmetic and the load's issue.
 constexpr double kPrologueReadFlops = 4;
 
+// The arithmetic of one element of a generator, in the map table's simple operations
+// (plan/map_ops.cpp's formulas): arange a multiply and an add; rand one hashed stream (two
+// 32-bit mixes) and its scaling; randn two streams, a log and a cosine (transcendentals, about
+// twenty each), a square root and the scaling.
+double generator_flops(graph::op::GenerateKind kind) {
+    switch (kind) {
+        case graph::op::GenerateKind::arange:
+            return 2;
+        case graph::op::GenerateKind::rand:
+            return 20;
+        case graph::op::GenerateKind::randn:
+            return 2 * 17 + 2 * 20 + 8;
+    }
+    return 0;
+}
+
+// A node's arithmetic per element where a launch computes it (maps and generators; folds and
+// contractions are counted by their launch's kind).
+double element_flops(const graph::Node& node) {
+    if (const auto* m = node.as<op::Map>()) return graph::info(m->op).weight;
+    if (const auto* gen = node.as<op::Generate>()) return generator_flops(gen->kind);
+    return 0;
+}
+
 // The flops of one element of operand source `source` computed where it is read (a prologue):
 // its maps' weights and kPrologueReadFlops per materialized node it reads.
 double prologue_element_flops(const GraphView& g, const std::vector<char>& materialized,
                               int source) {
     double flops = 0;
     for (int n : reach(g, source, [&](int i) { return bool(materialized[size_t(i)]); })) {
-        if (materialized[size_t(n)])
-            flops += kPrologueReadFlops;
-        else if (const auto* m = g.node(n).as<op::Map>())
-            flops += graph::info(m->op).weight;
+        flops += materialized[size_t(n)] ? kPrologueReadFlops : element_flops(g.node(n));
     }
     return flops;
 }
@@ -80,7 +101,7 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
             t.read += bytes;
             continue;
         }
-        if (const auto* m = node.as<op::Map>()) t.flops += graph::info(m->op).weight * node.numel();
+        t.flops += element_flops(node) * static_cast<double>(node.numel());
         if (node.as<op::Fold>() && rules(l.kind).cost.folds_partials && l.partials.count(n)) {
             // It folds the segment values a segments launch wrote, not its input.
             const double values = static_cast<double>(l.rows * graph::segment_count(l.extent));

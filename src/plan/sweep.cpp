@@ -1,6 +1,8 @@
 // sweep: every fusion choice and schedule point of a graph's plan, run and checked.
 #include "plan/sweep.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "kiln/compile.hpp"
@@ -42,25 +44,44 @@ std::string describe_forms(const std::vector<GroupForm>& forms) {
     return fmt::format("{}", fmt::join(parts, ","));
 }
 
-// The plans of every distinct form choice, with the materialized set of each.
+// The graph's generators that are not outputs: each plan computes them where they are read or,
+// stored, once into buffers.
+std::vector<int> generators(const GraphView& g) {
+    std::vector<int> out;
+    for (size_t i = 0; i < g.size(); ++i)
+        if (!g.is_leaf(int(i)) && g.node(int(i)).as<graph::op::Generate>() &&
+            std::find(g.outputs.begin(), g.outputs.end(), int(i)) == g.outputs.end())
+            out.push_back(int(i));
+    return out;
+}
+
+// The plans of every distinct form choice, with the generators inlined and (where there are
+// any) stored, with the materialized set of each.
 struct Planned {
-    std::vector<GroupForm> forms;
+    std::string fusion;
     Plan plan;
     std::vector<char> materialized;
 };
 
 std::vector<Planned> every_plan(const GraphView& g) {
     const auto groups = fold_groups(g);
+    const std::vector<int> stored = generators(g);
     std::vector<Planned> out;
+    std::vector<std::vector<GroupForm>> planned;
     for (auto forms : form_choices(groups.size())) {
         Plan plan = partition_or_split(g, groups, forms);
-        bool seen = false;
-        for (const auto& p : out) seen = seen || p.forms == forms;
-        if (seen) continue;
-        std::vector<char> materialized(g.size(), 0);
-        for (int l : g.leaves) materialized[size_t(l)] = 1;
-        for (int n : plan.materialized) materialized[size_t(n)] = 1;
-        out.push_back({forms, std::move(plan), std::move(materialized)});
+        if (std::find(planned.begin(), planned.end(), forms) != planned.end()) continue;
+        planned.push_back(forms);
+        for (bool store : {false, true}) {
+            if (store && stored.empty()) continue;
+            std::vector<GroupForm> stored_forms = forms;
+            Plan p = store ? partition_or_split(g, groups, stored_forms, nullptr, stored) : plan;
+            std::vector<char> materialized(g.size(), 0);
+            for (int l : g.leaves) materialized[size_t(l)] = 1;
+            for (int n : p.materialized) materialized[size_t(n)] = 1;
+            out.push_back({describe_forms(forms) + (store ? " generators stored" : ""),
+                           std::move(p), std::move(materialized)});
+        }
     }
     return out;
 }
@@ -83,7 +104,7 @@ int sweep(const std::vector<graph::NodeRef>& outputs,
     const GraphView g = view_graph(outputs);
     Device& device = *outputs.at(0)->device;
     int members = 0;
-    for (const auto& [forms, plan, materialized] : every_plan(g)) {
+    for (const auto& [fusion, plan, materialized] : every_plan(g)) {
         // Every launch at every point it runs at, compiled in one unit.
         std::vector<std::vector<LoweredLaunch>> lowered(plan.launches.size());
         std::vector<ir::Kernel> kernels;
@@ -131,7 +152,6 @@ int sweep(const std::vector<graph::NodeRef>& outputs,
             check(m, out);
             ++members;
         };
-        const std::string fusion = describe_forms(forms);
         run({fusion, "", "default"}, SIZE_MAX, 0);
         for (size_t li = 0; li < plan.launches.size(); ++li) {
             const Launch& l = plan.launches[li];

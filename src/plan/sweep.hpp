@@ -1,5 +1,6 @@
 // The member sweep: runs every alternative the planner can choose for a graph — each fold group
-// fused and split, and every schedule point of every launch — and hands each run's outputs to a
+// fused and split, its generators inlined and stored, and every schedule point of every launch —
+// and hands each run's outputs to a
 // check. Outputs are filled with a poison pattern before every run, so a member that leaves an
 // element unwritten is caught. Nothing is realized and no cache or tuner is touched.
 #pragma once
@@ -15,8 +16,8 @@
 namespace kiln::plan {
 
 struct Member {
-    std::string fusion;    // "fused", "split" or per group "fused,split,..."
-    std::string launch;    // the launch varied ("" when all run at their default point)
+    std::string fusion;  // "fused", "split" or per group "fused,split,..."; "... generators stored"
+    std::string launch;  // the launch varied ("" when all run at their default point)
     std::string schedule;  // its point
 };
 
