@@ -100,6 +100,7 @@ OpenClDevice::OpenClDevice(cl_platform_id platform, cl_device_id device) : devic
     toolchain_id_ = fmt::format("opencl|{} {}|{}|{}|{}|{}", platform_name, platform_version,
                                 device_name, driver_version, c_version, build_options);
     platform_short_name_ = short_name;
+    unoptimized_build_ = short_name == "pocl" && driver_version.rfind("3.", 0) == 0;
     isolated_target_ = {platform_name, device_name, driver_version, info_.id, toolchain_id_};
 
     max_work_group_size_ = device_value<size_t>(device, CL_DEVICE_MAX_WORK_GROUP_SIZE);
