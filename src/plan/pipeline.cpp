@@ -1,4 +1,14 @@
-// realize: replay cache, planning, racing, compiling and running a resolve's graph.
+// pipeline: realize() (realize.hpp), the passes a resolve's graph goes through, in order:
+//   view          the graph behind the outputs, in one order, with its hash (graph_view.cpp)
+//   replay        a cached executable for the hash, device and options runs at once; else:
+//   partition     fold groups, each in the form the cost model estimates cheapest, generators
+//   and fusion    inlined or stored (choose.cpp, partition.cpp)
+//   domains       each launch's schedule points, by its kind (kinds/)
+//   costs         the points ranked by the roofline (roofline.cpp)
+//   lowering      the best point, and the next ones when racing, as kernels (lower_launch.cpp)
+//   compile       every candidate in one batch (compile_all)
+//   race          each launch's candidates timed within the budget, the winner kept (race.cpp)
+// KILN_DUMP=plan prints the graph, the fusion decisions and every point's estimate.
 #include "plan/realize.hpp"
 
 #include <chrono>
@@ -22,6 +32,7 @@
 #include "plan/plan_dump.hpp"
 #include "plan/profile.hpp"
 #include "plan/progress.hpp"
+#include "plan/race.hpp"
 #include "plan/roofline.hpp"
 
 namespace kiln::plan {
@@ -69,11 +80,6 @@ State& state() {
 
 thread_local std::shared_ptr<const Executable> last;
 
-struct Candidate {
-    size_t point;
-    size_t kernel;  // index into the compiled batch
-};
-
 // Runs one launch; when `timed`, on the device's clock (waiting for the device), returning its
 // microseconds; else -1.
 double run_launch(Device& device, const CompiledLaunch& l, RunBuffers& buffers, bool timed) {
@@ -93,9 +99,37 @@ void print_launch_times(uint64_t first, const Executable& e, const std::vector<d
                               us[i]);
 }
 
-// Plans, races and compiles the graph, running it once in doing so; returns the executable.
-// With `launch_us`, each non-empty launch's device microseconds (a raced launch's from one
-// more run of the winner, an in-place output restored first), -1 for an empty one.
+// Each launch's candidate points, lowered: the model's best first, then the next ones when
+// racing; every candidate's kernel in `kernels`, in launch order.
+struct Candidates {
+    std::vector<std::vector<size_t>> points;  // per launch: indices into its domain
+    std::vector<std::vector<size_t>> kernel;  // per launch: indices into `kernels`, `lowered`
+    std::vector<ir::Kernel> kernels;
+    std::vector<LoweredLaunch> lowered;
+};
+
+Candidates lower_candidates(const GraphView& g, const std::vector<char>& materialized, Plan& plan,
+                            const DeviceFacts& facts, bool race) {
+    Candidates c;
+    for (Launch& l : plan.launches) {
+        const auto order = rank_points(g, materialized, l, facts);
+        l.chosen = order[0];
+        const size_t count = race ? std::min<size_t>(kRaceTop, order.size()) : 1;
+        c.points.emplace_back(order.begin(), order.begin() + long(count));
+        c.kernel.emplace_back();
+        for (size_t p : c.points.back()) {
+            c.lowered.push_back(lower_launch(g, materialized, l, l.domain[p]));
+            c.kernels.push_back(c.lowered.back().kernel);
+            c.kernel.back().push_back(c.kernels.size() - 1);
+        }
+    }
+    return c;
+}
+
+// The passes of a replay miss, in order (docs/graph.md): partition and fusion, domains and
+// costs, lowering, compiling, racing; running the graph once in doing so. Returns the
+// executable. With `launch_us`, each non-empty launch's device microseconds (a raced launch's
+// from one more run of the winner), -1 for an empty one.
 std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& device,
                                                 const Options& options, RunBuffers& buffers,
                                                 ResolveReport& report,
@@ -103,128 +137,78 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
     auto t0 = Clock::now();
     const DeviceFacts& facts = device_facts(device);
     const bool dump = plan_dump_enabled();
+    // Partition and fusion: the plan the cost model estimates cheapest, each launch with the
+    // schedule domain of its kind (choose.cpp, partition.cpp, kinds/).
     PlanDecisions decisions;
     Plan plan = choose_plan(g, facts, options.fuse, dump ? &decisions : nullptr);
     const auto materialized = materialized_set(g, plan);
+    // Costs and lowering: each launch's points ranked by the roofline, the candidates lowered.
+    Candidates cands = lower_candidates(g, materialized, plan, facts, options.race);
+    report.extract_us = us_since(t0);
 
-    // Each launch's candidates: the model's best, and the next ones when racing.
-    std::vector<std::vector<Candidate>> candidates(plan.launches.size());
-    std::vector<ir::Kernel> kernels;
-    std::vector<LoweredLaunch> lowered;
+    // Compiling: every candidate of every launch in one batch.
+    Progress progress;
+    progress.step(fmt::format("compiling {} kernel{} for {} ({} launch{})", cands.kernels.size(),
+                              cands.kernels.size() == 1 ? "" : "s", device.info().name,
+                              plan.launches.size(), plan.launches.size() == 1 ? "" : "es"));
+    t0 = Clock::now();
+    const auto compiled = compile_all(device, cands.kernels);
+    report.compile_us = us_since(t0);
+
+    // Racing: the launches in order on the graph's buffers, each raced launch's points sharing
+    // the race budget (KILN_RACE=thorough: TUNE_ITERS runs each).
     auto exec = std::make_shared<Executable>();
     exec->device = &device;
     exec->nodes = g.size();
     exec->faults = plan.has_faults;
     exec->allocate = plan.materialized;
     exec->scratch = plan.scratch;
-    for (size_t li = 0; li < plan.launches.size(); ++li) {
-        Launch& l = plan.launches[li];
-        const auto order = rank_points(g, materialized, l, facts);
-        l.chosen = order[0];
-        const size_t count = options.race ? std::min<size_t>(kRaceTop, order.size()) : 1;
-        for (size_t c = 0; c < count; ++c) {
-            lowered.push_back(lower_launch(g, materialized, l, l.domain[order[c]]));
-            kernels.push_back(lowered.back().kernel);
-            candidates[li].push_back({order[c], kernels.size() - 1});
-        }
-    }
-    report.extract_us = us_since(t0);
-
-    Progress progress;
-    progress.step(fmt::format("compiling {} kernel{} for {} ({} launch{})", kernels.size(),
-                              kernels.size() == 1 ? "" : "s", device.info().name,
-                              plan.launches.size(), plan.launches.size() == 1 ? "" : "es"));
-    t0 = Clock::now();
-    const auto compiled = compile_all(device, kernels);
-    report.compile_us = us_since(t0);
-
-    // The race's time, shared by every point raced (KILN_RACE=thorough: TUNE_ITERS each).
     size_t raced_points = 0, raced_launches = 0;
     for (size_t li = 0; li < plan.launches.size(); ++li)
-        if (candidates[li].size() > 1 && !is_empty(plan.launches[li], g)) {
-            raced_points += candidates[li].size();
+        if (cands.points[li].size() > 1 && !is_empty(plan.launches[li], g)) {
+            raced_points += cands.points[li].size();
             ++raced_launches;
         }
     const double point_budget_ms =
         options.thorough ? std::numeric_limits<double>::infinity()
                          : kRaceBudgetMs / static_cast<double>(std::max<size_t>(raced_points, 1));
     size_t racing = 0;
-
     buffers = begin_run(*exec, g);
     if (launch_us) launch_us->assign(plan.launches.size(), -1);
     for (size_t li = 0; li < plan.launches.size(); ++li) {
-        Launch& l = plan.launches[li];
+        const Launch& l = plan.launches[li];
         const bool empty = is_empty(l, g);
-        auto make = [&](const Candidate& c) {
+        std::vector<CompiledLaunch> made;
+        for (size_t c = 0; c < cands.points[li].size(); ++c) {
+            const size_t k = cands.kernel[li][c], point = cands.points[li][c];
             CompiledLaunch cl;
             cl.kind = l.kind;
-            cl.kernel = compiled[c.kernel];
-            cl.grid = lowered[c.kernel].grid;
-            cl.buffers = lowered[c.kernel].buffers;
+            cl.kernel = compiled[k];
+            cl.grid = cands.lowered[k].grid;
+            cl.buffers = cands.lowered[k].buffers;
             cl.empty = empty;
             cl.record.name = cl.kernel->kernel().name;
-            cl.record.schedule = to_string(l.kind, l.domain[c.point]);
-            cl.record.estimate_us = estimate(g, materialized, l, l.domain[c.point], facts).us;
-            return cl;
-        };
-        const auto& cands = candidates[li];
-        CompiledLaunch chosen = make(cands[0]);
+            cl.record.schedule = to_string(l.kind, l.domain[point]);
+            cl.record.estimate_us = estimate(g, materialized, l, l.domain[point], facts).us;
+            made.push_back(std::move(cl));
+        }
+        double* us = launch_us ? &(*launch_us)[li] : nullptr;
+        CompiledLaunch chosen = made[0];
         chosen.record.winner_by_model = chosen.record.schedule;
         if (empty) {
             chosen.record.not_raced = "nothing to compute";
-        } else if (cands.size() < 2) {
+        } else if (made.size() < 2) {
             chosen.record.not_raced = options.race ? "one point" : "racing is off (KILN_RACE=0)";
-            const double us = run_launch(device, chosen, buffers, launch_us != nullptr);
-            if (launch_us) (*launch_us)[li] = us;
+            const double t = run_launch(device, chosen, buffers, us != nullptr);
+            if (us) *us = t;
         } else {
             const auto t1 = Clock::now();
-            // In-place launches (scatter) are raced on a copy of their output's state before
-            // the launch, restored before every timed run.
-            std::shared_ptr<Buffer> saved;
-            const int inplace = l.kind == LaunchKind::scatter ? l.scatter : -1;
-            if (inplace >= 0) {
-                const Buffer& b = *buffers.nodes[size_t(inplace)];
-                saved = std::make_shared<Buffer>(device, b.dtype(), b.count());
-                device.copy(saved->memory(), b.memory(), b.bytes());
-            }
-            std::function<void()> restore;
-            if (saved)
-                restore = [&] {
-                    Buffer& b = *buffers.nodes[size_t(inplace)];
-                    device.copy(b.memory(), saved->memory(), b.bytes());
-                };
-            std::vector<CompiledLaunch> made;
-            for (const auto& c : cands) made.push_back(make(c));
             progress.step(fmt::format("racing launch {} of {} ({}): {} schedules", ++racing,
                                       raced_launches, made[0].record.name, made.size()));
-            const std::string signature =
-                ir::hex(ir::structural_hash(lowered[cands[0].kernel].kernel)).substr(0, 16);
-            Tuned<bool> race(fmt::format("graph_{}", name(l.kind)),
-                             fmt::format("{}:{}", made[0].record.name, signature), device);
-            for (size_t c = 0; c < made.size(); ++c) {
-                const CompiledLaunch& cl = made[c];
-                race.variant(
-                    cl.record.schedule,
-                    [&, c](int iters) -> Timed<bool> {
-                        auto once = [&] { launch(made[c], buffers); };
-                        return {true, time_dispatches_within(device, iters, point_budget_ms, once,
-                                                             restore)};
-                    },
-                    kernel_identity(device.info().backend, cl.kernel->kernel()));
-            }
-            race.run();
-            const auto& rep = race.report();
-            for (auto& cl : made)
-                if (cl.record.schedule == rep.winner) chosen = cl;
-            chosen.record.winner_by_model = made[0].record.schedule;
-            chosen.record.raced = !rep.hit;
-            chosen.record.race = rep.variant_ms;
-            if (rep.hit) chosen.record.not_raced = "the tuner's cached decision";
+            const uint64_t signature =
+                ir::structural_hash(cands.lowered[cands.kernel[li][0]].kernel);
+            chosen = race_launch(device, l, made, signature, point_budget_ms, buffers, us);
             report.race_us += us_since(t1);
-            if (launch_us) {
-                if (restore) restore();
-                (*launch_us)[li] = run_launch(device, chosen, buffers, true);
-            }
         }
         exec->launches.push_back(std::move(chosen));
     }

@@ -1,0 +1,60 @@
+// race: one launch's candidate points timed by the Tuner, the winner kept (see race.hpp).
+#include "plan/race.hpp"
+
+#include <functional>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "ir/hash.hpp"
+#include "kiln/tune.hpp"
+
+namespace kiln::plan {
+
+CompiledLaunch race_launch(Device& device, const Launch& l,
+                           const std::vector<CompiledLaunch>& candidates, uint64_t signature,
+                           double budget_ms, RunBuffers& buffers, double* us) {
+    // In-place launches (scatter) are raced on a copy of their output's state before the
+    // launch, restored before every timed run.
+    std::shared_ptr<Buffer> saved;
+    const int inplace = l.kind == LaunchKind::scatter ? l.scatter : -1;
+    if (inplace >= 0) {
+        const Buffer& b = *buffers.nodes[size_t(inplace)];
+        saved = std::make_shared<Buffer>(device, b.dtype(), b.count());
+        device.copy(saved->memory(), b.memory(), b.bytes());
+    }
+    std::function<void()> restore;
+    if (saved)
+        restore = [&] {
+            Buffer& b = *buffers.nodes[size_t(inplace)];
+            device.copy(b.memory(), saved->memory(), b.bytes());
+        };
+    const CompiledLaunch& first = candidates.at(0);
+    Tuned<bool> race(fmt::format("graph_{}", name(l.kind)),
+                     fmt::format("{}:{}", first.record.name, ir::hex(signature).substr(0, 16)),
+                     device);
+    for (const CompiledLaunch& cl : candidates)
+        race.variant(
+            cl.record.schedule,
+            [&](int iters) -> Timed<bool> {
+                auto once = [&] { launch(cl, buffers); };
+                return {true, time_dispatches_within(device, iters, budget_ms, once, restore)};
+            },
+            kernel_identity(device.info().backend, cl.kernel->kernel()));
+    race.run();
+    const auto& rep = race.report();
+    CompiledLaunch chosen = first;
+    for (const CompiledLaunch& cl : candidates)
+        if (cl.record.schedule == rep.winner) chosen = cl;
+    chosen.record.winner_by_model = first.record.schedule;
+    chosen.record.raced = !rep.hit;
+    chosen.record.race = rep.variant_ms;
+    if (rep.hit) chosen.record.not_raced = "the tuner's cached decision";
+    if (us) {
+        if (restore) restore();
+        *us = device.time_ms([&] { launch(chosen, buffers); }) * 1e3;
+    }
+    return chosen;
+}
+
+}  // namespace kiln::plan

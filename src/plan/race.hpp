@@ -1,0 +1,22 @@
+// race: one launch run at its candidate points, each timed within its share of the resolve's
+// race budget by the Tuner (its decision remembered in the device's TSV), and the winner kept.
+#pragma once
+
+#include <vector>
+
+#include "plan/executable.hpp"
+#include "plan/graph_view.hpp"
+#include "plan/plan.hpp"
+
+namespace kiln::plan {
+
+// Runs `l` at each of `candidates` (the model's pick first) on `buffers` and returns the winner,
+// its record saying how it was chosen. `budget_ms`: the device time each point may take
+// (infinity: TUNE_ITERS timed runs). An in-place launch (scatter) is raced on a copy of its
+// output's state, restored before every run. With `us`, the winner's device microseconds from
+// one more run. The buffers end as one run of the winner leaves them.
+CompiledLaunch race_launch(Device& device, const Launch& l,
+                           const std::vector<CompiledLaunch>& candidates, uint64_t signature,
+                           double budget_ms, RunBuffers& buffers, double* us);
+
+}  // namespace kiln::plan
