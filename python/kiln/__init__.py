@@ -21,7 +21,6 @@ if "KILN_OPENCL_PROBE" not in _os.environ and _os.path.exists(_probe):
 _os.environ.setdefault("POCL_WORK_GROUP_SPECIALIZATION", "0")
 
 from . import _kiln
-from ._kiln import __version__  # noqa: F401
 from ._kiln import (  # noqa: F401
     DType, Device, Error, Tensor, TuneReport, abs, arange, argmax, argmin, backend_status,
     best_device, broadcast_to, cast, cat, ceil, concat, conv1d, cos, cpu_device, dequantize_q8_0,
@@ -35,9 +34,6 @@ from ._kiln import (  # noqa: F401
 from ._dlpack import from_dlpack
 from ._host import tensor
 from . import _numpy_interop  # noqa: F401  (numpy arrays as operands, numpy.asarray(t))
-from ._compose import *  # noqa: F401,F403  (clamp, eye, tril, one_hot, logsumexp, stack, ...)
-from ._compose import argmax, argmin  # noqa: F811  (an axis of None: every element)
-from . import _display  # noqa: F401  (repr with the values, numpy's way)
 
 f32 = float32 = DType.f32
 f16 = float16 = DType.f16

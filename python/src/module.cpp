@@ -4,7 +4,6 @@
 NB_MODULE(_kiln, m) {
     using namespace kiln::python;
     m.doc() = "kiln's C++ library bound for Python (use it through `import kiln`).";
-    m.attr("__version__") = KILN_VERSION;  // the project's version (CMakeLists.txt)
     // Devices live for the process, and modules such as torch keep Python objects alive past
     // nanobind's exit check: its leak report would only be noise.
     nb::set_leak_warnings(false);

@@ -514,7 +514,7 @@ def test_resolve_and_repr():
     y, z = x + 1, x + 2
     kiln.resolve(y, z)
     assert y.realized and z.realized
-    assert repr(x).startswith("kiln.tensor([0, 2, 4, 6], dtype=i32, device=")
+    assert "shape=(4,)" in repr(x) and "i32" in repr(x)
     assert kiln.cpu_device() in kiln.devices() and kiln.cpu_device().backend == "cpu"
     assert kiln.best_device() in kiln.devices()
 
