@@ -31,6 +31,10 @@ from ._kiln import (  # noqa: F401
     round, rsqrt, scaled_dot_product_attention, scatter_add, sigmoid, silu, sin, softmax, sqrt,
     square, squeeze, sum, tanh, transpose, tune, unsqueeze, variance, where, zeros,
 )
+from ._kiln import (  # noqa: F401
+    chunk, clamp, clip, eye, floor_divide, full_like, linspace, logsumexp, one_hot, ones_like,
+    remainder, split, stack, std, tril, triu, zeros_like,
+)
 from ._dlpack import from_dlpack
 from ._host import tensor
 from . import _numpy_interop  # noqa: F401  (numpy arrays as operands, numpy.asarray(t))
