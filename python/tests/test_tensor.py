@@ -629,7 +629,7 @@ def test_composite_ops_match_numpy():
     assert kiln.one_hot(kiln.tensor([1])).dtype == kiln.i64
 
 
-def test_split_and_chunk():
+def test_split_chunk_and_tolist():
     a = np.arange(30, dtype=np.int32).reshape(5, 6)
     t = kiln.tensor(a)
     pieces = t.split(2)
@@ -641,6 +641,39 @@ def test_split_and_chunk():
     np.testing.assert_array_equal(pieces[2].numpy(), a[4:])
     np.testing.assert_array_equal(parts[1].numpy(), a[:, 3:])
     np.testing.assert_array_equal(parts[3].numpy(), a[3:])
+    assert pieces[0].tolist() == a[:2].tolist()
+    assert isinstance(pieces[0].tolist()[0][0], int)
+    assert kiln.tensor([0.5, 1.5]).tolist() == [0.5, 1.5]
+    assert kiln.tensor(2.5).tolist() == 2.5
+    assert kiln.tensor([True]).tolist() == [True]
+
+
+def test_version_is_the_projects():
+    import os
+    import re
+    source = os.environ.get("KILN_SOURCE_DIR",
+                            os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+    with open(os.path.join(source, "CMakeLists.txt")) as f:
+        want = re.search(r"project\(kiln VERSION ([0-9.]+)", f.read()).group(1)
+    assert kiln.__version__ == want
+
+
+def test_repr_shows_values_and_reads_only_the_corners_of_a_large_tensor():
+    small = kiln.arange(4) * 2
+    assert repr(small) == "kiln.Tensor([0, 2, 4, 6], shape=(4,), dtype=i32)"
+    assert repr(kiln.tensor([[1.5, -2.0], [0.25, 3.0]])) == (
+        "kiln.Tensor([[ 1.5 , -2.  ],\n"
+        "             [ 0.25,  3.  ]], shape=(2, 2), dtype=f32)")
+    assert repr(kiln.zeros((0, 3))) == "kiln.Tensor([], shape=(0, 3), dtype=f32)"
+    big = kiln.arange(100 * 100).reshape(100, 100)
+    text = repr(big)
+    assert not big.realized  # only the corners were computed and copied
+    lines = text.splitlines()
+    assert lines[0] == "kiln.Tensor([[   0,    1,    2, ...,   97,   98,   99],"
+    assert lines[3] == "             ...,"
+    assert lines[-1] == ("             [9900, 9901, 9902, ..., 9997, 9998, 9999]], "
+                         "shape=(100, 100), dtype=i32)")
+    assert len(lines) == 7
 
 
 def test_composite_op_errors():
