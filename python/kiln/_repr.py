@@ -55,8 +55,11 @@ def tensor_repr(t):
     if t.numel == 0:
         body = "[]"
     else:
-        values, cut = _corners(t)
-        body = _nested(_element_strings(values), cut, 0, " " * len(prefix))
+        try:
+            values, cut = _corners(t)
+            body = _nested(_element_strings(values), cut, 0, " " * len(prefix))
+        except _kiln.Error as e:  # a repr that raised would hide the tensor in a debugger
+            body = f"<not computed: {e}>"
     shape = "(" + ", ".join(str(n) for n in t.shape) + ("," if len(t.shape) == 1 else "") + ")"
     device = "" if t.device.backend == "cpu" else f", device='{t.device.id}'"  # as torch
     return f"{prefix}{body}, shape={shape}, dtype={t.dtype}{device})"

@@ -674,6 +674,9 @@ def test_repr_shows_values_and_reads_only_the_corners_of_a_large_tensor():
     assert lines[-1] == ("             [9900, 9901, 9902, ..., 9997, 9998, 9999]], "
                          "shape=(100, 100), dtype=i32)")
     assert len(lines) == 7
+    bad = kiln.index_select(kiln.zeros((3,)), 0, kiln.tensor([7]))
+    assert repr(bad) == ("kiln.Tensor(<not computed: index_select: index 7 at position 0 of the "
+                         "index is out of range for axis 0 of 3 elements>, shape=(1,), dtype=f32)")
 
 
 def test_composite_op_errors():
