@@ -1,8 +1,8 @@
 // Tensor ops composed of other graph ops (clamp, minimum/maximum with a number, floor_divide and
 // remainder, eye, linspace, tril/triu, one_hot, logsumexp, std, argmax/argmin over every element,
-// stack, split, chunk, the *_like forms): values against hand-computed ones through the graph
-// oracle (no kernels compiled), every device bit-identical to the oracle, and the errors bad
-// arguments get.
+// stack, split, chunk, the *_like forms, cumsum, cumprod): values against hand-computed ones
+// through the graph oracle (no kernels compiled), every device bit-identical to the oracle, and the
+// errors bad arguments get.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -193,6 +193,49 @@ TEST(CompositeOps, StackSplitAndChunk) {
     EXPECT_EQ(chunk(Tensor::zeros({2}), 5).size(), 2u);
 }
 
+// Ragged lengths around the block size (ceil(sqrt(n))), along either axis: integer sums are exact.
+TEST(CompositeOps, CumsumAndCumprod) {
+    for (int64_t n : {1, 2, 3, 5, 10, 17, 50, 101}) {
+        SCOPED_TRACE(n);
+        const Tensor x = Tensor::arange(1, static_cast<double>(n + 1), 1, DType::i32);
+        std::vector<int64_t> want;
+        for (int64_t i = 1; i <= n; ++i) want.push_back(i * (i + 1) / 2);
+        EXPECT_THAT(ints(cumsum(x, 0)), ElementsAreArray(want));
+        const Tensor columns = x.reshape({n, 1}).expand({n, 2});
+        const auto down = ints(cumsum(columns, 0));
+        EXPECT_EQ(down.back(), want.back());
+        EXPECT_EQ(down[down.size() - 2], want.back());
+        EXPECT_THAT(ints(cumsum(x.reshape({1, n}).expand({3, n}), -1)).back(), want.back());
+    }
+    EXPECT_THAT(ints(cumprod(host<int32_t>({1, 2, 3, 4, 5, 0, 7}, {7}), 0)),
+                ElementsAre(1, 2, 6, 24, 120, 0, 0));
+    const Tensor i8 = host<int8_t>({100, 100, 100}, {3});
+    EXPECT_EQ(cumsum(i8, 0).dtype(), DType::i32);
+    EXPECT_THAT(ints(cumsum(i8, 0)), ElementsAre(100, 200, 300));
+    EXPECT_THAT(ints(cumsum(host<uint8_t>({1, 0, 1, 1}, {4}).to(DType::boolean), 0)),
+                ElementsAre(1, 1, 2, 3));
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const auto s = floats(cumsum(host<float>({1, kInf, 1, nan, 1}, {5}), 0));
+    EXPECT_THAT(std::vector<float>(s.begin(), s.begin() + 3), ElementsAre(1, kInf, kInf));
+    EXPECT_TRUE(std::isnan(s[3]) && std::isnan(s[4]));
+    const auto p = floats(cumprod(host<float>({2, 0.5f, -3, kInf, 0}, {5}), 0));
+    EXPECT_THAT(std::vector<float>(p.begin(), p.begin() + 4), ElementsAre(2, 1, -3, -kInf));
+    EXPECT_TRUE(std::isnan(p[4]));  // inf * 0
+    EXPECT_THAT(floats(cumsum(Tensor::full({}, 2.5), -1)), ElementsAre(2.5f));
+    EXPECT_EQ(cumsum(Tensor::zeros({0, 3}, DType::u8), 0).shape(), (Shape{0, 3}));
+    EXPECT_EQ(cumsum(Tensor::zeros({0, 3}, DType::u8), 0).dtype(), DType::i32);
+    const Tensor f = Tensor::rand({3, 40}, 9);
+    const auto got = floats(cumsum(f, 1));
+    const auto values = floats(f);
+    for (size_t r = 0; r < 3; ++r) {
+        double acc = 0;
+        for (size_t c = 0; c < 40; ++c) {
+            acc += values[r * 40 + c];
+            EXPECT_NEAR(got[r * 40 + c], acc, 1e-5) << r << " " << c;
+        }
+    }
+}
+
 TEST(CompositeOps, BadArgumentsAreErrorsNamingThem) {
     const Tensor f = Tensor::zeros({2, 3});
     const Tensor i = Tensor::zeros({3}, DType::i32);
@@ -241,6 +284,9 @@ TEST(CompositeOps, BadArgumentsAreErrorsNamingThem) {
                         {"[-1, 4]", ">= 0"});
     expect_error_naming("split", [&] { split(f, 1, 2); }, {"axis 2"});
     expect_error_naming("chunk", [&] { chunk(f, 0); }, {"0 chunks", "at least 1"});
+    expect_error_naming("cumprod", [&] { cumprod(p, 0); }, {"bool", "numeric"});
+    expect_error_naming("cumsum", [&] { cumsum(f, 2); }, {"axis 2"});
+    expect_error_naming("cumsum", [] { cumsum(Tensor::full({}, 1.0), 1); }, {"axis 1"});
 }
 
 // Every device gives the oracle's bits for the composites (one resolve per device).
@@ -253,6 +299,8 @@ TEST(CompositeOps, EveryDeviceMatchesTheOracle) {
             out.push_back(floor_divide(a, b));
             out.push_back(a % b);
             out.push_back(clamp(a, 1.0, 3.0));
+            out.push_back(cumsum(a, 2));
+            out.push_back(cumprod(b, 0));
         }
         Tensor x = test::random_tensor(d, DType::f32, {4, 7, 9}, 33);
         Tensor y = test::finite_tensor(d, DType::bf16, {4, 7, 9}, 34);

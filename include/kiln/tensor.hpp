@@ -238,6 +238,12 @@ Tensor argmin(const Tensor& x, int64_t axis, bool keepdim = false);
 // Over every element (torch's argmax() without a dim): the flat row-major index, a scalar.
 Tensor argmax(const Tensor& x);
 Tensor argmin(const Tensor& x);
+// Cumulative sum and product along `axis` (torch.cumsum, torch.cumprod; i8/u8/bool give i32, as
+// sum and prod). A two-level blocked scan: element j is the fold (sum's or prod's order) of its
+// block's prefix, combined with the fold of the blocks before it (blocks of ceil(sqrt(n))), so
+// it is not the sequential sum, and costs O(n^1.5) per row; f16/bf16 in f32, rounded once.
+Tensor cumsum(const Tensor& x, int64_t axis);
+Tensor cumprod(const Tensor& x, int64_t axis);
 // Sum of squared deviations from the mean over (n - correction).
 Tensor variance(const Tensor& x, const std::vector<int64_t>& axes = {}, int64_t correction = 1,
                 bool keepdim = false);

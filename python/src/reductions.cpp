@@ -1,6 +1,8 @@
-// Reductions over axes (None: all) with keepdim, argmax/argmin, variance, std, logsumexp, and the
-// normalizations built on them: softmax, log_softmax, layer_norm, rms_norm. Each is kiln.f(x, ...)
-// and x.f(...).
+// Reductions over axes (None: all) with keepdim, argmax/argmin, variance, std, logsumexp, cumsum,
+// cumprod, and the normalizations built on them: softmax, log_softmax, layer_norm, rms_norm. Each
+// is kiln.f(x, ...) and x.f(...).
+#include <utility>
+
 #include "bindings.hpp"
 
 namespace kiln::python {
@@ -68,6 +70,16 @@ void bind_reductions(nb::module_& m, TensorClass& cls) {
         },
         "Standard deviation: sqrt(variance) over axis (None: all), with correction as variance.",
         arg("axis") = nb::none(), arg("correction") = 1, arg("keepdim") = false);
+    for (auto [name, fn] : {std::pair{"cumsum", &cumsum}, std::pair{"cumprod", &cumprod}})
+        def_both(
+            m, cls, name,
+            [fn](const Tensor& x, nb::handle axis) {
+                return axis.is_none() ? fn(x.flatten(), 0) : fn(x, to_int64(axis, "axis"));
+            },
+            "The cumulative sum / product along axis (None: over the flattened elements, as "
+            "numpy); i8, u8 and bool give i32. A blocked scan of folds (docs/graph.md states "
+            "its order), not the sequential sum.",
+            arg("axis") = nb::none());
     def_both(
         m, cls, "logsumexp",
         [](const Tensor& x, nb::handle axis, bool keepdim) {

@@ -605,6 +605,9 @@ def test_composite_ops_match_numpy():
             "zeros_like": (kiln.zeros_like(ai), np.zeros_like(a_i)),
             "ones_like f16": (kiln.ones_like(ai, dtype="f16"), np.ones(a_i.shape, np.float16)),
             "full_like": (kiln.full_like(af, 7.5), np.full_like(a_f, 7.5)),
+            "cumsum int": (ai.cumsum(0), np.cumsum(a_i, 0)),
+            "cumsum flat": (kiln.cumsum(ai), np.cumsum(a_i)),
+            "cumprod": (kiln.cumprod(bi), np.cumprod(b_i)),
         }
         close = {
             "f // 2.5": (af // 2.5, np.floor_divide(a_f, np.float32(2.5))),
@@ -616,6 +619,8 @@ def test_composite_ops_match_numpy():
             "std": (af.std(axis=1), a_f.astype(np.float64).std(axis=1, ddof=1)),
             "std correction 0": (kiln.std(af, correction=0), a_f.astype(np.float64).std()),
             "linspace": (kiln.linspace(-2, 3, 7), np.linspace(-2, 3, 7)),
+            "cumsum float": (x.cumsum(axis=-1), np.cumsum(m.astype(np.float64), -1)),
+            "cumprod float": (kiln.cumprod(af * 0.1, 1), np.cumprod(a_f.astype(np.float64) * 0.1, 1)),
         }
     kiln.resolve(*(t for t, _ in exact.values()), *(t for t, _ in close.values()))
     for name, (got, want) in exact.items():
@@ -711,3 +716,5 @@ def test_composite_op_errors():
         x.split([1, 1], axis=1)
     with pytest.raises(kiln.Error, match="chunk: 0 chunks"):
         x.chunk(0)
+    with pytest.raises(kiln.Error, match="cumprod: dtype bool"):
+        (x > 0).cumprod(0)
