@@ -1,8 +1,8 @@
 // Tensor ops composed of other graph ops (clamp, minimum/maximum with a number, floor_divide and
 // remainder, eye, linspace, tril/triu, one_hot, logsumexp, std, argmax/argmin over every element,
-// stack, split, chunk, the *_like forms, cumsum, cumprod): values against hand-computed ones
-// through the graph oracle (no kernels compiled), every device bit-identical to the oracle, and the
-// errors bad arguments get.
+// stack, split, chunk, the *_like forms, cumsum, cumprod, einsum): values against hand-computed
+// ones through the graph oracle (no kernels compiled), every device bit-identical to the oracle,
+// and the errors bad arguments get.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -31,6 +31,11 @@ std::vector<float> floats(const Tensor& t) {
 }
 std::vector<int64_t> ints(const Tensor& t) {
     return oracle(t).i;
+}
+
+// x[i] along the first axis.
+Tensor at(const Tensor& x, int64_t i) {
+    return x.slice(0, i, i + 1).squeeze(0);
 }
 
 template <typename T>
@@ -236,6 +241,42 @@ TEST(CompositeOps, CumsumAndCumprod) {
     }
 }
 
+// Small integer values (in f32 too, so every summation order is exact) against a plain loop.
+TEST(CompositeOps, EinsumAgainstLoopsAndMatmul) {
+    const Tensor a = Tensor::arange(0, 24, 1, DType::i32).reshape({2, 3, 4}) % 5.0 - 2.0;
+    const Tensor b = Tensor::arange(0, 40, 1, DType::i32).reshape({2, 4, 5}) % 7.0 - 3.0;
+    const auto av = ints(a), bv = ints(b);
+    // "ijk,ikl->jl": i and k summed, one matmul for floats, the broadcast product for integers.
+    std::vector<int64_t> want(3 * 5, 0);
+    for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 3; ++j)
+            for (int k = 0; k < 4; ++k)
+                for (int l = 0; l < 5; ++l)
+                    want[size_t(j * 5 + l)] +=
+                        av[size_t(i * 12 + j * 4 + k)] * bv[size_t(i * 20 + k * 5 + l)];
+    const Tensor ints_out = einsum("ijk,ikl->jl", {a, b});
+    EXPECT_EQ(ints_out.shape(), (Shape{3, 5}));
+    EXPECT_THAT(ints(ints_out), ElementsAreArray(want));
+    const Tensor af = cast(a, DType::f32), bf = cast(b, DType::f32);
+    const auto f = floats(einsum(" ijk , ikl -> jl ", {af, bf}));
+    EXPECT_THAT(std::vector<int64_t>(f.begin(), f.end()), ElementsAreArray(want));
+    // A batched matmul's own bits; implicit output; a transpose; sums; an outer product.
+    EXPECT_EQ(oracle(einsum("bij,bjk->bik", {af, bf})).f, oracle(matmul(af, bf)).f);
+    EXPECT_EQ(oracle(einsum("bij,bjk", {af, bf})).f, f);  // implicit: b summed, as numpy
+    EXPECT_EQ(oracle(einsum("bjk,bij->bik", {bf, af})).f, oracle(matmul(af, bf)).f);
+    EXPECT_EQ(oracle(einsum("ij,kj->ik", {at(af, 0), at(af, 1)})).f,
+              oracle(matmul(at(af, 0), at(af, 1).transpose(0, 1))).f);
+    EXPECT_THAT(ints(einsum("ba", {at(a, 0)})), ElementsAreArray(ints(at(a, 0).transpose(0, 1))));
+    EXPECT_THAT(ints(einsum("ijk->", {a})), ElementsAre(ints(sum(a))[0]));
+    EXPECT_THAT(ints(einsum("ijk->ki", {a})), ElementsAreArray(ints(sum(a, {1}).transpose(0, 1))));
+    const Tensor u = host<int32_t>({1, 2}, {2}), v = host<int32_t>({3, 4, 5}, {3});
+    EXPECT_THAT(ints(einsum("i,j->ij", {u, v})), ElementsAre(3, 4, 5, 6, 8, 10));
+    EXPECT_THAT(ints(einsum("i,j", {u, v})), ElementsAre(3, 4, 5, 6, 8, 10));
+    EXPECT_THAT(ints(einsum("i,i->", {v, v})), ElementsAre(50));
+    EXPECT_THAT(floats(einsum("i,i", {cast(v, DType::f32), cast(v, DType::f32)})), ElementsAre(50));
+    EXPECT_THAT(ints(einsum("i,i,i->i", {v, v, v})), ElementsAre(27, 64, 125));
+}
+
 TEST(CompositeOps, BadArgumentsAreErrorsNamingThem) {
     const Tensor f = Tensor::zeros({2, 3});
     const Tensor i = Tensor::zeros({3}, DType::i32);
@@ -285,6 +326,20 @@ TEST(CompositeOps, BadArgumentsAreErrorsNamingThem) {
     expect_error_naming("split", [&] { split(f, 1, 2); }, {"axis 2"});
     expect_error_naming("chunk", [&] { chunk(f, 0); }, {"0 chunks", "at least 1"});
     expect_error_naming("cumprod", [&] { cumprod(p, 0); }, {"bool", "numeric"});
+    expect_error_naming("einsum", [&] { einsum("ij,jk->ik", {f}); }, {"2 operands", "got 1"});
+    expect_error_naming("einsum", [&] { einsum("ijk", {f}); }, {"3 labels", "rank 2", "[2, 3]"});
+    expect_error_naming("einsum",
+                        [&] {
+                            einsum("ij,ij", {f, f.transpose(0, 1)});
+                        },
+                        {"label 'i'", "extent 3", "2 before"});
+    expect_error_naming("einsum", [&] { einsum("ii", {f}); }, {"'i' twice", "diagonals"});
+    expect_error_naming("einsum", [&] { einsum("...j", {f}); }, {"'.'", "'...'"});
+    expect_error_naming("einsum", [&] { einsum("ij->ik", {f}); }, {"'k'", "in no operand"});
+    expect_error_naming("einsum", [&] { einsum("ij->ii", {f}); }, {"'i' twice"});
+    expect_error_naming("einsum", [&] { einsum("ij,j", {f, i}); }, {"f32", "i32", "one dtype"});
+    expect_error_naming("einsum", [&] { einsum("i", {p}); }, {"bool"});
+    expect_error_naming("einsum", [] { einsum("", {}); }, {"no operands"});
     expect_error_naming("cumsum", [&] { cumsum(f, 2); }, {"axis 2"});
     expect_error_naming("cumsum", [] { cumsum(Tensor::full({}, 1.0), 1); }, {"axis 1"});
 }
@@ -309,7 +364,8 @@ TEST(CompositeOps, EveryDeviceMatchesTheOracle) {
              {logsumexp(x, {2}), logsumexp(y, {0, 2}, true), std_dev(y, {1}), argmax(x), argmin(y),
               tril(x, 1), triu(y, -2), one_hot(index, 5), Tensor::eye(5, 7, 2, DType::f16, d),
               Tensor::linspace(-3, 5, 37, DType::f32, d), stack(split(x, 2, 0), 1),
-              stack(chunk(y, 2, 0), -1) * 2.0})
+              stack(chunk(y, 2, 0), -1) * 2.0, einsum("abc,dbc->ad", {x, x}),
+              einsum("abc,c->ba", {y, at(at(y, 0), 0)})})
             out.push_back(r);
         return out;
     });

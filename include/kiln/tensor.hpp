@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -304,6 +305,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     bool causal = false, std::optional<double> scale = {},
                                     const Tensor* key_lengths = nullptr,
                                     MatmulClass arithmetic = MatmulClass::exact);
+
+// numpy's / torch's einsum over letter subscripts ("ij,jk->ik"; without "->" the output is the
+// labels seen once, sorted). Two float operands sharing a summed label are one batched matmul
+// (its exact class; labels only one of them has, and not the output, summed first); otherwise
+// the operands' broadcast product (multiplied in order) summed over the labels the output lacks
+// (sum's dtype rule). Each label has one extent; '...' and a label repeated within one operand
+// (diagonals) are kiln::Errors, as are a count of subscripts or labels that does not match.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 // Laid end to end along `axis` (every other extent equal).
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis = 0);

@@ -32,7 +32,7 @@ from ._kiln import (  # noqa: F401
     square, squeeze, sum, tanh, transpose, tune, unsqueeze, variance, where, zeros,
 )
 from ._kiln import (  # noqa: F401
-    chunk, clamp, clip, cumprod, cumsum, eye, floor_divide, full_like, linspace, logsumexp, one_hot, ones_like,
+    chunk, clamp, clip, cumprod, cumsum, einsum, eye, floor_divide, full_like, linspace, logsumexp, one_hot, ones_like,
     remainder, split, stack, std, tril, triu, zeros_like,
 )
 from ._dlpack import from_dlpack

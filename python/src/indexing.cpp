@@ -71,6 +71,28 @@ void bind_indexing(nb::module_& m, TensorClass& cls) {
     m.def("concat", &concat, arg("tensors"), arg("axis") = 0,
           "Tensors laid end to end along axis (every other extent equal).");
     m.def("cat", &concat, arg("tensors"), arg("axis") = 0, "concat.");
+    m.def(
+        "einsum",
+        [](const std::string& equation, nb::args args) {
+            std::vector<Tensor> operands;
+            nb::handle items = args;
+            if (args.size() == 1 && !nb::isinstance<Tensor>(args[0])) items = args[0];
+            for (nb::handle h : items) {
+                Tensor t;
+                if (!nb::try_cast<Tensor>(h, t))
+                    throw nb::type_error(
+                        fmt::format("einsum: an operand is {}; expected kiln.Tensor",
+                                    nb::inst_name(h).c_str())
+                            .c_str());
+                operands.push_back(t);
+            }
+            return einsum(equation, operands);
+        },
+
+        "einsum(equation, *operands) or einsum(equation, [operands]): numpy's einsum over letter "
+        "subscripts ('ij,jk->ik'; implicit output without '->'). Two float operands sharing a "
+        "summed label run as one matmul; otherwise a broadcast product summed. No '...' or "
+        "diagonals (a label twice in one operand).");
     m.def("stack", &stack, arg("tensors"), arg("axis") = 0,
           "Tensors of one shape stacked along a new axis.");
     const auto split_fn = [](const Tensor& x, nb::handle sizes, int64_t axis) {

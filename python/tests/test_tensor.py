@@ -608,6 +608,9 @@ def test_composite_ops_match_numpy():
             "cumsum int": (ai.cumsum(0), np.cumsum(a_i, 0)),
             "cumsum flat": (kiln.cumsum(ai), np.cumsum(a_i)),
             "cumprod": (kiln.cumprod(bi), np.cumprod(b_i)),
+            "einsum ints": (kiln.einsum("ij,j->i", ai, bi), np.einsum("ij,j->i", a_i, b_i)),
+            "einsum list implicit": (kiln.einsum("ij,kj", [ai, ai]), np.einsum("ij,kj", a_i, a_i)),
+            "einsum transpose": (kiln.einsum("abc->cab", x), np.einsum("abc->cab", m)),
         }
         close = {
             "f // 2.5": (af // 2.5, np.floor_divide(a_f, np.float32(2.5))),
@@ -620,6 +623,10 @@ def test_composite_ops_match_numpy():
             "std correction 0": (kiln.std(af, correction=0), a_f.astype(np.float64).std()),
             "linspace": (kiln.linspace(-2, 3, 7), np.linspace(-2, 3, 7)),
             "cumsum float": (x.cumsum(axis=-1), np.cumsum(m.astype(np.float64), -1)),
+            "einsum matmul": (kiln.einsum("bij,bkj->bik", af.reshape(2, 2, 9), af.reshape(2, 2, 9)),
+                              np.einsum("bij,bkj->bik", a_f.reshape(2, 2, 9).astype(np.float64),
+                                        a_f.reshape(2, 2, 9))),
+            "einsum outer sum": (kiln.einsum("i,j->j", bf, bf), np.einsum("i,j->j", b_f, b_f)),
             "cumprod float": (kiln.cumprod(af * 0.1, 1), np.cumprod(a_f.astype(np.float64) * 0.1, 1)),
         }
     kiln.resolve(*(t for t, _ in exact.values()), *(t for t, _ in close.values()))
@@ -718,3 +725,7 @@ def test_composite_op_errors():
         x.chunk(0)
     with pytest.raises(kiln.Error, match="cumprod: dtype bool"):
         (x > 0).cumprod(0)
+    with pytest.raises(kiln.Error, match="einsum: 'ii': operand 0 'ii' names 'i' twice"):
+        kiln.einsum("ii", kiln.zeros((2, 2)))
+    with pytest.raises(TypeError, match="einsum: an operand is int"):
+        kiln.einsum("i,i", x, 3)
