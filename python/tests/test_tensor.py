@@ -581,6 +581,8 @@ def test_composite_ops_match_numpy():
             "a % b": (ai % bi, _python_remainder(a_i, b_i)),
             "-7 // b": (-7 // bi, np.where(b_i == 0, 0, np.floor_divide(-7, b_i))),
             "a % -4": (ai % -4, np.remainder(a_i, -4)),
+            "a % ndarray": (ai % b_i, _python_remainder(a_i, b_i)),
+            "ndarray // b": (a_i // bi, np.where(b_i == 0, 0, np.floor_divide(a_i, b_i))),
             "19 % b": (kiln.remainder(19, bi), _python_remainder(np.int32(19), b_i)),
             "clamp": (kiln.clamp(af, -1, 2.5), np.clip(a_f, -1, 2.5)),
             "clip min": (af.clip(min=0), np.maximum(a_f, 0)),
