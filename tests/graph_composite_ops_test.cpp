@@ -298,6 +298,9 @@ TEST(CompositeOps, BadArgumentsAreErrorsNamingThem) {
     expect_error_naming("triu", [&] { triu(Tensor::full({}, 1.0)); }, {"[]", "two axes"});
     expect_error_naming("one_hot", [&] { one_hot(f, 3); }, {"f32", "i32, u32 or i64"});
     expect_error_naming("one_hot", [&] { one_hot(i, 0); }, {"num_classes 0", "at least 1"});
+    expect_error_naming("one_hot", [&] { one_hot(i, int64_t{1} << 55); }, {"2^56"});
+    EXPECT_EQ(one_hot(i, int64_t{1} << 40).shape(), (Shape{3, int64_t{1} << 40}));  // built lazily
+    expect_error_naming("linspace", [] { Tensor::linspace(0, 1, int64_t{1} << 60); }, {"2^56"});
     expect_error_naming("logsumexp", [&] { logsumexp(i); }, {"i32", "f32"});
     expect_error_naming("logsumexp", [&] { logsumexp(f, {2}); }, {"axis"});
     expect_error_naming("logsumexp", [] { logsumexp(Tensor::zeros({2, 0}), {1}); }, {"empty"});

@@ -85,6 +85,7 @@ Tensor Tensor::arange(int64_t n, DType dtype, Device& d) {
 Tensor Tensor::linspace(double start, double stop, int64_t steps, DType dtype, Device& d) {
     require_float(dtype, "linspace");
     if (steps < 0) fail("linspace: {} steps; expected steps >= 0", steps);
+    graph::checked_element_count({steps}, "linspace");
     if (!std::isfinite(start) || !std::isfinite(stop))
         fail("linspace: start {} and stop {}; expected finite values", start, stop);
     if (steps <= 1) return full({steps}, start, dtype, d);

@@ -1,6 +1,7 @@
 // Ops built on a matrix's row and column indices: eye, tril, triu and one_hot. Each compares
 // generated indices (arange) and selects by the result, so nothing is special-cased per device.
 #include <algorithm>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -51,8 +52,8 @@ Tensor triu(const Tensor& x, int64_t diagonal) {
     return triangle(x, diagonal, Side::above, "triu");
 }
 
-// Row `index` of the identity: index_select checks each index against num_classes when the
-// result is resolved.
+// index == class along a new last axis, the index first read through index_select of the
+// classes, which checks each one against num_classes when the result is resolved.
 Tensor one_hot(const Tensor& index, int64_t num_classes, DType dtype) {
     if (index.dtype() != DType::i32 && index.dtype() != DType::u32 && index.dtype() != DType::i64)
         fail("one_hot: index is {} {}; expected i32, u32 or i64", name(index.dtype()),
@@ -61,8 +62,10 @@ Tensor one_hot(const Tensor& index, int64_t num_classes, DType dtype) {
     Shape shape = index.shape();
     shape.push_back(num_classes);
     graph::checked_element_count(shape, "one_hot");
-    const Tensor identity = Tensor::eye(num_classes, {}, 0, dtype, index.device());
-    return index_select(identity, 0, index.flatten()).reshape(shape);
+    const DType t = num_classes <= INT32_MAX ? DType::i32 : DType::i64;
+    const Tensor classes = Tensor::arange(num_classes, t, index.device());
+    const Tensor checked = index_select(classes, 0, index.flatten()).reshape(index.shape());
+    return cast(checked.unsqueeze(-1) == classes, dtype);
 }
 
 }  // namespace kiln
