@@ -275,6 +275,18 @@ TEST(CompositeOps, EinsumAgainstLoopsAndMatmul) {
     EXPECT_THAT(ints(einsum("i,i->", {v, v})), ElementsAre(50));
     EXPECT_THAT(floats(einsum("i,i", {cast(v, DType::f32), cast(v, DType::f32)})), ElementsAre(50));
     EXPECT_THAT(ints(einsum("i,i,i->i", {v, v, v})), ElementsAre(27, 64, 125));
+    // '...': numpy's right-aligned broadcasting of the axes it stands for.
+    const Tensor c = cast(Tensor::arange(0, 8, 1, DType::i32).reshape({2, 1, 4, 1}), DType::f32);
+    const Tensor d = Tensor::randn({3, 1, 2}, 5);
+    EXPECT_EQ(einsum("...ij,...jk->...ik", {c, d}).shape(), (Shape{2, 3, 4, 2}));
+    EXPECT_EQ(oracle(einsum("...ij,...jk->...ik", {c, d})).f, oracle(matmul(c, d)).f);
+    EXPECT_EQ(oracle(einsum("...ij,...jk", {c, d})).f, oracle(matmul(c, d)).f);
+    EXPECT_EQ(oracle(einsum("...ij,jk->...ik", {af, at(bf, 0)})).f,
+              oracle(matmul(af, at(bf, 0))).f);
+    EXPECT_THAT(ints(einsum("i...->...", {a})), ElementsAreArray(ints(sum(a, {0}))));
+    EXPECT_THAT(ints(einsum("...->...", {a})), ElementsAreArray(ints(a)));
+    const Tensor w = at(b, 0).slice(1, 0, 1).squeeze(1);  // [4]
+    EXPECT_THAT(ints(einsum("...i,i", {a, w})), ElementsAreArray(ints(sum(a * w, {2}))));
 }
 
 TEST(CompositeOps, BadArgumentsAreErrorsNamingThem) {
@@ -337,7 +349,15 @@ TEST(CompositeOps, BadArgumentsAreErrorsNamingThem) {
                         },
                         {"label 'i'", "extent 3", "2 before"});
     expect_error_naming("einsum", [&] { einsum("ii", {f}); }, {"'i' twice", "diagonals"});
-    expect_error_naming("einsum", [&] { einsum("...j", {f}); }, {"'.'", "'...'"});
+    expect_error_naming("einsum", [&] { einsum("..j", {f}); }, {"'.'", "at most one '...'"});
+    expect_error_naming("einsum", [&] { einsum("...j...", {f}); }, {"'.'", "at most one '...'"});
+    expect_error_naming("einsum", [&] { einsum("...j->j", {f}); }, {"no '...'"});
+    expect_error_naming("einsum", [&] { einsum("...ij", {i}); }, {"2 labels", "rank 1"});
+    expect_error_naming("einsum",
+                        [&] {
+                            einsum("...i,...i", {f, Tensor::zeros({3, 3})});
+                        },
+                        {"'...' axis 0", "extent 3", "2 before"});
     expect_error_naming("einsum", [&] { einsum("ij->ik", {f}); }, {"'k'", "in no operand"});
     expect_error_naming("einsum", [&] { einsum("ij->ii", {f}); }, {"'i' twice"});
     expect_error_naming("einsum", [&] { einsum("ij,j", {f, i}); }, {"f32", "i32", "one dtype"});

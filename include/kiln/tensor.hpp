@@ -310,8 +310,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // labels seen once, sorted). Two float operands sharing a summed label are one batched matmul
 // (its exact class; labels only one of them has, and not the output, summed first); otherwise
 // the operands' broadcast product (multiplied in order) summed over the labels the output lacks
-// (sum's dtype rule). Each label has one extent; '...' and a label repeated within one operand
-// (diagonals) are kiln::Errors, as are a count of subscripts or labels that does not match.
+// (sum's dtype rule). Each label has one extent; '...' stands for the axes not labelled, numpy's
+// broadcasting between operands (and must be in an explicit output where the operands have it).
+// A label repeated within one operand (a diagonal) is a kiln::Error, as are a count of subscripts
+// or labels that does not match.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 // Laid end to end along `axis` (every other extent equal).

@@ -574,6 +574,7 @@ def test_composite_ops_match_numpy():
     m = rng.standard_normal((3, 5, 6)).astype(np.float32)
     m[0, 1] = -np.inf
     idx64 = rng.integers(0, 6, (2, 5)).astype(np.int64)
+    c_f = rng.standard_normal((2, 1, 6, 2)).astype(np.float32)
     ai, bi, af, bf, x = (kiln.tensor(v) for v in (a_i, b_i, a_f, b_f, m))
     with np.errstate(divide="ignore"):
         exact = {
@@ -629,6 +630,8 @@ def test_composite_ops_match_numpy():
                               np.einsum("bij,bkj->bik", a_f.reshape(2, 2, 9).astype(np.float64),
                                         a_f.reshape(2, 2, 9))),
             "einsum outer sum": (kiln.einsum("i,j->j", bf, bf), np.einsum("i,j->j", b_f, b_f)),
+            "einsum ellipsis": (kiln.einsum("...ij,...jk", x, kiln.tensor(c_f)),
+                                np.einsum("...ij,...jk", m.astype(np.float64), c_f)),
             "cumprod float": (kiln.cumprod(af * 0.1, 1), np.cumprod(a_f.astype(np.float64) * 0.1, 1)),
         }
     kiln.resolve(*(t for t, _ in exact.values()), *(t for t, _ in close.values()))

@@ -1,7 +1,8 @@
-// einsum: the subscripts parsed and checked, then the contraction written with existing ops: two
-// float operands that share a summed label as one batched matmul (each operand's private summed
-// labels summed first), anything else as the broadcast product of the operands, summed over the
-// labels the output lacks.
+// einsum: the subscripts parsed and checked ('...' as labels of its own), then the contraction
+// written with existing ops: two float operands that share a summed label as one batched matmul
+// (each operand's private summed labels summed first), anything else as the broadcast product of
+// the operands, summed over the labels the output lacks.
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <string>
@@ -28,6 +29,50 @@ bool has(const Labels& l, char c) {
     return l.find(c) != Labels::npos;
 }
 
+// The axes a '...' stands for get the labels 1, 2, ... (below every letter, so numpy's implicit
+// output, sorted, puts them first), numbered from the left of the widest '...'; a narrower one
+// takes the last of them (numpy's right-aligned broadcasting).
+bool is_ellipsis(char c) {
+    return c >= 1 && c < 32;
+}
+std::string describe(char c) {
+    return is_ellipsis(c) ? fmt::format("the '...' axis {}", c - 1) : fmt::format("label '{}'", c);
+}
+
+// The letters of a term (a '...' taken out) and where its '...' stood, if it has one.
+struct Term {
+    Labels letters;
+    size_t ellipsis = std::string::npos;
+};
+
+Term split_term(const std::string& text, const std::string& term, const std::string& what) {
+    Term t;
+    t.ellipsis = term.find("...");
+    t.letters = term;
+    if (t.ellipsis != std::string::npos) t.letters.erase(t.ellipsis, 3);
+    for (size_t i = 0; i < t.letters.size(); ++i) {
+        if (!std::isalpha(static_cast<unsigned char>(t.letters[i])))
+            fail(
+                "einsum: '{}': '{}' in {} is not a letter; expected letters a-z, A-Z and at most "
+                "one '...'",
+                text, t.letters[i], what);
+        if (t.letters.find(t.letters[i], i + 1) != Labels::npos)
+            fail(
+                "einsum: '{}': {} names '{}' twice; expected each label once (diagonals are not "
+                "supported)",
+                text, what, t.letters[i]);
+    }
+    return t;
+}
+
+// The term's labels with its '...' standing for `count` of the `widest` ellipsis labels.
+Labels with_ellipsis(const Term& t, int64_t count, int64_t widest) {
+    if (t.ellipsis == std::string::npos) return t.letters;
+    Labels middle;
+    for (int64_t d = widest - count; d < widest; ++d) middle += static_cast<char>(1 + d);
+    return t.letters.substr(0, t.ellipsis) + middle + t.letters.substr(t.ellipsis);
+}
+
 Equation parse(const std::string& text, const std::vector<Tensor>& operands) {
     Equation eq;
     std::string s;
@@ -35,59 +80,65 @@ Equation parse(const std::string& text, const std::vector<Tensor>& operands) {
         if (c != ' ') s += c;
     const size_t arrow = s.find("->");
     const std::string lhs = s.substr(0, arrow);
-    size_t start = 0;
-    while (true) {
+    std::vector<std::string> terms;
+    for (size_t start = 0;;) {
         const size_t comma = lhs.find(',', start);
-        eq.inputs.push_back(lhs.substr(start, comma - start));
+        terms.push_back(lhs.substr(start, comma - start));
         if (comma == std::string::npos) break;
         start = comma + 1;
     }
-    if (eq.inputs.size() != operands.size())
-        fail("einsum: '{}' names {} operands; got {}", text, eq.inputs.size(), operands.size());
-    const auto check_letters = [&](const Labels& l, const std::string& what) {
-        for (size_t i = 0; i < l.size(); ++i) {
-            if (!std::isalpha(static_cast<unsigned char>(l[i])))
-                fail(
-                    "einsum: '{}': '{}' in {} is not a letter; expected letters a-z, A-Z ('...' "
-                    "and repeated labels within one operand are not supported)",
-                    text, l[i], what);
-            if (l.find(l[i], i + 1) != Labels::npos)
-                fail(
-                    "einsum: '{}': {} names '{}' twice; expected each label once (diagonals are "
-                    "not supported)",
-                    text, what, l[i]);
-        }
-    };
+    if (terms.size() != operands.size())
+        fail("einsum: '{}' names {} operands; got {}", text, terms.size(), operands.size());
+    std::vector<Term> parsed;
+    std::vector<int64_t> counts;  // the axes each operand's '...' stands for
+    int64_t widest = 0;
     for (size_t i = 0; i < operands.size(); ++i) {
-        const Labels& l = eq.inputs[i];
-        const std::string what = fmt::format("operand {} '{}'", i, l);
-        check_letters(l, what);
-        if (l.size() != operands[i].rank())
-            fail("einsum: '{}': {} has {} labels for a tensor of rank {} ({})", text, what,
-                 l.size(), operands[i].rank(), graph::to_string(operands[i].shape()));
-        for (size_t a = 0; a < l.size(); ++a) {
+        const std::string what = fmt::format("operand {} '{}'", i, terms[i]);
+        parsed.push_back(split_term(text, terms[i], what));
+        const auto rank = static_cast<int64_t>(operands[i].rank());
+        const auto letters = static_cast<int64_t>(parsed[i].letters.size());
+        const bool ellipsis = parsed[i].ellipsis != std::string::npos;
+        if (ellipsis ? letters > rank : letters != rank)
+            fail("einsum: '{}': {} has {} labels for a tensor of rank {} ({})", text, what, letters,
+                 rank, graph::to_string(operands[i].shape()));
+        counts.push_back(ellipsis ? rank - letters : 0);
+        widest = std::max(widest, counts.back());
+    }
+    if (widest > 30) fail("einsum: '{}': '...' stands for {} axes; at most 30", text, widest);
+    for (size_t i = 0; i < operands.size(); ++i) {
+        eq.inputs.push_back(with_ellipsis(parsed[i], counts[i], widest));
+        for (size_t a = 0; a < eq.inputs[i].size(); ++a) {
+            const char c = eq.inputs[i][a];
             const int64_t n = operands[i].shape()[a];
-            const auto [it, fresh] = eq.sizes.emplace(l[a], n);
-            if (!fresh && it->second != n)
-                fail(
-                    "einsum: '{}': label '{}' has extent {} in {} and {} before; expected one "
-                    "extent",
-                    text, l[a], n, what, it->second);
+            const auto [it, fresh] = eq.sizes.emplace(c, n);
+            if (fresh || it->second == n) continue;
+            if (is_ellipsis(c) && (n == 1 || it->second == 1)) {  // broadcast
+                it->second = std::max(n, it->second);
+                continue;
+            }
+            fail(
+                "einsum: '{}': {} has extent {} in operand {} '{}' and {} before; expected one "
+                "extent",
+                text, describe(c), n, i, terms[i], it->second);
         }
     }
-    if (arrow == std::string::npos) {  // numpy's implicit output: labels seen once, sorted
+    if (arrow == std::string::npos) {  // numpy's: the '...' axes, then the labels seen once, sorted
         for (const auto& [c, n] : eq.sizes) {
             int count = 0;
             for (const Labels& l : eq.inputs) count += has(l, c);
-            if (count == 1) eq.output += c;
+            if (is_ellipsis(c) || count == 1) eq.output += c;
         }
-    } else {
-        eq.output = s.substr(arrow + 2);
-        check_letters(eq.output, fmt::format("the output '{}'", eq.output));
-        for (char c : eq.output)
-            if (!eq.sizes.count(c))
-                fail("einsum: '{}': the output label '{}' is in no operand", text, c);
+        return eq;
     }
+    const std::string out = s.substr(arrow + 2);
+    const Term t = split_term(text, out, fmt::format("the output '{}'", out));
+    if (widest > 0 && t.ellipsis == std::string::npos)
+        fail("einsum: '{}': the output has no '...'; expected one where the operands have it",
+             text);
+    eq.output = with_ellipsis(t, widest, widest);
+    for (char c : t.letters)
+        if (!eq.sizes.count(c))
+            fail("einsum: '{}': the output label '{}' is in no operand", text, c);
     return eq;
 }
 
@@ -142,15 +193,17 @@ Tensor as_matmul(const Equation& eq, Tensor a, Labels la, Tensor b, Labels lb) {
 
 }  // namespace
 
-Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
-    if (operands.empty()) fail("einsum: no operands; expected at least one tensor");
-    for (const Tensor& t : operands)
-        if (t.dtype() != operands[0].dtype())
-            fail("einsum: operands of {} and {}; expected one dtype", name(operands[0].dtype()),
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& given) {
+    if (given.empty()) fail("einsum: no operands; expected at least one tensor");
+    for (const Tensor& t : given)
+        if (t.dtype() != given[0].dtype())
+            fail("einsum: operands of {} and {}; expected one dtype", name(given[0].dtype()),
                  name(t.dtype()));
-    if (operands[0].dtype() == DType::boolean)
-        fail("einsum: bool operands; expected a numeric dtype");
-    const Equation eq = parse(equation, operands);
+    if (given[0].dtype() == DType::boolean) fail("einsum: bool operands; expected a numeric dtype");
+    const Equation eq = parse(equation, given);
+    std::vector<Tensor> operands;  // '...' axes of extent 1 broadcast to the others'
+    for (size_t i = 0; i < given.size(); ++i)
+        operands.push_back(given[i].expand(shape_of(eq, eq.inputs[i])));
     Labels contracted;  // in the inputs, not in the output
     for (const auto& [c, n] : eq.sizes)
         if (!has(eq.output, c)) contracted += c;
