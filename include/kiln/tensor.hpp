@@ -311,9 +311,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // (its exact class; labels only one of them has, and not the output, summed first); otherwise
 // the operands' broadcast product (multiplied in order) summed over the labels the output lacks
 // (sum's dtype rule). Each label has one extent; '...' stands for the axes not labelled, numpy's
-// broadcasting between operands (and must be in an explicit output where the operands have it).
-// A label repeated within one operand (a diagonal) is a kiln::Error, as are a count of subscripts
-// or labels that does not match.
+// broadcasting between operands (and must be in an explicit output where the operands have it);
+// a label repeated within one operand takes its diagonal ("ii->i", "ii" the trace). A count of
+// subscripts or labels that does not match, or an output label twice, is a kiln::Error.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 // Laid end to end along `axis` (every other extent equal).

@@ -92,7 +92,7 @@ void bind_indexing(nb::module_& m, TensorClass& cls) {
         "einsum(equation, *operands) or einsum(equation, [operands]): numpy's einsum over letter "
         "subscripts ('ij,jk->ik'; implicit output without '->'). Two float operands sharing a "
         "summed label run as one matmul; otherwise a broadcast product summed. '...' broadcasts "
-        "as numpy's; no diagonals (a label twice in one operand).");
+        "as numpy's; a label twice in one operand takes its diagonal ('ii' is the trace).");
     m.def("stack", &stack, arg("tensors"), arg("axis") = 0,
           "Tensors of one shape stacked along a new axis.");
     const auto split_fn = [](const Tensor& x, nb::handle sizes, int64_t axis) {

@@ -1,5 +1,6 @@
-// einsum: the subscripts parsed and checked ('...' as labels of its own), then the contraction
-// written with existing ops: two float operands that share a summed label as one batched matmul
+// einsum: the subscripts parsed and checked ('...' as labels of its own), a label repeated
+// within an operand taken as its diagonal (a strided view), then the contraction written with
+// existing ops: two float operands that share a summed label as one batched matmul
 // (each operand's private summed labels summed first), anything else as the broadcast product of
 // the operands, summed over the labels the output lacks.
 #include <algorithm>
@@ -45,7 +46,9 @@ struct Term {
     size_t ellipsis = std::string::npos;
 };
 
-Term split_term(const std::string& text, const std::string& term, const std::string& what) {
+// `unique`: each letter at most once (the output; an operand may repeat one: its diagonal).
+Term split_term(const std::string& text, const std::string& term, const std::string& what,
+                bool unique) {
     Term t;
     t.ellipsis = term.find("...");
     t.letters = term;
@@ -56,11 +59,9 @@ Term split_term(const std::string& text, const std::string& term, const std::str
                 "einsum: '{}': '{}' in {} is not a letter; expected letters a-z, A-Z and at most "
                 "one '...'",
                 text, t.letters[i], what);
-        if (t.letters.find(t.letters[i], i + 1) != Labels::npos)
-            fail(
-                "einsum: '{}': {} names '{}' twice; expected each label once (diagonals are not "
-                "supported)",
-                text, what, t.letters[i]);
+        if (unique && t.letters.find(t.letters[i], i + 1) != Labels::npos)
+            fail("einsum: '{}': {} names '{}' twice; expected each output label once", text, what,
+                 t.letters[i]);
     }
     return t;
 }
@@ -94,7 +95,7 @@ Equation parse(const std::string& text, const std::vector<Tensor>& operands) {
     int64_t widest = 0;
     for (size_t i = 0; i < operands.size(); ++i) {
         const std::string what = fmt::format("operand {} '{}'", i, terms[i]);
-        parsed.push_back(split_term(text, terms[i], what));
+        parsed.push_back(split_term(text, terms[i], what, false));
         const auto rank = static_cast<int64_t>(operands[i].rank());
         const auto letters = static_cast<int64_t>(parsed[i].letters.size());
         const bool ellipsis = parsed[i].ellipsis != std::string::npos;
@@ -124,14 +125,14 @@ Equation parse(const std::string& text, const std::vector<Tensor>& operands) {
     }
     if (arrow == std::string::npos) {  // numpy's: the '...' axes, then the labels seen once, sorted
         for (const auto& [c, n] : eq.sizes) {
-            int count = 0;
-            for (const Labels& l : eq.inputs) count += has(l, c);
+            int64_t count = 0;
+            for (const Labels& l : eq.inputs) count += std::count(l.begin(), l.end(), c);
             if (is_ellipsis(c) || count == 1) eq.output += c;
         }
         return eq;
     }
     const std::string out = s.substr(arrow + 2);
-    const Term t = split_term(text, out, fmt::format("the output '{}'", out));
+    const Term t = split_term(text, out, fmt::format("the output '{}'", out), true);
     if (widest > 0 && t.ellipsis == std::string::npos)
         fail("einsum: '{}': the output has no '...'; expected one where the operands have it",
              text);
@@ -140,6 +141,32 @@ Equation parse(const std::string& text, const std::vector<Tensor>& operands) {
         if (!eq.sizes.count(c))
             fail("einsum: '{}': the output label '{}' is in no operand", text, c);
     return eq;
+}
+
+// x's diagonal over the axes whose label `labels` repeats (numpy's "ii->i"): the two axes moved
+// last and seen as one of n * n, every (n + 1)-th element, a view; `labels` loses the repeats.
+Tensor diagonals(Tensor x, Labels& labels) {
+    for (size_t p = 0; p < labels.size(); ++p) {
+        const size_t q = labels.find(labels[p], p + 1);
+        if (q == Labels::npos) continue;
+        std::vector<int64_t> order;
+        Labels rest;
+        for (size_t a = 0; a < labels.size(); ++a)
+            if (a != p && a != q) {
+                order.push_back(static_cast<int64_t>(a));
+                rest += labels[a];
+            }
+        order.push_back(static_cast<int64_t>(p));
+        order.push_back(static_cast<int64_t>(q));
+        const int64_t n = x.shape()[p];
+        Shape flat(x.rank() - 1, 0);
+        for (size_t a = 0; a + 2 < order.size(); ++a) flat[a] = x.shape()[size_t(order[a])];
+        flat.back() = n * n;
+        x = x.permute(order).reshape(flat).slice(-1, 0, n * n, n + 1);
+        labels = rest + labels[p];
+        return diagonals(x, labels);  // the next repeat, if any
+    }
+    return x;
 }
 
 // x with its axes (labels `from`) in the order of `to` (a permutation of them).
@@ -201,16 +228,19 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& given) {
                  name(t.dtype()));
     if (given[0].dtype() == DType::boolean) fail("einsum: bool operands; expected a numeric dtype");
     const Equation eq = parse(equation, given);
-    std::vector<Tensor> operands;  // '...' axes of extent 1 broadcast to the others'
+    // '...' axes of extent 1 broadcast to the others', and diagonals taken: each operand's
+    // labels are unique from here on.
+    std::vector<Tensor> operands;
+    std::vector<Labels> labels = eq.inputs;
     for (size_t i = 0; i < given.size(); ++i)
-        operands.push_back(given[i].expand(shape_of(eq, eq.inputs[i])));
+        operands.push_back(diagonals(given[i].expand(shape_of(eq, eq.inputs[i])), labels[i]));
     Labels contracted;  // in the inputs, not in the output
     for (const auto& [c, n] : eq.sizes)
         if (!has(eq.output, c)) contracted += c;
     if (operands.size() == 2 && is_float(operands[0].dtype())) {
         for (char c : contracted)
-            if (has(eq.inputs[0], c) && has(eq.inputs[1], c))
-                return as_matmul(eq, operands[0], eq.inputs[0], operands[1], eq.inputs[1]);
+            if (has(labels[0], c) && has(labels[1], c))
+                return as_matmul(eq, operands[0], labels[0], operands[1], labels[1]);
     }
     // Each operand laid out along every label (output's, then contracted), extent 1 where it
     // lacks one; their product broadcast; the contracted axes summed.
@@ -220,14 +250,14 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& given) {
         Labels mine;
         Shape shape;
         for (char c : all) {
-            if (has(eq.inputs[i], c)) mine += c;
-            shape.push_back(has(eq.inputs[i], c) ? eq.sizes.at(c) : 1);
+            if (has(labels[i], c)) mine += c;
+            shape.push_back(has(labels[i], c) ? eq.sizes.at(c) : 1);
         }
-        const Tensor t = arrange(operands[i], eq.inputs[i], mine).reshape(shape);
+        const Tensor t = arrange(operands[i], labels[i], mine).reshape(shape);
         product = i == 0 ? t : product * t;
     }
-    Labels labels = all;
-    return sum_unkept(product, labels, eq.output);
+    Labels left = all;
+    return sum_unkept(product, left, eq.output);
 }
 
 }  // namespace kiln
