@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -66,6 +67,16 @@ class Tensor {
     static Tensor arange(double start, double stop, double step = 1, DType dtype = DType::f32,
                          Device& d = cpu_device());
     static Tensor arange(int64_t n, DType dtype = DType::i32, Device& d = cpu_device());
+    // `steps` values from start to stop inclusive, evenly spaced (torch.linspace): with
+    // step = f32((stop - start) / (steps - 1)), element i is start + i * step for i < steps / 2
+    // and stop - (steps - 1 - i) * step after (each in f32, rounded to dtype once), so both ends
+    // are exact. Float dtypes only.
+    static Tensor linspace(double start, double stop, int64_t steps, DType dtype = DType::f32,
+                           Device& d = cpu_device());
+    // An n x m matrix (m defaults to n) of ones on diagonal k (k > 0 above the main one) and
+    // zeros elsewhere (numpy.eye).
+    static Tensor eye(int64_t n, std::optional<int64_t> m = {}, int64_t k = 0,
+                      DType dtype = DType::f32, Device& d = cpu_device());
     // Uniform in [0, 1) and standard normal, from a counter-based hash of (seed, element index):
     // the same values on every device (float dtypes only).
     static Tensor rand(const Shape& shape, uint64_t seed, DType dtype = DType::f32,
@@ -188,6 +199,29 @@ Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, double b);
+Tensor maximum(const Tensor& a, double b);
+Tensor minimum(double a, const Tensor& b);
+Tensor maximum(double a, const Tensor& b);
+// minimum(maximum(x, lo), hi) with either bound left out (torch.clamp: lo > hi gives hi; NaN in
+// x or a bound propagates). kiln::Error when neither bound is given.
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi);
+Tensor clamp(const Tensor& x, const Tensor* lo, const Tensor* hi);
+// Python's // and % (numpy's floor_divide and remainder, torch.remainder): the quotient rounded
+// down and a remainder with the divisor's sign, a == floor_divide(a, b) * b + remainder(a, b).
+// Integers: exact; x // 0 == 0 and x % 0 == x (kiln's x / 0 == 0, never a trap); MIN // -1 wraps to
+// MIN. Floats (in f32, f16/bf16 widened and rounded once): floor(a / b) and a - b * floor(a / b),
+// each step rounded in f32 (so a remainder may differ from numpy's fmod-based one in the last
+// bits, and x % 0 and x % inf are NaN).
+Tensor floor_divide(const Tensor& a, const Tensor& b);
+Tensor floor_divide(const Tensor& a, double b);
+Tensor floor_divide(double a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, double b);
+Tensor remainder(double a, const Tensor& b);
+Tensor operator%(const Tensor& a, const Tensor& b);
+Tensor operator%(const Tensor& a, double b);
+Tensor operator%(double a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, double b);
 Tensor cast(const Tensor& x, DType dtype);
@@ -202,9 +236,25 @@ Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim 
 Tensor prod(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 Tensor argmax(const Tensor& x, int64_t axis, bool keepdim = false);
 Tensor argmin(const Tensor& x, int64_t axis, bool keepdim = false);
+// Over every element (torch's argmax() without a dim): the flat row-major index, a scalar.
+Tensor argmax(const Tensor& x);
+Tensor argmin(const Tensor& x);
+// Cumulative sum and product along `axis` (torch.cumsum, torch.cumprod; i8/u8/bool give i32, as
+// sum and prod). A two-level blocked scan: element j is the fold (sum's or prod's order) of its
+// block's prefix, combined with the fold of the blocks before it (blocks of ceil(sqrt(n))), so
+// it is not the sequential sum, and costs O(n^1.5) per row; f16/bf16 in f32, rounded once.
+Tensor cumsum(const Tensor& x, int64_t axis);
+Tensor cumprod(const Tensor& x, int64_t axis);
 // Sum of squared deviations from the mean over (n - correction).
 Tensor variance(const Tensor& x, const std::vector<int64_t>& axes = {}, int64_t correction = 1,
                 bool keepdim = false);
+// The standard deviation (torch.std): sqrt(variance(x, axes, correction)), in f32 for f16/bf16 and
+// rounded once.
+Tensor std_dev(const Tensor& x, const std::vector<int64_t>& axes = {}, int64_t correction = 1,
+               bool keepdim = false);
+// log(sum(exp(x - m))) + m over `axes` with m the max (torch.logsumexp): a row of -inf gives
+// -inf, a row holding +inf gives +inf (m is taken as 0 where it is infinite). Float dtypes.
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
 Tensor softmax(const Tensor& x, int64_t axis = -1);
 Tensor log_softmax(const Tensor& x, int64_t axis = -1);
 // x / sqrt(mean(x^2 over the last axis) + eps) * weight (weight: the last axis's length).
@@ -256,8 +306,40 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     const Tensor* key_lengths = nullptr,
                                     MatmulClass arithmetic = MatmulClass::exact);
 
+// numpy's / torch's einsum over letter subscripts ("ij,jk->ik"; without "->" the output is the
+// labels seen once, sorted). Two float operands sharing a summed label are one batched matmul
+// (its exact class; labels only one of them has, and not the output, summed first); otherwise
+// the operands' broadcast product (multiplied in order) summed over the labels the output lacks
+// (sum's dtype rule). Each label has one extent; '...' stands for the axes not labelled, numpy's
+// broadcasting between operands (and must be in an explicit output where the operands have it);
+// a label repeated within one operand takes its diagonal ("ii->i", "ii" the trace). A count of
+// subscripts or labels that does not match, or an output label twice, is a kiln::Error.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+
 // Laid end to end along `axis` (every other extent equal).
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis = 0);
+// Tensors of one shape stacked along a new axis `axis` (in [-rank-1, rank]).
+Tensor stack(const std::vector<Tensor>& parts, int64_t axis = 0);
+// Views of consecutive pieces along `axis`: each `size` long (the last may be shorter; torch's
+// split), or of the given sizes (which must add up to the axis's extent).
+std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t axis = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t axis = 0);
+// `chunks` pieces of ceil(extent / chunks) (torch.chunk: fewer when the extent runs out).
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis = 0);
+
+// The lower (tril) or upper (triu) triangle of the last two axes: elements with
+// column - row <= diagonal (tril) or >= diagonal (triu) kept, the others 0.
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+// index's shape + [num_classes] of `dtype`: 1 where the last coordinate equals the index, else 0
+// (torch.nn.functional.one_hot). index: i32, u32 or i64; an index outside [0, num_classes) is a
+// kiln::Error when the result is resolved.
+Tensor one_hot(const Tensor& index, int64_t num_classes, DType dtype = DType::i64);
+// x's shape and device, every element `value` (zeros_like, ones_like: 0, 1), in x's dtype
+// unless another is given.
+Tensor full_like(const Tensor& x, double value, std::optional<DType> dtype = {});
+Tensor zeros_like(const Tensor& x, std::optional<DType> dtype = {});
+Tensor ones_like(const Tensor& x, std::optional<DType> dtype = {});
 
 // Indexing. Indices are i32 or u32 tensors; an index out of range is a kiln::Error when the
 // result is resolved.

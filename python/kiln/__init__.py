@@ -31,9 +31,14 @@ from ._kiln import (  # noqa: F401
     round, rsqrt, scaled_dot_product_attention, scatter_add, sigmoid, silu, sin, softmax, sqrt,
     square, squeeze, sum, tanh, transpose, tune, unsqueeze, variance, where, zeros,
 )
+from ._kiln import (  # noqa: F401
+    chunk, clamp, clip, cumprod, cumsum, einsum, eye, floor_divide, full_like, linspace, logsumexp, one_hot, ones_like,
+    remainder, split, stack, std, tril, triu, zeros_like,
+)
 from ._dlpack import from_dlpack
 from ._host import tensor
 from . import _numpy_interop  # noqa: F401  (numpy arrays as operands, numpy.asarray(t))
+from . import _repr
 
 f32 = float32 = DType.f32
 f16 = float16 = DType.f16
@@ -61,5 +66,9 @@ def _dlpack_device(self):
 
 Tensor.__dlpack__ = _dlpack
 Tensor.__dlpack_device__ = _dlpack_device
+Tensor.__repr__ = _repr.tensor_repr
+Tensor.tolist = _repr.tolist
+
+__version__ = _kiln.__version__
 
 __all__ = [name for name in dir() if not name.startswith("_")]

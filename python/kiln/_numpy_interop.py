@@ -11,7 +11,7 @@ from ._kiln import Tensor as _Tensor
 
 # Binary operators that take a numpy array operand: (forward, reflected) names.
 _BINARY = [("add", "radd"), ("sub", "rsub"), ("mul", "rmul"), ("truediv", "rtruediv"),
-           ("pow", "rpow"), ("matmul", "rmatmul"), ("and", "rand"), ("or", "ror"),
+           ("floordiv", "rfloordiv"), ("mod", "rmod"), ("pow", "rpow"), ("matmul", "rmatmul"), ("and", "rand"), ("or", "ror"),
            ("eq", None), ("ne", None), ("lt", None), ("le", None), ("gt", None), ("ge", None)]
 
 

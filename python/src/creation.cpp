@@ -1,7 +1,10 @@
-// Tensors made on a device: zeros, ones, full, arange, rand, randn. (kiln.tensor, which copies
-// host data, is in host_arrays.cpp.)
+// Tensors made on a device: zeros, ones, full, arange, linspace, eye, the *_like forms, rand,
+// randn. (kiln.tensor, which copies host data, is in host_arrays.cpp.)
 #include <cmath>
+#include <optional>
 #include <random>
+
+#include <nanobind/stl/optional.h>
 
 #include "bindings.hpp"
 #include "kiln/error.hpp"
@@ -102,6 +105,41 @@ void bind_creation(nb::module_& m) {
         arg("start"), arg("stop") = nb::none(), arg("step") = 1.0, dtype, device,
         "start, start + step, ... below stop (torch.arange). arange(n) gives i32 0 .. n-1; "
         "with a stop, f32 unless dtype is given.");
+    m.def(
+        "linspace",
+        [](double start, double stop, int64_t steps, nb::handle dt, nb::handle dev) {
+            return Tensor::linspace(start, stop, steps, dtype_or(dt, DType::f32, "linspace"),
+                                    to_device(dev));
+        },
+        arg("start"), arg("stop"), arg("steps"), dtype, device,
+        "`steps` evenly spaced values from start to stop, both ends included (torch.linspace; "
+        "float dtypes, f32 unless given).");
+    m.def(
+        "eye",
+        [](int64_t n, std::optional<int64_t> cols, int64_t k, nb::handle dt, nb::handle dev) {
+            return Tensor::eye(n, cols, k, dtype_or(dt, DType::f32, "eye"), to_device(dev));
+        },
+        arg("n"), arg("m") = nb::none(), arg("k") = 0, dtype, device,
+        "An n x m matrix (m defaults to n) with ones on diagonal k (k > 0 above the main one), "
+        "zeros elsewhere (numpy.eye; f32 unless dtype is given).");
+    const auto like = [](nb::handle dt, const char* what) {
+        return dt.is_none() ? std::optional<DType>{} : std::optional{to_dtype(dt, what)};
+    };
+    m.def(
+        "zeros_like",
+        [like](const Tensor& x, nb::handle dt) { return zeros_like(x, like(dt, "zeros_like")); },
+        arg("x"), dtype, "Zeros of x's shape and device (and dtype unless one is given).");
+    m.def(
+        "ones_like",
+        [like](const Tensor& x, nb::handle dt) { return ones_like(x, like(dt, "ones_like")); },
+        arg("x"), dtype, "Ones of x's shape and device (and dtype unless one is given).");
+    m.def(
+        "full_like",
+        [like](const Tensor& x, double value, nb::handle dt) {
+            return full_like(x, value, like(dt, "full_like"));
+        },
+        arg("x"), arg("value"), dtype,
+        "value in x's shape and device (and dtype unless one is given), by kiln's casts.");
     def_random<&Tensor::rand>(m, "rand",
                               "Uniform in [0, 1) from a counter-based hash of (seed, index): the "
                               "same values on every device. Without a seed, the next of the "

@@ -3,7 +3,10 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/vector.h>
 
+#include <fmt/format.h>
+
 #include "bindings.hpp"
+#include "kiln/error.hpp"
 
 namespace kiln::python {
 
@@ -68,6 +71,60 @@ void bind_indexing(nb::module_& m, TensorClass& cls) {
     m.def("concat", &concat, arg("tensors"), arg("axis") = 0,
           "Tensors laid end to end along axis (every other extent equal).");
     m.def("cat", &concat, arg("tensors"), arg("axis") = 0, "concat.");
+    m.def(
+        "einsum",
+        [](const std::string& equation, nb::args args) {
+            std::vector<Tensor> operands;
+            nb::handle items = args;
+            if (args.size() == 1 && !nb::isinstance<Tensor>(args[0])) items = args[0];
+            for (nb::handle h : items) {
+                Tensor t;
+                if (!nb::try_cast<Tensor>(h, t))
+                    throw nb::type_error(
+                        fmt::format("einsum: an operand is {}; expected kiln.Tensor",
+                                    nb::inst_name(h).c_str())
+                            .c_str());
+                operands.push_back(t);
+            }
+            return einsum(equation, operands);
+        },
+
+        "einsum(equation, *operands) or einsum(equation, [operands]): numpy's einsum over letter "
+        "subscripts ('ij,jk->ik'; implicit output without '->'). Two float operands sharing a "
+        "summed label run as one matmul; otherwise a broadcast product summed. '...' broadcasts "
+        "as numpy's; a label twice in one operand takes its diagonal ('ii' is the trace).");
+    m.def("stack", &stack, arg("tensors"), arg("axis") = 0,
+          "Tensors of one shape stacked along a new axis.");
+    const auto split_fn = [](const Tensor& x, nb::handle sizes, int64_t axis) {
+        if (nb::isinstance<nb::int_>(sizes)) return split(x, to_int64(sizes, "split"), axis);
+        return split(x, to_ints(sizes, "split: sizes"), axis);
+    };
+    const char* split_doc =
+        "Views of consecutive pieces along axis: each `sizes` long (an int; the last may be "
+        "shorter) or of the listed sizes (which must add up to the axis's extent); a list.";
+    m.def("split", split_fn, arg("x"), arg("sizes"), arg("axis") = 0, split_doc);
+    cls.def("split", split_fn, arg("sizes"), arg("axis") = 0, split_doc);
+    const char* chunk_doc =
+        "`chunks` views of ceil(extent / chunks) along axis (fewer when the extent runs out).";
+    m.def("chunk", &chunk, arg("x"), arg("chunks"), arg("axis") = 0, chunk_doc);
+    cls.def("chunk", &chunk, arg("chunks"), arg("axis") = 0, chunk_doc);
+    const auto one_hot_fn = [](const Tensor& index, int64_t num_classes, nb::handle dtype) {
+        if (num_classes == -1) {
+            if (index.numel() == 0)
+                fail("one_hot: index {} is empty; give num_classes", fmt::join(index.shape(), "x"));
+            nb::gil_scoped_release release;
+            num_classes = max(cast(index, DType::i64)).to_host<int64_t>()[0] + 1;
+        }
+        return one_hot(index, num_classes,
+                       dtype.is_none() ? DType::i64 : to_dtype(dtype, "one_hot"));
+    };
+    const char* one_hot_doc =
+        "index.shape + (num_classes,): 1 where the last coordinate equals the index, else 0 "
+        "(torch.nn.functional.one_hot; i64 unless dtype is given). index: i32, u32 or i64; one "
+        "outside [0, num_classes) is a kiln.Error when resolved. num_classes=-1 takes the "
+        "largest index + 1, resolving index.";
+    m.def("one_hot", one_hot_fn, arg("index"), arg("num_classes") = -1, arg("dtype") = nb::none(),
+          one_hot_doc);
     m.def("index_select", &index_select, arg("x"), arg("axis"), arg("index"),
           "x's entries at the 1-D i32/u32 index along axis.");
     m.def("gather", &gather, arg("x"), arg("axis"), arg("index"), "torch.gather.");

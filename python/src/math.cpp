@@ -1,10 +1,16 @@
 // Elementwise functions: kiln.exp(x) and x.exp() alike, gelu with its form, pow, minimum,
-// maximum, where, and casts (kiln.cast, x.astype, x.to).
+// maximum, floor_divide, remainder, clamp, tril/triu, where, and casts (kiln.cast, x.astype,
+// x.to).
+#include <optional>
 #include <string>
+#include <tuple>
+
+#include <fmt/format.h>
 
 #include <nanobind/stl/string.h>
 
 #include "bindings.hpp"
+#include "kiln/error.hpp"
 
 namespace kiln::python {
 namespace {
@@ -46,6 +52,41 @@ GeluForm gelu_form(const std::string& approximate) {
             .c_str());
 }
 
+using TensorTensor = Tensor (*)(const Tensor&, const Tensor&);
+using TensorNumber = Tensor (*)(const Tensor&, double);
+using NumberTensor = Tensor (*)(double, const Tensor&);
+
+// kiln.name(a, b) with a tensor on either side and a number on at most one.
+template <TensorTensor tt, TensorNumber tn, NumberTensor nt>
+void def_binary(nb::module_& m, const char* name, const char* doc) {
+    m.def(name, tt, nb::arg("a"), nb::arg("b"));
+    m.def(name, tn, nb::arg("a"), nb::arg("b"));
+    m.def(name, nt, nb::arg("a"), nb::arg("b"), doc);
+}
+
+// clamp's bounds from Python: None, a tensor or a number; the lower applied first.
+Tensor clamp_any(const Tensor& x, nb::handle lo, nb::handle hi) {
+    if (lo.is_none() && hi.is_none()) return clamp(x, nullptr, nullptr);  // its error
+    Tensor y = x;
+    for (nb::handle bound : {lo, hi}) {
+        if (bound.is_none()) continue;
+        const bool lower = bound.ptr() == lo.ptr();
+        Tensor t;
+        if (nb::try_cast<Tensor>(bound, t)) {
+            y = lower ? clamp(y, &t, nullptr) : clamp(y, nullptr, &t);
+            continue;
+        }
+        double v = 0;
+        if (!nb::try_cast<double>(bound, v))
+            throw nb::type_error(fmt::format("clamp: {} is {}; expected None, a number or a "
+                                             "kiln.Tensor",
+                                             lower ? "min" : "max", nb::inst_name(bound).c_str())
+                                     .c_str());
+        y = lower ? clamp(y, v, std::nullopt) : clamp(y, std::nullopt, v);
+    }
+    return y;
+}
+
 }  // namespace
 
 void bind_math(nb::module_& m, TensorClass& cls) {
@@ -66,8 +107,36 @@ void bind_math(nb::module_& m, TensorClass& cls) {
     m.def(
         "pow", [](const Tensor& a, double b) { return pow(a, b); }, arg("a"), arg("b"),
         "a ** b, elementwise with broadcasting.");
-    m.def("minimum", &minimum, arg("a"), arg("b"), "The smaller of a and b (broadcast).");
-    m.def("maximum", &maximum, arg("a"), arg("b"), "The larger of a and b (broadcast).");
+    def_binary<&minimum, &minimum, &minimum>(m, "minimum",
+                                             "The smaller of a and b (broadcast; one may be a "
+                                             "number, which takes the tensor's dtype).");
+    def_binary<&maximum, &maximum, &maximum>(m, "maximum",
+                                             "The larger of a and b (broadcast; one may be a "
+                                             "number, which takes the tensor's dtype).");
+    def_binary<&floor_divide, &floor_divide, &floor_divide>(
+        m, "floor_divide",
+        "a // b: the quotient rounded down (integers: x // 0 == 0; docs/python.md).");
+    def_binary<&remainder, &remainder, &remainder>(
+        m, "remainder",
+        "a % b with the divisor's sign (numpy.remainder; integers: x % 0 == x; docs/python.md).");
+    const char* clamp_doc =
+        "min(max(x, min), max) with either bound None (not both); a bound is a tensor or a "
+        "number (which takes x's dtype). NaN propagates; min > max gives max (torch.clamp).";
+    for (const char* name : {"clamp", "clip"}) {
+        m.def(name, &clamp_any, arg("x"), arg("min") = nb::none(), arg("max") = nb::none(),
+              clamp_doc);
+        cls.def(name, &clamp_any, arg("min") = nb::none(), arg("max") = nb::none(), clamp_doc);
+    }
+    for (auto [name, fn, doc] :
+         {std::tuple{"tril", &tril,
+                     "The lower triangle of the last two axes (column - row <= "
+                     "diagonal kept, the rest 0)."},
+          std::tuple{"triu", &triu,
+                     "The upper triangle of the last two axes (column - row >= "
+                     "diagonal kept, the rest 0)."}}) {
+        m.def(name, fn, arg("x"), arg("diagonal") = 0, doc);
+        cls.def(name, fn, arg("diagonal") = 0, doc);
+    }
     m.def(
         "where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return where(c, a, b); },
         arg("cond"), arg("a"), arg("b"));

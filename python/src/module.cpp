@@ -7,6 +7,7 @@ NB_MODULE(_kiln, m) {
     // Devices live for the process, and modules such as torch keep Python objects alive past
     // nanobind's exit check: its leak report would only be noise.
     nb::set_leak_warnings(false);
+    m.attr("__version__") = KILN_VERSION;  // the project's version (CMakeLists.txt)
     bind_errors(m);
     bind_dtypes(m);
     bind_devices(m);

@@ -1,5 +1,6 @@
-// Python operators on kiln.Tensor: arithmetic (with reflected forms and Python numbers, which
-// take the tensor's dtype), comparisons giving bool tensors, & | ~ on bool tensors, @, **.
+// Python operators on kiln.Tensor: arithmetic (+ - * / // % with reflected forms and Python
+// numbers, which take the tensor's dtype), comparisons giving bool tensors, & | ~ on bool tensors,
+// @, **.
 #include <nanobind/operators.h>
 
 #include "bindings.hpp"
@@ -32,6 +33,18 @@ void bind_operators(TensorClass& cls) {
             "__truediv__", [](T a, double b) { return a / b; }, nb::is_operator())
         .def(
             "__rtruediv__", [](T a, double b) { return b / a; }, nb::is_operator())
+        .def(
+            "__floordiv__", [](T a, T b) { return floor_divide(a, b); }, nb::is_operator())
+        .def(
+            "__floordiv__", [](T a, double b) { return floor_divide(a, b); }, nb::is_operator())
+        .def(
+            "__rfloordiv__", [](T a, double b) { return floor_divide(b, a); }, nb::is_operator())
+        .def(
+            "__mod__", [](T a, T b) { return a % b; }, nb::is_operator())
+        .def(
+            "__mod__", [](T a, double b) { return a % b; }, nb::is_operator())
+        .def(
+            "__rmod__", [](T a, double b) { return b % a; }, nb::is_operator())
         .def(
             "__pow__", [](T a, T b) { return pow(a, b); }, nb::is_operator())
         .def(

@@ -1,5 +1,8 @@
-// Reductions over axes (None: all) with keepdim, argmax/argmin, variance, and the normalizations
-// built on them: softmax, log_softmax, layer_norm, rms_norm. Each is kiln.f(x, ...) and x.f(...).
+// Reductions over axes (None: all) with keepdim, argmax/argmin, variance, std, logsumexp, cumsum,
+// cumprod, and the normalizations built on them: softmax, log_softmax, layer_norm, rms_norm. Each
+// is kiln.f(x, ...) and x.f(...).
+#include <utility>
+
 #include "bindings.hpp"
 
 namespace kiln::python {
@@ -29,6 +32,18 @@ void def_both(nb::module_& m, TensorClass& cls, const char* name, F fn, const ch
     cls.def(name, fn, extra..., doc);
 }
 
+using ArgAll = Tensor (*)(const Tensor&);
+using ArgAlong = Tensor (*)(const Tensor&, int64_t, bool);
+
+// argmax/argmin: along an axis, or over every element when axis is None (keepdim: every axis
+// kept with extent 1, as numpy's keepdims).
+template <ArgAll all, ArgAlong along>
+Tensor arg_reduction(const Tensor& x, nb::handle axis, bool keepdim) {
+    if (!axis.is_none()) return along(x, to_int64(axis, "axis"), keepdim);
+    Tensor r = all(x);
+    return keepdim ? r.reshape(Shape(x.rank(), 1)) : r;
+}
+
 }  // namespace
 
 void bind_reductions(nb::module_& m, TensorClass& cls) {
@@ -40,15 +55,39 @@ void bind_reductions(nb::module_& m, TensorClass& cls) {
         };
         def_both(m, cls, r.name, call, r.doc, arg("axis") = nb::none(), arg("keepdim") = false);
     }
+    def_both(m, cls, "argmax", &arg_reduction<&argmax, &argmax>,
+             "i32 index of the first largest element along axis (NaN counts as the largest); "
+             "axis=None: the flat index over every element.",
+             arg("axis") = nb::none(), arg("keepdim") = false);
+    def_both(m, cls, "argmin", &arg_reduction<&argmin, &argmin>,
+             "i32 index of the first smallest element along axis; axis=None: the flat index over "
+             "every element.",
+             arg("axis") = nb::none(), arg("keepdim") = false);
     def_both(
-        m, cls, "argmax",
-        [](const Tensor& x, int64_t axis, bool keepdim) { return argmax(x, axis, keepdim); },
-        "i32 index of the first largest element along axis (NaN counts as the largest).",
-        arg("axis"), arg("keepdim") = false);
+        m, cls, "std",
+        [](const Tensor& x, nb::handle axis, int64_t correction, bool keepdim) {
+            return std_dev(x, to_axes(axis), correction, keepdim);
+        },
+        "Standard deviation: sqrt(variance) over axis (None: all), with correction as variance.",
+        arg("axis") = nb::none(), arg("correction") = 1, arg("keepdim") = false);
+    for (auto [name, fn] : {std::pair{"cumsum", &cumsum}, std::pair{"cumprod", &cumprod}})
+        def_both(
+            m, cls, name,
+            [fn](const Tensor& x, nb::handle axis) {
+                return axis.is_none() ? fn(x.flatten(), 0) : fn(x, to_int64(axis, "axis"));
+            },
+            "The cumulative sum / product along axis (None: over the flattened elements, as "
+            "numpy); i8, u8 and bool give i32. A blocked scan of folds (docs/graph.md states "
+            "its order), not the sequential sum.",
+            arg("axis") = nb::none());
     def_both(
-        m, cls, "argmin",
-        [](const Tensor& x, int64_t axis, bool keepdim) { return argmin(x, axis, keepdim); },
-        "i32 index of the first smallest element along axis.", arg("axis"), arg("keepdim") = false);
+        m, cls, "logsumexp",
+        [](const Tensor& x, nb::handle axis, bool keepdim) {
+            return logsumexp(x, to_axes(axis), keepdim);
+        },
+        "log(sum(exp(x))) over axis (None: all), computed as log(sum(exp(x - max))) + max; a row "
+        "of -inf gives -inf (torch.logsumexp).",
+        arg("axis") = nb::none(), arg("keepdim") = false);
     def_both(
         m, cls, "variance",
         [](const Tensor& x, nb::handle axis, int64_t correction, bool keepdim) {

@@ -82,6 +82,22 @@ Tensor Tensor::arange(int64_t n, DType dtype, Device& d) {
     return arange(0, static_cast<double>(n), 1, dtype, d);
 }
 
+Tensor Tensor::linspace(double start, double stop, int64_t steps, DType dtype, Device& d) {
+    require_float(dtype, "linspace");
+    if (steps < 0) fail("linspace: {} steps; expected steps >= 0", steps);
+    graph::checked_element_count({steps}, "linspace");
+    if (!std::isfinite(start) || !std::isfinite(stop))
+        fail("linspace: start {} and stop {}; expected finite values", start, stop);
+    if (steps <= 1) return full({steps}, start, dtype, d);
+    const auto f32 = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+    const double first = f32(start), last = f32(stop);
+    const double step = f32((last - first) / static_cast<double>(steps - 1));
+    const Tensor i = arange(steps, DType::f32, d);
+    const Tensor rising = i * step + first;
+    const Tensor falling = last - (static_cast<double>(steps - 1) - i) * step;
+    return cast(where(i < static_cast<double>(steps / 2), rising, falling), dtype);
+}
+
 Tensor Tensor::rand(const Shape& shape, uint64_t seed, DType dtype, Device& d) {
     require_float(dtype, "rand");
     graph::checked_element_count(shape, "rand");
@@ -94,6 +110,16 @@ Tensor Tensor::randn(const Shape& shape, uint64_t seed, DType dtype, Device& d) 
     graph::checked_element_count(shape, "randn");
     return Tensor(graph::make_node(graph::op::Generate{graph::op::GenerateKind::randn, 0, 1, seed},
                                    dtype, shape, {}, &d));
+}
+
+Tensor full_like(const Tensor& x, double value, std::optional<DType> dtype) {
+    return Tensor::full(x.shape(), value, dtype.value_or(x.dtype()), x.device());
+}
+Tensor zeros_like(const Tensor& x, std::optional<DType> dtype) {
+    return full_like(x, 0, dtype);
+}
+Tensor ones_like(const Tensor& x, std::optional<DType> dtype) {
+    return full_like(x, 1, dtype);
 }
 
 const Shape& Tensor::shape() const {

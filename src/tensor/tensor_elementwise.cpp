@@ -218,6 +218,18 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 Tensor maximum(const Tensor& a, const Tensor& b) {
     return binary(MapOp::maximum, a, b);
 }
+Tensor minimum(const Tensor& a, double b) {
+    return with_number(MapOp::minimum, a, b);
+}
+Tensor maximum(const Tensor& a, double b) {
+    return with_number(MapOp::maximum, a, b);
+}
+Tensor minimum(double a, const Tensor& b) {
+    return number_with(MapOp::minimum, a, b);
+}
+Tensor maximum(double a, const Tensor& b) {
+    return number_with(MapOp::maximum, a, b);
+}
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     if (cond.dtype() != DType::boolean)

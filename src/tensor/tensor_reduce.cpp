@@ -1,7 +1,9 @@
-// Reductions and the composite ops built from them (softmax, log_softmax, rms_norm, layer_norm,
-// variance). Each composite is written as the primitive graph that defines its bits; the planner
-// fuses it back into one launch where it can. f16/bf16 inputs are computed in f32 and the result
-// rounded once.
+// Reductions and the composite ops built from them (softmax, log_softmax, logsumexp, rms_norm,
+// layer_norm, variance, std). Each composite is written as the primitive graph that defines its
+// bits; the planner fuses it back into one launch where it can. f16/bf16 inputs are computed in f32
+// and the result rounded once.
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "graph/build.hpp"
@@ -103,6 +105,19 @@ Tensor arg_extreme(FoldKind kind, const Tensor& x, int64_t axis, bool keepdim, c
     return labelled(r, {x}, op);
 }
 
+// variance's and std's divisor n - correction must be positive.
+void check_correction(int64_t n, int64_t correction, const char* op) {
+    if (n - correction <= 0)
+        fail("{}: {} elements per result with correction {}; expected more than {}", op, n,
+             correction, correction);
+}
+
+// x's elements in one axis, for an arg reduction over all of them.
+Tensor every_element(const Tensor& x, const char* op) {
+    if (x.numel() == 0) fail("{}: {} has no elements", op, graph::to_string(x.shape()));
+    return x.flatten();
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
@@ -135,18 +150,45 @@ Tensor argmin(const Tensor& x, int64_t axis, bool keepdim) {
     return arg_extreme(FoldKind::min, x, axis, keepdim, "argmin");
 }
 
+Tensor argmax(const Tensor& x) {
+    return arg_extreme(FoldKind::max, every_element(x, "argmax"), 0, false, "argmax");
+}
+Tensor argmin(const Tensor& x) {
+    return arg_extreme(FoldKind::min, every_element(x, "argmin"), 0, false, "argmin");
+}
+
 Tensor variance(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction,
                 bool keepdim) {
     require_float(x, "variance");
     const auto ax = axes_of(x, axes, "variance");
     const int64_t n = reduced_count(x, ax);
-    if (n - correction <= 0)
-        fail("variance: {} elements per result with correction {}; expected more than {}", n,
-             correction, correction);
+    check_correction(n, correction, "variance");
     Tensor xf = widened(x);
     Tensor d = xf - mean_f32(xf, ax);
     Tensor v = fold(FoldKind::sum, d * d, ax) / static_cast<double>(n - correction);
     return labelled(cast(keep(v, x.shape(), ax, keepdim), x.dtype()), {x}, "variance");
+}
+
+Tensor std_dev(const Tensor& x, const std::vector<int64_t>& axes, int64_t correction,
+               bool keepdim) {
+    require_float(x, "std");
+    check_correction(reduced_count(x, axes_of(x, axes, "std")), correction, "std");
+    Tensor s = sqrt(variance(widened(x), axes, correction, keepdim));
+    return labelled(cast(s, x.dtype()), {x}, "std");
+}
+
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+    require_float(x, "logsumexp");
+    const auto ax = axes_of(x, axes, "logsumexp");
+    if (reduced_count(x, ax) == 0)
+        fail("logsumexp: the reduced axes of {} are empty", graph::to_string(x.shape()));
+    Tensor xf = widened(x);
+    Tensor m = keep(fold(FoldKind::max, xf, ax), x.shape(), ax, true);
+    // An infinite max shifts nothing: exp(-inf - -inf) would be NaN where the row is all -inf.
+    Tensor shift = where(abs(m) != INFINITY, m, 0.0);
+    Tensor s = fold(FoldKind::sum, exp(xf - shift), ax);
+    Tensor r = log(s) + shift.reshape(graph::reduced_shape(x.shape(), ax, false));
+    return labelled(cast(keep(r, x.shape(), ax, keepdim), x.dtype()), {x}, "logsumexp");
 }
 
 Tensor softmax(const Tensor& x, int64_t axis) {
