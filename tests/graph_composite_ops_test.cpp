@@ -71,6 +71,12 @@ TEST(CompositeOps, FloorDivideAndRemainderOfFloats) {
                 ElementsAre(1.5f, 0.5f, -0.5f, -1.5f));
     EXPECT_TRUE(std::isnan(r[4]) && std::isnan(r[5]));
     EXPECT_EQ(r[6], 0);
+    // a / b rounded up to an integer: the quotient is still the floor, the remainder exact (as
+    // numpy's fmod-based ones).
+    const Tensor one = host<float>({1, -1, 3e7f}, {3}), tenth = host<float>({0.1f, 0.1f, 7}, {3});
+    EXPECT_THAT(floats(floor_divide(one, tenth)), ElementsAre(9, -10, 4285714));
+    EXPECT_THAT(floats(one % tenth), ElementsAre(static_cast<float>(1 - 9 * double{0.1f}),
+                                                 static_cast<float>(10 * double{0.1f} - 1), 2));
     // f16 widened to f32 and rounded once.
     const Tensor h = cast(host<float>({-5.25f, 5.25f}, {2}), DType::f16);
     EXPECT_THAT(floats(h % 2.0), ElementsAre(0.75f, 1.25f));

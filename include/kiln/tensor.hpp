@@ -210,9 +210,10 @@ Tensor clamp(const Tensor& x, const Tensor* lo, const Tensor* hi);
 // Python's // and % (numpy's floor_divide and remainder, torch.remainder): the quotient rounded
 // down and a remainder with the divisor's sign, a == floor_divide(a, b) * b + remainder(a, b).
 // Integers: exact; x // 0 == 0 and x % 0 == x (kiln's x / 0 == 0, never a trap); MIN // -1 wraps to
-// MIN. Floats (in f32, f16/bf16 widened and rounded once): floor(a / b) and a - b * floor(a / b),
-// each step rounded in f32 (so a remainder may differ from numpy's fmod-based one in the last
-// bits, and x % 0 and x % inf are NaN).
+// MIN. Floats (in f32, f16/bf16 widened and rounded once): q = floor(a / b) and r = a - b * q
+// computed exactly before its rounding (Dekker's product), then one step toward the divisor's
+// sign: numpy's values wherever |a / b| < 2^22. Beyond that the remainder is within rounding of
+// a - b * q but may lie outside [0, b); x // 0 is ±inf, x % 0 and x % ±inf NaN.
 Tensor floor_divide(const Tensor& a, const Tensor& b);
 Tensor floor_divide(const Tensor& a, double b);
 Tensor floor_divide(double a, const Tensor& b);

@@ -608,6 +608,9 @@ def test_composite_ops_match_numpy():
             "zeros_like": (kiln.zeros_like(ai), np.zeros_like(a_i)),
             "ones_like f16": (kiln.ones_like(ai, dtype="f16"), np.ones(a_i.shape, np.float16)),
             "full_like": (kiln.full_like(af, 7.5), np.full_like(a_f, 7.5)),
+            "f // 2.5": (af // 2.5, np.floor_divide(a_f, np.float32(2.5))),
+            "f % b": (af % bf, np.remainder(a_f, b_f)),
+            "5.5 % f": (5.5 % af, np.remainder(np.float32(5.5), a_f)),
             "cumsum int": (ai.cumsum(0), np.cumsum(a_i, 0)),
             "cumsum flat": (kiln.cumsum(ai), np.cumsum(a_i)),
             "cumprod": (kiln.cumprod(bi), np.cumprod(b_i)),
@@ -618,9 +621,6 @@ def test_composite_ops_match_numpy():
             "einsum diagonal": (kiln.einsum("bii->ib", x[:, :5, :5]), np.einsum("bii->ib", m[:, :5, :5])),
         }
         close = {
-            "f // 2.5": (af // 2.5, np.floor_divide(a_f, np.float32(2.5))),
-            "f % b": (af % bf, np.remainder(a_f, b_f)),
-            "5.5 % f": (5.5 % af, np.remainder(np.float32(5.5), a_f)),
             "logsumexp": (x.logsumexp(axis=2), np.logaddexp.reduce(m.astype(np.float64), axis=2)),
             "logsumexp all keepdim": (kiln.logsumexp(x, keepdim=True),
                                       np.log(np.exp(m.astype(np.float64)).sum(keepdims=True))),
@@ -646,6 +646,19 @@ def test_composite_ops_match_numpy():
     assert kiln.linspace(0, 0.1, 11).numpy()[-1] == np.float32(0.1)  # both ends exact
     assert kiln.logsumexp(kiln.full((2,), -math.inf)).item() == -math.inf
     assert kiln.one_hot(kiln.tensor([1])).dtype == kiln.i64
+
+
+def test_float_floor_division_is_numpys_while_the_quotient_is_below_2_to_22():
+    rng = np.random.default_rng(22)
+    scale = 2.0 ** rng.integers(-120, 120, (2, 20000))
+    a, b = (rng.standard_normal((2, 20000)) * scale).astype(np.float32)
+    q, r = kiln.tensor(a) // kiln.tensor(b), kiln.tensor(a) % kiln.tensor(b)
+    kiln.resolve(q, r)
+    with np.errstate(all="ignore"):
+        exact = np.abs(a / b) < 2**22
+        assert exact.sum() > 5000
+        np.testing.assert_array_equal(q.numpy()[exact], np.floor_divide(a, b)[exact])
+        np.testing.assert_array_equal(r.numpy()[exact], np.remainder(a, b)[exact])
 
 
 def test_split_chunk_and_tolist():

@@ -1,5 +1,8 @@
-// Python's floor division and remainder (// and %) and clamp, composed of existing maps (div,
-// floor, comparisons, where, minimum, maximum), so every device gives the oracle's bits.
+// Python's floor division and remainder (// and %) and clamp, composed of existing maps
+// (arithmetic, floor, comparisons, where, minimum, maximum), so every device gives the oracle's
+// bits.
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "graph/build.hpp"
@@ -27,23 +30,56 @@ struct QuotientRemainder {
     Tensor quotient, remainder;
 };
 
-// The floored quotient and its remainder (the divisor's sign). Integers from the truncating
-// divide: where the truncated remainder is non-zero and its sign differs from a non-zero
-// divisor's, the quotient steps down by one and the divisor is added to the remainder (x / 0 is
-// 0 in kiln, so x // 0 == 0 and x % 0 == x). Floats in f32: floor(a / b), a - b * floor(a / b).
+// The quotient one lower and the divisor added where the remainder is non-zero and its sign
+// differs from a non-zero divisor's: the remainder then has the divisor's sign.
+QuotientRemainder toward_divisor_sign(const Tensor& q, const Tensor& r, const Tensor& b) {
+    const Tensor step = (r != 0.0) && ((r < 0.0) != (b < 0.0)) && (b != 0.0);
+    return {where(step, q - 1.0, q), where(step, r + b, r)};
+}
+
+// Veltkamp's split of f32 x into hi + lo of at most 12 significant bits each, so that the
+// product of two halves is exact in f32; `scale` (a power of two, or none) keeps 4097 * x finite.
+std::pair<Tensor, Tensor> halves(const Tensor& x, const Tensor* scale) {
+    const Tensor xs = scale ? x * *scale : x;
+    const Tensor c = xs * 4097.0;
+    const Tensor hi = c - (c - xs);
+    const Tensor lo = xs - hi;
+    if (!scale) return {hi, lo};
+    return {hi / *scale, lo / *scale};
+}
+
+// a - b * q for f32 tensors, exact before its one rounding (Dekker's product: p = b * q rounded
+// and e = b * q - p from the halves; a - p is exact by Sterbenz's lemma, q being a's floored
+// quotient) where |q| < 2^22 and nothing overflowed; elsewhere NaN or inexact.
+Tensor exact_residual(const Tensor& a, const Tensor& b, const Tensor& q) {
+    const Tensor small = Tensor::full({}, 0x1p-30, DType::f32, b.device());
+    const Tensor scale = where(abs(b) > 0x1p100, small, 1.0);  // 4097 * b overflows past 2^116
+    const auto [bh, bl] = halves(b, &scale);
+    const auto [qh, ql] = halves(q, nullptr);
+    const Tensor p = b * q;
+    const Tensor e = (((bh * qh - p) + bh * ql) + bl * qh) + bl * ql;
+    return (a - p) - e;
+}
+
+// The floored quotient and its remainder with the divisor's sign. Integers from the truncating
+// divide (x / 0 is 0 in kiln, so x // 0 == 0 and x % 0 == x). Floats in f32: q = floor(a / b) and
+// r = a - b * q, exact before rounding while |q| < 2^22 (numpy's values there), rounded from the
+// rounded product beyond; then one step toward the divisor's sign.
 QuotientRemainder floor_division(const Tensor& a, const Tensor& b, const char* op) {
     require_numeric_pair(a, b, op);
     const DType t = a.dtype();
     if (is_float(t)) {
         const Tensor af = cast(a, DType::f32), bf = cast(b, DType::f32);
-        Tensor q = floor(af / bf);
-        return {cast(q, t), cast(af - bf * q, t)};
+        const Tensor q = floor(af / bf);
+        const Tensor exact = exact_residual(af, bf, q);
+        const Tensor r = where((abs(q) < 0x1p22) && !isnan(exact), exact, af - bf * q);
+        const auto [fq, fr] = toward_divisor_sign(q, r, bf);
+        return {cast(fq, t), cast(fr, t)};
     }
-    Tensor q = a / b;
-    Tensor r = a - q * b;
+    const Tensor q = a / b;
+    const Tensor r = a - q * b;
     if (t == DType::u8 || t == DType::u32) return {q, r};
-    Tensor step = (r != 0.0) && ((r < 0.0) != (b < 0.0)) && (b != 0.0);
-    return {where(step, q - 1.0, q), where(step, r + b, r)};
+    return toward_divisor_sign(q, r, b);
 }
 
 }  // namespace
