@@ -1,5 +1,5 @@
-// kiln.Tensor itself: its properties, resolve(), item(), repr; and the argument helpers for shapes
-// and axes that the other files use.
+// kiln.Tensor itself: its properties, resolve(), item() (repr is python/kiln/_repr.py); and the
+// argument helpers for shapes and axes that the other files use.
 #include <string>
 
 #include <fmt/format.h>
@@ -139,15 +139,9 @@ void bind_tensor(nb::module_& m, TensorClass& cls) {
         .def("__bool__", [](const Tensor& t) { return nb::cast<bool>(nb::bool_(item(t))); })
         .def("__float__", [](const Tensor& t) { return nb::cast<double>(nb::float_(item(t))); })
         .def("__int__", [](const Tensor& t) { return nb::cast<int64_t>(nb::int_(item(t))); })
-        .def("__len__",
-             [](const Tensor& t) {
-                 if (t.rank() == 0) throw nb::type_error("len() of a 0-d tensor");
-                 return t.shape()[0];
-             })
-        .def("__repr__", [](const Tensor& t) {
-            return fmt::format("kiln.Tensor(shape=({}{}), dtype={}, device='{}')",
-                               fmt::join(t.shape(), ", "), t.rank() == 1 ? "," : "",
-                               name(t.dtype()), t.device().info().id);
+        .def("__len__", [](const Tensor& t) {
+            if (t.rank() == 0) throw nb::type_error("len() of a 0-d tensor");
+            return t.shape()[0];
         });
     cls.attr("__hash__") = nb::none();  // == builds a tensor
     m.def(

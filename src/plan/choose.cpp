@@ -23,9 +23,8 @@ double plan_cost(const GraphView& g, const Plan& plan, const DeviceFacts& f) {
 std::vector<int> stored_candidates(const GraphView& g, const Plan& plan) {
     const auto materialized = materialized_set(g, plan);
     std::vector<int> out;
-    for (size_t i = 0; i < g.size(); ++i)
-        if (!materialized[i] && g.node(int(i)).as<graph::op::Generate>() != nullptr)
-            out.push_back(int(i));
+    for (int n : generators(g))
+        if (!materialized[size_t(n)]) out.push_back(n);
     return out;
 }
 

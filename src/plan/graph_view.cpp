@@ -3,7 +3,9 @@
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
+#include <algorithm>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <unordered_map>
@@ -156,6 +158,15 @@ std::set<int> reach(const GraphView& g, int start, const std::function<bool(int)
         for (int in : g.inputs[static_cast<size_t>(n)]) work.push_back(in);
     }
     return seen;
+}
+
+std::vector<int> generators(const GraphView& g) {
+    std::vector<int> out;
+    for (size_t i = 0; i < g.size(); ++i)
+        if (!g.is_leaf(int(i)) && g.node(int(i)).as<graph::op::Generate>() &&
+            std::find(g.outputs.begin(), g.outputs.end(), int(i)) == g.outputs.end())
+            out.push_back(int(i));
+    return out;
 }
 
 }  // namespace kiln::plan

@@ -37,4 +37,8 @@ std::string print(const GraphView& g);
 // other than start that `stop` says are boundaries.
 std::set<int> reach(const GraphView& g, int start, const std::function<bool(int)>& stop);
 
+// The graph's generators (rand, randn, arange) that are not outputs: a plan computes each where
+// it is read or, stored, once into a buffer (partition.hpp's `stored`).
+std::vector<int> generators(const GraphView& g);
+
 }  // namespace kiln::plan

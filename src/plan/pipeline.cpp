@@ -13,7 +13,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>

@@ -44,17 +44,6 @@ std::string describe_forms(const std::vector<GroupForm>& forms) {
     return fmt::format("{}", fmt::join(parts, ","));
 }
 
-// The graph's generators that are not outputs: each plan computes them where they are read or,
-// stored, once into buffers.
-std::vector<int> generators(const GraphView& g) {
-    std::vector<int> out;
-    for (size_t i = 0; i < g.size(); ++i)
-        if (!g.is_leaf(int(i)) && g.node(int(i)).as<graph::op::Generate>() &&
-            std::find(g.outputs.begin(), g.outputs.end(), int(i)) == g.outputs.end())
-            out.push_back(int(i));
-    return out;
-}
-
 // The plans of every distinct form choice, with the generators inlined and (where there are
 // any) stored, with the materialized set of each.
 struct Planned {
