@@ -60,18 +60,20 @@ int embed_and_compare(const minilm::Model& model, const minilm::Tokenizer& token
 int run_bench(const minilm::Model& model, const std::string& dir, const Options& opt) {
     std::vector<minilm::BenchResult> results;
     fmt::print("device {}\n", model.device().info().id);
-    fmt::print("{:>6} {:>5} {:>12} {:>12} {:>14} {:>9} {:>9} {:>10} {:>10} {:>11}\n", "batch",
-               "seq", "sentences/s", "forward ms", "first fwd ms", "resolves", "launches",
+    fmt::print("{:>9} {:>6} {:>5} {:>12} {:>12} {:>14} {:>9} {:>9} {:>10} {:>10} {:>11}\n", "form",
+               "batch", "seq", "sentences/s", "forward ms", "first fwd ms", "resolves", "launches",
                "outside us", "plan us", "resolve us");
-    for (int batch : opt.batches) {
-        const auto r = minilm::bench_embed(model, batch, 128, opt.reps);
-        fmt::print(
-            "{:>6} {:>5} {:>12.2f} {:>12.2f} {:>14.0f} {:>9} {:>9} {:>10.0f} {:>10.1f} {:>11.0f}\n",
-            r.batch, r.seq, r.sentences_per_s, r.forward_ms, r.first_forward_ms, r.resolves,
-            r.launches, r.outside_us, r.plan_us, r.resolve_us);
-        std::fflush(stdout);
-        results.push_back(r);
-    }
+    for (int batch : opt.batches)
+        for (auto form : {minilm::Model::Form::compiled, minilm::Model::Form::resolves}) {
+            const auto r = minilm::bench_embed(model, form, batch, 128, opt.reps);
+            fmt::print(
+                "{:>9} {:>6} {:>5} {:>12.2f} {:>12.2f} {:>14.0f} {:>9} {:>9} {:>10.0f} {:>10.1f} "
+                "{:>11.0f}\n",
+                minilm::name(r.form), r.batch, r.seq, r.sentences_per_s, r.forward_ms,
+                r.first_forward_ms, r.resolves, r.launches, r.outside_us, r.plan_us, r.resolve_us);
+            std::fflush(stdout);
+            results.push_back(r);
+        }
     fmt::print(
         "(medians of {} forwards after the first; host us on replay hits; resolve us "
         "includes the kernels' run where launches are synchronous, as on the CPU)\n",

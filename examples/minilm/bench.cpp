@@ -41,27 +41,32 @@ std::vector<std::vector<int32_t>> synthetic_batch(int64_t vocab, int batch, int 
 
 }  // namespace
 
-BenchResult bench_embed(const Model& model, int batch, int seq, int reps) {
+const char* name(Model::Form form) {
+    return form == Model::Form::compiled ? "compiled" : "resolves";
+}
+
+BenchResult bench_embed(const Model& model, Model::Form form, int batch, int seq, int reps) {
     if (batch < 1 || seq < 2 || seq > model.config().max_positions || reps < 1)
         kiln::fail(
             "minilm bench: batch {}, sequence {}, reps {}; expected batch >= 1, sequence 2 "
             "to {}, reps >= 1",
             batch, seq, model.config().max_positions, reps);
     const auto ids = synthetic_batch(model.config().vocab, batch, seq);
-    BenchResult r{.batch = batch, .seq = seq, .reps = reps};
+    BenchResult r{.form = form, .batch = batch, .seq = seq, .reps = reps};
     std::vector<double> forward, outside, plan, resolve;
     for (int rep = 0; rep <= reps; ++rep) {
         model.device().synchronize();
         const auto t0 = Clock::now();
         Model::Report report;
-        kiln::Tensor e = model.embed(ids, &report);
+        kiln::Tensor e = model.embed(ids, &report, form);
         const std::vector<float> host = e.to_host<float>();
         const auto t1 = Clock::now();
         if (rep == 0) {
             r.first_forward_ms = us_between(t0, t1) / 1e3;
             continue;
         }
-        if (!report.all_hits) kiln::fail("minilm bench: forward {} missed the replay cache", rep);
+        if (!report.all_hits)
+            kiln::fail("minilm bench: forward {} ({}) missed the replay cache", rep, name(form));
         r.launches = report.launches;
         r.resolves = report.resolves;
         forward.push_back(us_between(t0, t1) / 1e3);
@@ -85,6 +90,7 @@ std::string bench_json(const Model& model, const std::string& dir,
     out["results"] = nlohmann::json::array();
     for (const auto& r : results)
         out["results"].push_back({
+            {"form", name(r.form)},
             {"batch", r.batch},
             {"seq", r.seq},
             {"reps", r.reps},

@@ -12,17 +12,19 @@
 namespace minilm {
 
 struct BenchResult {
+    Model::Form form = Model::Form::compiled;
     int batch = 0, seq = 0, reps = 0;
     double first_forward_ms = 0;     // the miss: plan, race, compile, run
     double forward_ms = 0;           // median over reps, embeddings on the host
     double sentences_per_s = 0;      // batch / forward_ms
-    int resolves = 0, launches = 0;  // per forward (one resolve per layer, and two more)
-    // Host microseconds per forward, medians over replay hits: outside the resolves, in their
-    // plan lookups, in the resolves in all.
+    int resolves = 0, launches = 0;  // per forward (resolve form: one per layer, and two more)
+    // Host microseconds per forward, medians over replay hits: outside the resolves (or the
+    // program's call), in their plan lookups, in the resolves (or the call) in all.
     double outside_us = 0, plan_us = 0, resolve_us = 0;
 };
 
-BenchResult bench_embed(const Model& model, int batch, int seq, int reps);
+BenchResult bench_embed(const Model& model, Model::Form form, int batch, int seq, int reps);
+const char* name(Model::Form form);
 
 // The results as one JSON object (device, model directory, results).
 std::string bench_json(const Model& model, const std::string& dir,

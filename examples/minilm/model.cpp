@@ -1,6 +1,7 @@
 // all-MiniLM-L6-v2's forward pass in kiln's graph API (model.hpp).
 #include "model.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -66,7 +67,11 @@ Config read_config(const std::filesystem::path& config_json) {
 }
 
 Model::Model(const std::filesystem::path& dir, kiln::Device& device)
-    : device_(device), config_(read_config(dir / "config.json")) {
+    : device_(device),
+      config_(read_config(dir / "config.json")),
+      program_(kiln::compile([this](const std::vector<Tensor>& in) {
+          return std::vector<Tensor>{encode(in[0], in[1], in[2], nullptr)};
+      })) {
     const kiln::SafetensorsFile file(dir / "model.safetensors");
     // A weight of the expected shape, f32, on the device.
     auto weight = [&](const std::string& name, const Shape& shape) {
@@ -127,19 +132,30 @@ Tensor Model::attention(const Tensor& x, const Layer& l, const Tensor& key_lengt
     return context.permute({0, 2, 1, 3}).reshape({b, s, config_.hidden});
 }
 
-Tensor Model::embed(const std::vector<std::vector<int32_t>>& batch, Report* report) const {
-    const auto settle = [report](Tensor t) {
-        t.resolve();
-        if (report) {
-            const kiln::plan::ResolveReport& r = kiln::plan::last_report();
-            ++report->resolves;
-            report->launches += r.launches;
-            report->all_hits = report->all_hits && r.hit;
-            report->plan_us += r.plan_us;
-            report->total_us += r.total_us;
-        }
-        return t;
-    };
+Tensor Model::encode(const Tensor& ids, const Tensor& token_mask, const Tensor& key_lengths,
+                     const std::function<Tensor(Tensor)>& settle) const {
+    const auto settled = [&](Tensor t) { return settle ? settle(std::move(t)) : t; };
+    // Embeddings: word + token type 0, + position; LayerNorm.
+    const Tensor positions = Tensor::arange(ids.size(1), DType::i32, device_);
+    Tensor x = kiln::embedding(word_embeddings_, ids) + token_type_embeddings_.slice(0, 0, 1) +
+               kiln::embedding(position_embeddings_, positions);
+    x = settled(layer_norm(x, embedding_norm_));
+    for (const Layer& l : layers_) {
+        x = layer_norm(l.attention_out(attention(x, l, key_lengths)) + x, l.attention_norm);
+        x = settled(layer_norm(l.out(kiln::gelu(l.intermediate(x))) + x, l.out_norm));
+    }
+
+    // Mean over the tokens (padding excluded), then L2 normalization.
+    const Tensor count =
+        kiln::maximum(kiln::sum(token_mask, {1}), Tensor::full({}, 1e-9, DType::f32, device_));
+    const Tensor mean = kiln::sum(x * token_mask, {1}) / count;
+    const Tensor norm = kiln::maximum(kiln::sqrt(kiln::sum(mean * mean, {1}, true)),
+                                      Tensor::full({}, 1e-12, DType::f32, device_));
+    return mean / norm;
+}
+
+Tensor Model::embed(const std::vector<std::vector<int32_t>>& batch, Report* report,
+                    Form form) const {
     if (batch.empty()) kiln::fail("minilm: embed of an empty batch; expected a sequence or more");
     size_t longest = 0;
     for (const auto& ids : batch) longest = std::max(longest, ids.size());
@@ -168,24 +184,32 @@ Tensor Model::embed(const std::vector<std::vector<int32_t>>& batch, Report* repo
     const Tensor token_mask = Tensor::from_host(tokens, {b, s, 1}, device_);
     const Tensor key_lengths = Tensor::from_host(lengths, {b}, device_);
 
-    // Embeddings: word + token type 0, + position; LayerNorm.
-    const Tensor positions = Tensor::arange(s, DType::i32, device_);
-    Tensor x = kiln::embedding(word_embeddings_, id_tensor) +
-               token_type_embeddings_.slice(0, 0, 1) +
-               kiln::embedding(position_embeddings_, positions);
-    x = settle(layer_norm(x, embedding_norm_));
-    for (const Layer& l : layers_) {
-        x = layer_norm(l.attention_out(attention(x, l, key_lengths)) + x, l.attention_norm);
-        x = settle(layer_norm(l.out(kiln::gelu(l.intermediate(x))) + x, l.out_norm));
+    if (form == Form::compiled) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const uint64_t traces = program_.stats().traces;
+        Tensor e = program_({id_tensor, token_mask, key_lengths})[0];
+        if (report) {
+            report->launches += static_cast<int>(program_.stats().launches);
+            report->all_hits = report->all_hits && program_.stats().traces == traces;
+            report->total_us +=
+                std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                    .count();
+        }
+        return e;
     }
-
-    // Mean over the tokens (padding excluded), then L2 normalization.
-    const Tensor count =
-        kiln::maximum(kiln::sum(token_mask, {1}), Tensor::full({}, 1e-9, DType::f32, device_));
-    const Tensor mean = kiln::sum(x * token_mask, {1}) / count;
-    const Tensor norm = kiln::maximum(kiln::sqrt(kiln::sum(mean * mean, {1}, true)),
-                                      Tensor::full({}, 1e-12, DType::f32, device_));
-    return settle(mean / norm);
+    const auto settle = [report](Tensor t) {
+        t.resolve();
+        if (report) {
+            const kiln::plan::ResolveReport& r = kiln::plan::last_report();
+            ++report->resolves;
+            report->launches += r.launches;
+            report->all_hits = report->all_hits && r.hit;
+            report->plan_us += r.plan_us;
+            report->total_us += r.total_us;
+        }
+        return t;
+    };
+    return settle(encode(id_tensor, token_mask, key_lengths, settle));
 }
 
 }  // namespace minilm

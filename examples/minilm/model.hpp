@@ -2,10 +2,11 @@
 // and token-type embeddings, LayerNorm; post-LN layers of self-attention and a gelu MLP), mean
 // pooling over the tokens and L2 normalization. Weights come from the model directory's
 // model.safetensors and config.json; a batch of token-id sequences is padded to its longest, the
-// padded keys masked by each sequence's length (one attention launch). Each layer is resolved as it
-// is built: the six layers have one structure, so the first plans, compiles and races its launches
-// and the other five replay that plan (one graph of all six would plan and tune each layer's
-// launches again).
+// padded keys masked by each sequence's length (one attention launch). The encoder runs as a
+// compiled program (docs/programs.md): its first call with a batch's shape traces the whole
+// forward and plans it as one graph, later calls of that shape replay it. The resolve form
+// (Form::resolves) resolves each layer as it is built instead: the six layers have one structure,
+// so the first plans, compiles and races its launches and the other five replay that plan.
 //
 //   minilm::Model model(dir, device);
 //   kiln::Tensor e = model.embed({tokenizer.encode("a sentence"), tokenizer.encode("another")});
@@ -14,8 +15,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
+#include "kiln/program.hpp"
 #include "kiln/tensor.hpp"
 
 namespace minilm {
@@ -34,16 +37,21 @@ class Model {
     // Reads `dir`/config.json and `dir`/model.safetensors onto `device`.
     Model(const std::filesystem::path& dir, kiln::Device& device);
 
-    // What the resolves of one embed did, summed over them.
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+
+    enum class Form { compiled, resolves };
+    // What one embed did: in the resolve form, the resolves' figures summed; compiled, the
+    // program's call (resolves 0, plan_us 0, all_hits when it replayed).
     struct Report {
         int resolves = 0, launches = 0;
-        bool all_hits = true;  // every resolve replayed a plan
+        bool all_hits = true;  // every resolve replayed a plan, or the program replayed
         double plan_us = 0, total_us = 0;
     };
     // The L2-normalized embeddings [batch, hidden] of `batch` (each sequence of ids, [CLS] and
     // [SEP] included, 1 to max_positions long), resolved; `report`, when given, gets the sums.
-    kiln::Tensor embed(const std::vector<std::vector<int32_t>>& batch,
-                       Report* report = nullptr) const;
+    kiln::Tensor embed(const std::vector<std::vector<int32_t>>& batch, Report* report = nullptr,
+                       Form form = Form::compiled) const;
 
     const Config& config() const { return config_; }
     kiln::Device& device() const { return device_; }
@@ -63,6 +71,12 @@ class Model {
         Norm out_norm;
     };
 
+    // The encoder from the padded batch: ids [B, S] i32, token mask [B, S, 1] f32 and key lengths
+    // [B] i32 to the embeddings; `settle` is applied to the hidden state after the embeddings and
+    // after each layer (a resolve in the resolve form, nothing when compiled).
+    kiln::Tensor encode(const kiln::Tensor& ids, const kiln::Tensor& token_mask,
+                        const kiln::Tensor& key_lengths,
+                        const std::function<kiln::Tensor(kiln::Tensor)>& settle) const;
     kiln::Tensor layer_norm(const kiln::Tensor& x, const Norm& n) const;
     kiln::Tensor attention(const kiln::Tensor& x, const Layer& l,
                            const kiln::Tensor& key_lengths) const;
@@ -72,6 +86,7 @@ class Model {
     kiln::Tensor word_embeddings_, position_embeddings_, token_type_embeddings_;
     Norm embedding_norm_;
     std::vector<Layer> layers_;
+    mutable kiln::Program program_;  // encode() compiled
 };
 
 }  // namespace minilm

@@ -23,6 +23,7 @@ import os
 import numpy as np
 
 from . import _kiln
+from ._compile import compile as _compile
 from ._host import tensor as _tensor
 
 _MAX_TOKENS = 256  # sentence_bert_config.json's max_seq_length
@@ -58,13 +59,16 @@ class MiniLM:
                         for name, value in weights.items() if value.dtype == np.float32}
         self.heads = self.config["num_attention_heads"]
         self.eps = self.config["layer_norm_eps"]
+        self._compiled = _compile(self._encode)
 
     def tokenize(self, sentences):
         """Token ids of each sentence (lists of ints, unpadded), as tokenizers gives them."""
         return [e.ids for e in self.tokenizer.encode_batch(list(sentences))]
 
-    def forward(self, input_ids):
-        """Normalized sentence embeddings [batch, 384] (a kiln tensor) of unpadded token ids."""
+    def forward(self, input_ids, compiled=True):
+        """Normalized sentence embeddings [batch, 384] (a kiln tensor) of unpadded token ids.
+        compiled: through kiln.compile (the whole forward one plan per batch shape, replayed);
+        else resolved layer by layer."""
         batch, length = len(input_ids), max(len(ids) for ids in input_ids)
         ids = np.zeros((batch, length), np.int32)
         mask = np.zeros((batch, length), np.float32)
@@ -75,6 +79,10 @@ class MiniLM:
         ids = _tensor(ids, device=self.device)
         mask = _tensor(mask, device=self.device)
         key_lengths = _tensor(lengths, device=self.device)
+        return (self._compiled if compiled else self._encode)(ids, mask, key_lengths)
+
+    def _encode(self, ids, mask, key_lengths):
+        batch, length = ids.shape
         hidden = self._embeddings(ids, length)
         for layer in range(self.config["num_hidden_layers"]):
             hidden = self._layer(f"encoder.layer.{layer}.", hidden, key_lengths).resolve()

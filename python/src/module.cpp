@@ -24,4 +24,5 @@ NB_MODULE(_kiln, m) {
     bind_host_arrays(m, tensor);
     bind_dlpack(m);
     bind_shipped_ops(m);
+    bind_program(m);
 }

@@ -10,24 +10,34 @@
 
 namespace kiln::plan {
 
+void allocate_run(const Executable& e, const GraphView& g, RunBuffers& run) {
+    for (int n : e.allocate) {
+        const graph::Node& node = g.node(n);
+        run.nodes[size_t(n)] =
+            std::make_shared<Buffer>(*e.device, node.dtype, static_cast<size_t>(node.numel()));
+    }
+    allocate_scratch(e, run);
+}
+
+void allocate_scratch(const Executable& e, RunBuffers& run) {
+    run.scratch.clear();
+    for (const auto& [dtype, count] : e.scratch)
+        run.scratch.push_back(
+            std::make_shared<Buffer>(*e.device, dtype, static_cast<size_t>(count)));
+    run.faults.reset();
+    if (e.faults) {
+        run.faults = std::make_shared<Buffer>(*e.device, DType::i64, size_t{kFaultWords});
+        run.faults->fill(0);
+    }
+}
+
 RunBuffers begin_run(const Executable& e, const GraphView& g) {
     if (g.size() != e.nodes)
         fail("internal: an executable for {} nodes run on a graph of {}", e.nodes, g.size());
     RunBuffers run;
     run.nodes.resize(g.size());
     for (int leaf : g.leaves) run.nodes[size_t(leaf)] = g.node(leaf).buffer;
-    for (int n : e.allocate) {
-        const graph::Node& node = g.node(n);
-        run.nodes[size_t(n)] =
-            std::make_shared<Buffer>(*e.device, node.dtype, static_cast<size_t>(node.numel()));
-    }
-    for (const auto& [dtype, count] : e.scratch)
-        run.scratch.push_back(
-            std::make_shared<Buffer>(*e.device, dtype, static_cast<size_t>(count)));
-    if (e.faults) {
-        run.faults = std::make_shared<Buffer>(*e.device, DType::i64, size_t{kFaultWords});
-        run.faults->fill(0);
-    }
+    allocate_run(e, g, run);
     return run;
 }
 
@@ -39,6 +49,8 @@ std::vector<Arg> arguments(const CompiledLaunch& l, const RunBuffers& buffers) {
             args.emplace_back(*buffers.nodes[size_t(b)]);
         else if (b == kFaultBuffer)
             args.emplace_back(*buffers.faults);
+        else if (b <= kFaultSiteBase)
+            args.emplace_back(l.fault_sites[size_t(kFaultSiteBase - b)]);
         else
             args.emplace_back(*buffers.scratch[size_t(-2 - b)]);
     }

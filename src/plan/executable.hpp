@@ -29,8 +29,9 @@ struct CompiledLaunch {
     LaunchKind kind = LaunchKind::map;
     std::shared_ptr<CompiledKernel> kernel;
     int64_t grid = 0;
-    std::vector<int> buffers;  // node positions, or kFaultBuffer
-    bool empty = false;        // nothing to compute (zero elements)
+    std::vector<int> buffers;          // LoweredLaunch::buffers' bindings
+    std::vector<int64_t> fault_sites;  // LoweredLaunch::fault_sites
+    bool empty = false;                // nothing to compute (zero elements)
     LaunchRecord record;
 };
 
@@ -51,6 +52,12 @@ struct RunBuffers {
 };
 
 RunBuffers begin_run(const Executable& e, const GraphView& g);
+// begin_run's allocations alone: the plan's intermediate and output buffers (sized from g's
+// nodes), its scratch and a zeroed fault record, into `run` (whose nodes are sized and whose
+// leaves are bound by the caller).
+void allocate_run(const Executable& e, const GraphView& g, RunBuffers& run);
+// Its scratch buffers and zeroed fault record alone.
+void allocate_scratch(const Executable& e, RunBuffers& run);
 // Launches one launch with the run's buffers.
 void launch(const CompiledLaunch& l, const RunBuffers& buffers);
 // Reads the fault record (waiting for the device) and throws kiln::Error naming the node, the

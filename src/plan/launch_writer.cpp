@@ -76,7 +76,7 @@ LoweredLaunch LaunchWriter::lower() {
         buffer_for(o, inout ? Access::read_write : Access::write);
     }
     (this->*rules(l_.kind).write)();
-    LoweredLaunch out{k_.finish(), grid_of(l_, g_, s_), std::move(bound_)};
+    LoweredLaunch out{k_.finish(), grid_of(l_, g_, s_), std::move(bound_), std::move(fault_sites_)};
     return out;
 }
 
@@ -84,12 +84,17 @@ Expr LaunchWriter::as_index(const Expr& e) const {
     return e.type() == index_type_ ? e : cast(index_type_, e);
 }
 
+std::string LaunchWriter::node_name(int n, std::string_view suffix) {
+    const auto [it, added] = local_numbers_.try_emplace(n, static_cast<int>(local_numbers_.size()));
+    return fmt::format("n{}{}", it->second, suffix);
+}
+
 // The buffer parameter of node n (declared on first use).
 Memory LaunchWriter::buffer_for(int n, Access access) {
     auto found = buffers_.find(n);
     if (found != buffers_.end()) return found->second;
     const Node& node = g_.node(n);
-    const std::string pname = fmt::format("n{}", n);
+    const std::string pname = node_name(n);
     Memory m = access == Access::read    ? k_.input(pname, node.dtype)
                : access == Access::write ? k_.output(pname, node.dtype)
                                          : k_.inout(pname, node.dtype);
@@ -106,11 +111,22 @@ Memory LaunchWriter::faults() {
     return *faults_;
 }
 
+Expr LaunchWriter::fault_site(int n) {
+    if (auto found = fault_site_params_.find(n); found != fault_site_params_.end())
+        return found->second;
+    const int j = static_cast<int>(fault_sites_.size());
+    Expr p = k_.scalar(fmt::format("fault_site{}", j), DType::i64);
+    fault_sites_.push_back(int64_t{n} + 1);
+    bound_.push_back(fault_site_binding(j));
+    fault_site_params_.emplace(n, p);
+    return p;
+}
+
 // The scratch buffer of lane partials k.
 Memory LaunchWriter::scratch(int k, DType dtype, Access access) {
     auto found = scratch_.find(k);
     if (found != scratch_.end()) return found->second;
-    const std::string pname = fmt::format("partials{}", k);
+    const std::string pname = fmt::format("partials{}", scratch_.size());  // local, as node_name
     Memory m = access == Access::write ? k_.output(pname, dtype) : k_.input(pname, dtype);
     scratch_.emplace(k, m);
     bound_.push_back(scratch_binding(k));
@@ -122,7 +138,7 @@ void LaunchWriter::record_fault(int n, const Expr& bad, Index& at, const Expr& v
     Memory f = faults();
     k_.if_(bad, [&] {
         k_.if_(f[0] == Expr(int64_t{0}), [&] {
-            f[0] = Expr(int64_t{n + 1});
+            f[0] = fault_site(n);
             f[1] = cast(DType::i64, at.linear());
             f[2] = cast(DType::i64, value);
         });
@@ -163,13 +179,13 @@ Expr LaunchWriter::load(int n, Index& idx) {
         if (found == vector_loads_.end())
             found = vector_loads_
                         .emplace(n, k_.load_vector(m, idx.lanes->base, idx.lanes->width,
-                                                   fmt::format("n{}v", n)))
+                                                   node_name(n, "v")))
                         .first;
         return found->second[static_cast<size_t>(idx.lanes->lane)];
     }
     if (!caching_ || !idx.has_linear()) return m[idx.linear()];
     // A cached row: the element's load is made once, at the row's scope.
-    Var v = k_.let(m[idx.linear()], fmt::format("n{}c", n));
+    Var v = k_.let(m[idx.linear()], node_name(n, "c"));
     remember(n, idx, v);
     return v;
 }

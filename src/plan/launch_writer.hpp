@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -55,7 +56,14 @@ class LaunchWriter {
     // The buffer parameter of node n (declared on first use).
     Memory buffer_for(int n, Access access);
 
+    // Node n's name in this kernel, `prefix` + its number in the order the launch first names
+    // nodes: launches of one structure (a model's repeated layers) lower to the same kernel,
+    // compiled once and raced once, wherever their nodes sit in the graph.
+    std::string node_name(int n, std::string_view suffix = "");
+
     Memory faults();
+    // The i64 scalar parameter holding n + 1 for the fault record (declared on first use).
+    Expr fault_site(int n);
 
     // The scratch buffer of lane partials k.
     Memory scratch(int k, DType dtype, Access access);
@@ -146,6 +154,9 @@ class LaunchWriter {
     DType index_type_ = DType::i32;
     std::map<int, bool> is_output_;
     std::map<int, Memory> buffers_;
+    std::map<int, int> local_numbers_;  // node_name's numbering
+    std::map<int, Expr> fault_site_params_;
+    std::vector<int64_t> fault_sites_;
     std::optional<Memory> faults_;
     std::map<int, Memory> scratch_;
     std::vector<int> bound_;

@@ -23,13 +23,21 @@ struct NotFusable : std::runtime_error {
 struct LoweredLaunch {
     ir::Kernel kernel;
     int64_t grid = 0;
-    // What each buffer parameter binds to, in parameter order: a node's buffer (>= 0), the
-    // plan's fault record (kFaultBuffer) or its scratch buffer k (scratch_binding(k)).
+    // What each parameter binds to, in parameter order: a node's buffer (>= 0), the plan's
+    // fault record (kFaultBuffer), its scratch buffer k (scratch_binding(k)), or the i64 scalar
+    // fault_sites[j] (fault_site_binding(j)).
     std::vector<int> buffers;
+    // Each fault site's node + 1, what a kernel writes to the fault record where that node meets
+    // a bad index: arguments, so that launches of one structure are one kernel.
+    std::vector<int64_t> fault_sites;
 };
 inline constexpr int kFaultBuffer = -1;
 inline constexpr int scratch_binding(int k) {
     return -2 - k;
+}
+inline constexpr int kFaultSiteBase = -(1 << 20);
+inline constexpr int fault_site_binding(int j) {
+    return kFaultSiteBase - j;
 }
 
 // The fault record gather and scatter launches write when an index is out of range: element 0 is

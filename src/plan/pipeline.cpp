@@ -185,6 +185,7 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
             cl.kernel = compiled[k];
             cl.grid = cands.lowered[k].grid;
             cl.buffers = cands.lowered[k].buffers;
+            cl.fault_sites = cands.lowered[k].fault_sites;
             cl.empty = empty;
             cl.record.name = cl.kernel->kernel().name;
             cl.record.schedule = to_string(l.kind, l.domain[point]);
@@ -220,11 +221,33 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
 
 void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
     const auto t_start = Clock::now();
-    ResolveReport report;
     const GraphView g = view_graph(outputs);
     bool pending = false;
     for (int o : g.outputs) pending = pending || !g.is_leaf(o);
     if (!pending) return;
+    ResolveReport report;
+    RunBuffers buffers;
+    const double view_us = us_since(t_start);
+    const auto exec = run_graph(g, device, buffers, report);
+    report.plan_us += view_us;
+    check_faults(g, buffers);
+    for (int o : g.outputs) {
+        graph::Node& n = *g.nodes[size_t(o)];
+        if (n.realized()) continue;
+        n.buffer = buffers.nodes[size_t(o)];
+        n.inputs.clear();
+    }
+    last = exec;
+    report.total_us = us_since(t_start);
+    last_report() = report;
+    if (resolve_profile_enabled()) print_report(report);
+}
+
+}  // namespace
+
+std::shared_ptr<const Executable> run_graph(const GraphView& g, Device& device, RunBuffers& buffers,
+                                            ResolveReport& report) {
+    const auto t_start = Clock::now();
     const Options opts = options();
     const CacheKey key{&device, g.hash, opts.race, opts.fuse, opts.wide_index};
     std::shared_ptr<const Executable> exec;
@@ -241,7 +264,6 @@ void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
         }
     }
     report.plan_us = us_since(t_start);
-    RunBuffers buffers;
     if (exec) {
         report.hit = true;
         const auto t0 = Clock::now();
@@ -273,20 +295,8 @@ void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
         print_launch_times(index, *exec, us);
     }
     report.launches = static_cast<int>(exec->launches.size());
-    check_faults(g, buffers);
-    for (int o : g.outputs) {
-        graph::Node& n = *g.nodes[size_t(o)];
-        if (n.realized()) continue;
-        n.buffer = buffers.nodes[size_t(o)];
-        n.inputs.clear();
-    }
-    last = exec;
-    report.total_us = us_since(t_start);
-    last_report() = report;
-    if (resolve_profile_enabled()) print_report(report);
+    return exec;
 }
-
-}  // namespace
 
 Options options_from_environment() {
     Options read{.fuse = !env_off("KILN_FUSE"), .wide_index = env_on("KILN_WIDE_INDEX")};

@@ -12,10 +12,19 @@
 
 #include "graph/node.hpp"
 #include "plan/executable.hpp"
+#include "plan/graph_view.hpp"
+#include "plan/profile.hpp"
 
 namespace kiln::plan {
 
 void realize(const std::vector<graph::NodeRef>& outputs);
+
+// The passes without the outputs' bookkeeping: runs `g` (pending nodes on one device) with the
+// replay cache's executable for its structure, or plans, compiles and races one now (running g
+// in doing so) and remembers it. `buffers` receives the run's buffers (outputs included);
+// `report` its plan, extract, compile, race and launch times. The fault record is not checked.
+std::shared_ptr<const Executable> run_graph(const GraphView& g, Device& device, RunBuffers& buffers,
+                                            ResolveReport& report);
 
 // Process-wide planner options, read from the environment at first use:
 //   KILN_RACE      1 (the default): race the best kRaceTop points of each launch, all of a

@@ -7,6 +7,7 @@
 #include "graph/build.hpp"
 #include "graph/node.hpp"
 #include "kiln/error.hpp"
+#include "kiln/program.hpp"
 #include "plan/realize.hpp"
 
 namespace kiln {
@@ -147,6 +148,7 @@ const std::shared_ptr<graph::Node>& Tensor::node() const {
 
 Tensor& Tensor::resolve() {
     node_of(node_);
+    if (tracing()) return *this;  // the program's trace plans everything at once
     plan::realize({node_});
     return *this;
 }
@@ -154,12 +156,20 @@ Tensor& Tensor::resolve() {
 void resolve(std::span<Tensor> tensors) {
     std::vector<NodeRef> nodes;
     for (auto& t : tensors) nodes.push_back(t.node());
+    if (tracing()) return;
     plan::realize(nodes);
 }
 
 const Buffer& Tensor::buffer() const {
     node_of(node_);
-    if (!node_->realized()) plan::realize({node_});
+    if (!node_->realized()) {
+        if (tracing())
+            fail(
+                "a compiled program's function read a tensor's data ({} {}) while being traced; "
+                "expected it to compute tensors only (its data exists when the program runs)",
+                name(dtype()), graph::to_string(shape()));
+        plan::realize({node_});
+    }
     return *node_->buffer;
 }
 

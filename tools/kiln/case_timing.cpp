@@ -1,9 +1,13 @@
-// Timing one built-in graph case: the miss against the oracle, replay hits, device time.
+// Timing one built-in graph case: the miss against the oracle, replay hits, compiled calls,
+// device time.
 #include "case_timing.hpp"
 
 #include <algorithm>
+#include <chrono>
 
+#include "bench_common.hpp"
 #include "graph/oracle.hpp"
+#include "kiln/program.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/realize.hpp"
 
@@ -23,6 +27,10 @@ double CaseTiming::device_us() const {
     for (double u : launch_us) total += u;
     return total;
 }
+
+namespace {
+
+}  // namespace
 
 CaseTiming time_case(Device& d, const workloads::Case& c, int hits) {
     CaseTiming t;
@@ -48,8 +56,26 @@ CaseTiming time_case(Device& d, const workloads::Case& c, int hits) {
         hit_us.push_back(plan::last_report().total_us);
         d.synchronize();
     }
-    std::sort(hit_us.begin(), hit_us.end());
-    t.hit_us = hit_us.empty() ? 0 : hit_us[hit_us.size() / 2];
+    t.hit_us = bench::median(hit_us);
+
+    // The compiled form: traced once (its plan is the resolve's), then calls that bind and launch.
+    Program program = compile(c.build);
+    std::vector<Tensor> compiled = program(c.inputs);
+    t.compiled_identical = true;
+    for (size_t i = 0; i < compiled.size(); ++i)
+        t.compiled_identical =
+            t.compiled_identical && compiled[i].to_host_bytes() == first[i].to_host_bytes();
+    std::vector<double> call_us;
+    for (int i = 0; i < hits; ++i) {
+        d.synchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        compiled = program(c.inputs);
+        call_us.push_back(
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count());
+        d.synchronize();
+    }
+    t.compiled_us = bench::median(call_us);
 
     // Device time of each launch.
     std::vector<Tensor> timed = c.build(c.inputs);

@@ -19,15 +19,17 @@ struct CaseTiming {
                              // a case whose results lie within a bound of it: Case::exact)
     bool identical = false;  // every output bit-identical to the oracle (true when not checked)
     double hit_us = 0;       // median host us of a replay-hit resolve
-    std::vector<double> launch_us;  // device us of each launch
-    double device_us() const;       // their sum
+    double compiled_us = 0;  // median host us of a call of the case compiled (kiln::compile)
+    bool compiled_identical = false;  // its outputs bit-identical to the resolve's
+    std::vector<double> launch_us;    // device us of each launch
+    double device_us() const;         // their sum
 };
 
 // The most multiply-adds of contractions the host oracle runs to check a case (a few seconds).
 constexpr double kOracleTerms = double(int64_t{1} << 30);
 
-// Resolves `c` once (a miss), `hits` times more (replay hits, median host time), then times the
-// launches on the device.
+// Resolves `c` once (a miss), `hits` times more (replay hits, median host time), calls it compiled
+// `hits` times after its trace (median host time), then times the launches on the device.
 CaseTiming time_case(Device& d, const workloads::Case& c, int hits);
 
 }  // namespace kiln::cli

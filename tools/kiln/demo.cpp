@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_common.hpp"
 #include "cli_common.hpp"
 #include "demo_kernel.hpp"
 #include "kiln/compile.hpp"
@@ -40,12 +41,6 @@ std::vector<float> demo_input(size_t count) {
 // through shuffles) where the device has warps, else by 8 threads (through a shared tile).
 std::vector<int> schedules(const Device& d) {
     return {1, d.info().warp_size >= 32 ? 32 : 8};
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t m = v.size() / 2;
-    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
 int run_demo(const DemoOptions& opt) {
@@ -98,7 +93,7 @@ int run_demo(const DemoOptions& opt) {
                 ms.push_back(d->time_ms([&] { kernel->launch(grid, {bx, bout, a}); }));
             table.add({d->info().id, std::to_string(threads),
                        fmt::format("{:.1f}", ci.codegen_ms + ci.compile_ms + ci.load_ms),
-                       ci.disk_hit ? "yes" : "no", fmt::format("{:.3f}", median(ms)),
+                       ci.disk_hit ? "yes" : "no", fmt::format("{:.3f}", bench::median(ms)),
                        bad == got.size() ? "yes" : "no"});
         }
     }

@@ -1,7 +1,8 @@
 // `kiln profile CASE`: resolves a built-in graph workload (workloads/cases.hpp) on one device and
 // prints each launch (kernel, schedule point, device microseconds, whether it was raced and the
-// race's table), the host microseconds of a resolve on a miss and on a replay hit, and whether
-// the result is bit-identical to the graph oracle. --json prints one object; --trace writes a
+// race's table), the host microseconds of a resolve on a miss and on a replay hit and of a call
+// of the case compiled (kiln::compile), and whether the result is bit-identical to the graph
+// oracle (and the compiled call's to the resolve's). --json prints one object; --trace writes a
 // Chrome trace (chrome://tracing, Perfetto) of the miss's host phases and the launches.
 #include <algorithm>
 #include <chrono>
@@ -87,7 +88,7 @@ int run_profile(const ProfileOptions& opt) {
     const CaseTiming t = time_case(d, c, opt.hits);
     const plan::ResolveReport& miss = t.miss;
     const auto& exec = t.exec;
-    const bool identical = t.identical;
+    const bool identical = t.identical && t.compiled_identical;
     const double hit = t.hit_us;
     const std::vector<double>& us = t.launch_us;
     const double total = t.device_us();
@@ -115,10 +116,11 @@ int run_profile(const ProfileOptions& opt) {
         fmt::print(
             "{{\"case\": {}, \"shape\": {}, \"device\": {}, \"launches\": [{}], \"device_us\": "
             "{:.3f}, "
-            "\"bytes\": {:.0f}, \"host_us\": {{\"miss\": {:.1f}, \"hit\": {:.2f}}}, "
-            "\"bit_identical\": {}}}\n",
+            "\"bytes\": {:.0f}, \"host_us\": {{\"miss\": {:.1f}, \"hit\": {:.2f}, "
+            "\"compiled_call\": {:.2f}}}, \"compiled_identical\": {}, \"bit_identical\": {}}}\n",
             json_quote(c.name), json_quote(c.shape), json_quote(d.info().id),
-            fmt::join(launches, ", "), total, c.bytes, miss.total_us, hit,
+            fmt::join(launches, ", "), total, c.bytes, miss.total_us, hit, t.compiled_us,
+            t.compiled_identical ? "true" : "false",
             !t.checked  ? "null"
             : identical ? "true"
                         : "false");
@@ -144,8 +146,10 @@ int run_profile(const ProfileOptions& opt) {
         fmt::print("race of launch {}: {}\n", i, fmt::join(parts, ", "));
     }
     fmt::print(
-        "device {:.2f} us in {} launches; host per resolve: miss {:.0f} us, replay hit {:.2f} us\n",
-        total, exec->launches.size(), miss.total_us, hit);
+        "device {:.2f} us in {} launches; host per resolve: miss {:.0f} us, replay hit {:.2f} us; "
+        "per compiled call (kiln::compile) {:.2f} us\n",
+        total, exec->launches.size(), miss.total_us, hit, t.compiled_us);
+    if (!t.compiled_identical) fmt::print("compiled call bit-identical to the resolve: NO\n");
     fmt::print("bit-identical to the oracle: {}\n", !t.checked  ? unchecked
                                                     : identical ? "yes"
                                                                 : "NO");

@@ -71,7 +71,7 @@ void LaunchWriter::write_row_cached() {
                 for (int64_t step_k = 0; step_k < K; ++step_k) {
                     const int64_t k = reversed ? K - 1 - step_k : step_k;
                     Expr v = value_at(in, element[size_t(k)]);
-                    Var kept = k_.let(v, fmt::format("n{}c", in));
+                    Var kept = k_.let(v, node_name(in, "c"));
                     remember(in, element[size_t(k)], kept);
                     Expr next(ir::fold_combine(op, acc.expr().node(), kept.expr().node()));
                     acc = (k + 1) * W <= n ? next : select(valid[size_t(k)], next, acc);
@@ -82,7 +82,7 @@ void LaunchWriter::write_row_cached() {
                                 [&](Expr) { return Expr(acc); });
                 row_values_.emplace(step, RowValue{v, at});
             } else {
-                Var v = k_.let(compute(step, at), fmt::format("n{}", step));
+                Var v = k_.let(compute(step, at), node_name(step));
                 row_values_.emplace(step, RowValue{v, at});
             }
         }
@@ -135,7 +135,7 @@ void LaunchWriter::write_row() {
                 row_values_.emplace(step, RowValue{v, at});
             } else {
                 memo_.clear();
-                Var v = k_.let(compute(step, at), fmt::format("n{}", step));
+                Var v = k_.let(compute(step, at), node_name(step));
                 row_values_.emplace(step, RowValue{v, at});
             }
         }

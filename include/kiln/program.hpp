@@ -1,0 +1,74 @@
+// kiln::Program: a function of tensors traced once per signature and then replayed at the cost
+// of its kernels (docs/programs.md).
+//
+//   kiln::Program forward = kiln::compile([&](const std::vector<Tensor>& in) {
+//       Tensor h = kiln::gelu(kiln::linear(in[0], w1, &b1));
+//       h.resolve();  // inside a trace: a no-op, the whole function is planned at once
+//       return std::vector<Tensor>{kiln::linear(h, w2, &b2)};
+//   });
+//   std::vector<Tensor> y = forward({x});  // the first call with x's signature traces and plans
+//   y = forward({x2});                      // the same signature: binds x2 and runs the kernels
+//
+// The signature is each input's device, dtype and shape, and the planner's options. The first
+// call with a signature runs the function on its inputs with every resolve inside it deferred,
+// plans everything the outputs need as one graph (fusion across what would be separate
+// resolves), runs it, and keeps the executable: later calls with that signature bind their
+// inputs' buffers and launch the kernels, with no graph built, hashed or looked up. The function
+// runs only when tracing, so its Python-level or C++ control flow is fixed at the trace; tensors
+// it captures (weights) or creates (constants, seeded generators) are part of the program as they
+// were at the trace. Reading a tensor's data inside the function is a kiln::Error (it has none
+// yet). Each call's outputs are fresh tensors. A replay runs in buffers the signature keeps
+// between calls (intermediates sharing memory by liveness, inputs copied in, outputs copied out),
+// its launches recorded once (a CUDA graph on CUDA). At most `kMaxSignatures` signatures are
+// kept; the least recently used is dropped past that. A program is not safe to call from several
+// threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "kiln/tensor.hpp"
+
+namespace kiln {
+
+using ProgramFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+class Program {
+  public:
+    static constexpr size_t kMaxSignatures = 8;
+
+    explicit Program(ProgramFunction fn);
+    ~Program();
+    Program(Program&&) noexcept;
+    Program& operator=(Program&&) noexcept;
+
+    std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
+
+    struct Stats {
+        uint64_t traces = 0;   // calls that traced and planned
+        uint64_t replays = 0;  // calls that bound and launched
+        size_t signatures = 0;
+        size_t launches = 0;  // kernels a replay of the last signature called launches
+        // Device memory the kept signatures hold between calls for their intermediates and
+        // outputs (slots shared by liveness), staging copies of inputs not counted.
+        size_t resident_bytes = 0;
+    };
+    Stats stats() const;
+
+  private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+inline Program compile(ProgramFunction fn) {
+    return Program(std::move(fn));
+}
+
+// Whether the calling thread is tracing a Program's function (resolves are deferred, data
+// cannot be read).
+bool tracing();
+
+}  // namespace kiln

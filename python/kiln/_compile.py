@@ -1,0 +1,64 @@
+"""kiln.compile: a Python function of tensors traced once per signature (each argument's device,
+dtype and shape) and then replayed at the cost of its kernels (docs/programs.md)."""
+
+import functools
+
+from . import _kiln
+
+
+class CompiledFunction:
+    """What kiln.compile returns: call it as the function it wraps (tensors as positional
+    arguments). The function returns a tensor, or a tuple or list of tensors, the same form for
+    every signature."""
+
+    def __init__(self, fn):
+        if not callable(fn):
+            raise TypeError(f"kiln.compile: {type(fn).__name__} is not callable; expected a "
+                            "function of tensors")
+        self._fn = fn
+        self._form = None  # tensor, tuple or list: what the first trace returned
+        self._program = _kiln.Program(self._trace)
+        functools.update_wrapper(self, fn)
+
+    def _trace(self, inputs):
+        out = self._fn(*inputs)
+        form = _kiln.Tensor if isinstance(out, _kiln.Tensor) else type(out)
+        if form not in (_kiln.Tensor, tuple, list):
+            raise TypeError(f"kiln.compile: the function returned {type(out).__name__}; expected "
+                            "a tensor, or a tuple or list of tensors")
+        outs = [out] if form is _kiln.Tensor else list(out)
+        for i, t in enumerate(outs):
+            if not isinstance(t, _kiln.Tensor):
+                raise TypeError(f"kiln.compile: output {i} is {type(t).__name__}; expected a "
+                                "kiln.Tensor")
+        if self._form is not None and form is not self._form:
+            raise TypeError(f"kiln.compile: the function returned a {form.__name__} for these "
+                            f"arguments and a {self._form.__name__} before; expected one form")
+        self._form = form
+        return outs
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError("kiln.compile: a compiled function takes tensors as positional "
+                            f"arguments; got keywords {sorted(kwargs)} (bind other values with "
+                            "functools.partial or a closure)")
+        for i, a in enumerate(args):
+            if not isinstance(a, _kiln.Tensor):
+                raise TypeError(f"kiln.compile: argument {i} is {type(a).__name__}; a compiled "
+                                "function takes kiln.Tensor arguments (bind other values with "
+                                "functools.partial or a closure)")
+        outs = self._program(list(args))
+        if self._form is _kiln.Tensor:
+            return outs[0]
+        return self._form(outs)
+
+    def stats(self):
+        """traces, replays, signatures kept, and the launches of the last call's program."""
+        return self._program.stats()
+
+
+def compile(fn=None):
+    """Compiles a function of tensors: `kiln.compile(fn)` or the decorator `@kiln.compile`."""
+    if fn is None:
+        return CompiledFunction
+    return CompiledFunction(fn)

@@ -1,0 +1,55 @@
+"""kiln.compile: the compiled function's calls give the bits of the plain function on every
+device, trace once per signature, keep the returned form, and refuse what they cannot take."""
+
+import numpy as np
+import pytest
+
+import kiln
+
+
+def _block(x, w, b):
+    h = kiln.gelu(kiln.linear(x, w, b))
+    h.resolve()  # deferred inside a trace
+    return h + x, kiln.sum(h, axis=1)
+
+
+def test_calls_match_the_plain_function(device):
+    rng = np.random.default_rng(5)
+    w = kiln.tensor(rng.standard_normal((6, 6)).astype(np.float32) * 0.3, device=device)
+    b = kiln.tensor(rng.standard_normal(6).astype(np.float32), device=device)
+    f = kiln.compile(lambda x: _block(x, w, b))
+    for _ in range(3):
+        x = kiln.tensor(rng.standard_normal((3, 6)).astype(np.float32), device=device)
+        got = f(x)
+        want = _block(x, w, b)
+        assert isinstance(got, tuple) and len(got) == 2
+        for g, e in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), e.numpy())
+    assert f.stats()["traces"] == 1 and f.stats()["replays"] == 2
+
+
+def test_a_new_shape_traces_again_and_a_single_tensor_stays_single():
+    @kiln.compile
+    def double(x):
+        return x * 2
+
+    assert double.__name__ == "double"
+    np.testing.assert_array_equal(double(kiln.tensor([1.0, 2.0])).numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(double(kiln.tensor([[3.0]])).numpy(), [[6.0]])
+    np.testing.assert_array_equal(double(kiln.tensor([5.0, 6.0])).numpy(), [10.0, 12.0])
+    assert double.stats()["traces"] == 2 and double.stats()["signatures"] == 2
+
+
+def test_bad_arguments_and_outputs_are_refused():
+    f = kiln.compile(lambda x: x + 1)
+    with pytest.raises(TypeError, match="argument 0 is int"):
+        f(3)
+    with pytest.raises(TypeError, match="positional"):
+        f(x=kiln.tensor([1.0]))
+    with pytest.raises(TypeError, match="returned int"):
+        kiln.compile(lambda x: 1)(kiln.tensor([1.0]))
+    with pytest.raises(kiln.Error, match="read a tensor's data"):
+        kiln.compile(lambda x: kiln.tensor((x + 1).numpy()))(kiln.tensor([1.0]))
+    with pytest.raises(TypeError, match="not callable"):
+        kiln.compile(3)
+    assert not kiln._kiln.tracing()

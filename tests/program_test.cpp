@@ -1,0 +1,181 @@
+// kiln::compile: a program's calls, traced and replayed, give the bits of its function run op by
+// op on every device; the trace plans across the function's resolves; signatures trace again
+// within a bound; bad input and a failing trace are errors that leave nothing behind.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kiln/program.hpp"
+#include "support/errors.hpp"
+#include "support/graph_check.hpp"
+
+namespace kiln {
+namespace {
+
+using test::expect_error_naming;
+using ::testing::HasSubstr;
+
+// Bitwise equality of two tensors' data.
+void expect_same_bits(const Tensor& got, const Tensor& want) {
+    EXPECT_EQ(got.shape(), want.shape());
+    EXPECT_EQ(got.dtype(), want.dtype());
+    EXPECT_TRUE(
+        test::identical({got.dtype(), got.to_host_bytes()}, {want.dtype(), want.to_host_bytes()}));
+}
+
+// An MLP block with a residual, a resolve in the middle (as a model resolves each layer), and a
+// second output that reads an intermediate the first also reads.
+std::vector<Tensor> mlp(const std::vector<Tensor>& in, const Tensor& w1, const Tensor& b1,
+                        const Tensor& w2) {
+    Tensor h = gelu(linear(in[0], w1, &b1));
+    h.resolve();
+    const Tensor y = linear(h, w2) + in[0];
+    return {y, sum(h * in[1], {1})};
+}
+
+TEST(Program, CallsGiveTheBitsOfTheFunctionRunOpByOpOnEveryDevice) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        const Tensor w1 = test::random_tensor(*d, DType::f32, {13, 7}, 1) * 0.25;
+        const Tensor b1 = test::random_tensor(*d, DType::f32, {13}, 2);
+        const Tensor w2 = test::random_tensor(*d, DType::f32, {7, 13}, 3) * 0.25;
+        Program p = compile([&](const std::vector<Tensor>& in) { return mlp(in, w1, b1, w2); });
+        for (uint64_t seed : {10, 20, 30}) {
+            const std::vector<Tensor> in{test::finite_tensor(*d, DType::f32, {5, 7}, seed),
+                                         test::finite_tensor(*d, DType::f32, {5, 13}, seed + 1)};
+            const std::vector<Tensor> got = p(in);
+            const std::vector<Tensor> want = mlp(in, w1, b1, w2);
+            ASSERT_EQ(got.size(), 2u);
+            expect_same_bits(got[0], want[0]);
+            expect_same_bits(got[1], want[1]);
+        }
+        EXPECT_EQ(p.stats().traces, 1u);
+        EXPECT_EQ(p.stats().replays, 2u);
+        EXPECT_EQ(p.stats().signatures, 1u);
+    }
+}
+
+// The trace defers the function's resolves: x * 2 and + 1 fuse into one launch, where resolving
+// in between runs two.
+TEST(Program, TheTracePlansAcrossTheFunctionsResolves) {
+    Device& d = cpu_device();
+    Program p = compile([](const std::vector<Tensor>& in) {
+        Tensor y = in[0] * 2.0;
+        y.resolve();
+        return std::vector<Tensor>{y + 1.0};
+    });
+    const Tensor x = Tensor::from_host(std::vector<float>{1, 2, 3}, {3}, d);
+    EXPECT_EQ(p({x})[0].to_host<float>(), (std::vector<float>{3, 5, 7}));
+    EXPECT_EQ(p.stats().launches, 1u);
+    const Tensor x2 = Tensor::from_host(std::vector<float>{-1, 0.5f, 8}, {3}, d);
+    EXPECT_EQ(p({x2})[0].to_host<float>(), (std::vector<float>{-1, 2, 17}));
+    EXPECT_EQ(p.stats().replays, 1u);
+}
+
+// Outputs that are inputs or captured data come back as those values; each call's computed
+// outputs are fresh tensors (an earlier call's stay as they were).
+TEST(Program, OutputsAreFreshTensorsAndPassThroughsAreTheirValues) {
+    Device& d = cpu_device();
+    const Tensor captured = Tensor::from_host(std::vector<int32_t>{7, 8}, {2}, d);
+    Program p = compile([&](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{in[0], in[0] + captured, captured};
+    });
+    const Tensor a = Tensor::from_host(std::vector<int32_t>{1, 2}, {2}, d);
+    const Tensor b = Tensor::from_host(std::vector<int32_t>{10, 20}, {2}, d);
+    const auto first = p({a});
+    const auto second = p({b});
+    EXPECT_EQ(first[0].to_host<int32_t>(), (std::vector<int32_t>{1, 2}));
+    EXPECT_EQ(first[1].to_host<int32_t>(), (std::vector<int32_t>{8, 10}));
+    EXPECT_EQ(second[0].to_host<int32_t>(), (std::vector<int32_t>{10, 20}));
+    EXPECT_EQ(second[1].to_host<int32_t>(), (std::vector<int32_t>{17, 28}));
+    EXPECT_EQ(second[2].to_host<int32_t>(), (std::vector<int32_t>{7, 8}));
+    EXPECT_EQ(p.stats().replays, 1u);
+}
+
+// A chain of four products holds two slots between calls: each intermediate's slot serves again
+// once the next product has read it. Replays with new inputs stay right.
+TEST(Program, IntermediatesShareSlotsByLiveness) {
+    Device& d = cpu_device();
+    Tensor w = Tensor::eye(16, {}, 0, DType::f32, d) * 2.0;
+    w.resolve();
+    Program p = compile([&](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{matmul(matmul(matmul(matmul(in[0], w), w), w), w)};
+    });
+    for (float v : {1.0f, 3.0f, -0.5f}) {
+        const auto y = p({Tensor::full({16, 16}, v, DType::f32, d)})[0].to_host<float>();
+        EXPECT_EQ(y, std::vector<float>(256, v * 16));
+    }
+    EXPECT_EQ(p.stats().launches, 4u);
+    EXPECT_EQ(p.stats().resident_bytes, 2u * 16 * 16 * sizeof(float));
+}
+
+// Another shape or dtype traces again; past kMaxSignatures the least recently used is dropped.
+TEST(Program, EachSignatureIsTracedOnceWithinTheBound) {
+    Device& d = cpu_device();
+    int traced = 0;
+    Program p = compile([&](const std::vector<Tensor>& in) {
+        ++traced;
+        return std::vector<Tensor>{in[0] + 1.0};
+    });
+    const auto call = [&](int64_t n, DType t) { p({Tensor::zeros({n}, t, d)}); };
+    call(3, DType::f32);
+    call(3, DType::f32);
+    call(3, DType::i32);
+    call(4, DType::f32);
+    EXPECT_EQ(traced, 3);
+    for (int64_t n = 5; n < 5 + int64_t(Program::kMaxSignatures); ++n) call(n, DType::f32);
+    EXPECT_EQ(p.stats().signatures, Program::kMaxSignatures);
+    call(4 + int64_t(Program::kMaxSignatures), DType::f32);  // the most recent: kept
+    EXPECT_EQ(traced, 3 + int(Program::kMaxSignatures));
+    call(3, DType::f32);  // dropped long ago: traced again
+    EXPECT_EQ(traced, 4 + int(Program::kMaxSignatures));
+}
+
+// A gather's index out of range in a replay is the error a resolve gives.
+TEST(Program, AReplaysFaultIsTheResolvesError) {
+    Device& d = cpu_device();
+    const Tensor table = Tensor::arange(0, 12, 1, DType::f32, d).reshape({4, 3});
+    Program p = compile([&](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{embedding(table, in[0]) * 2.0};
+    });
+    EXPECT_EQ(p({Tensor::from_host(std::vector<int32_t>{3, 0}, {2}, d)})[0].to_host<float>(),
+              (std::vector<float>{18, 20, 22, 0, 2, 4}));
+    expect_error_naming("index",
+                        [&] {
+                            p({Tensor::from_host(std::vector<int32_t>{1, 4}, {2}, d)});
+                        },
+                        {"index 4"});
+}
+
+TEST(Program, BadCallsAndFailingTracesAreErrorsThatLeaveNothingCached) {
+    Device& d = cpu_device();
+    const Tensor x = Tensor::ones({2}, DType::f32, d);
+    Program reads = compile([](const std::vector<Tensor>& in) {
+        const Tensor y = in[0] * 3.0;
+        (void)y.to_host<float>();
+        return std::vector<Tensor>{y};
+    });
+    expect_error_naming("compiled program", [&] { reads({x}); }, {"read a tensor's data"});
+    EXPECT_EQ(reads.stats().signatures, 0u);
+    EXPECT_FALSE(tracing());
+
+    bool fail_now = true;
+    Program flaky = compile([&](const std::vector<Tensor>& in) {
+        if (fail_now) kiln::fail("the function's own error");
+        return std::vector<Tensor>{in[0] - 1.0};
+    });
+    EXPECT_THAT(test::error_of([&] { flaky({x}); }), HasSubstr("the function's own error"));
+    EXPECT_EQ(flaky.stats().signatures, 0u);
+    fail_now = false;
+    EXPECT_EQ(flaky({x})[0].to_host<float>(), (std::vector<float>{0, 0}));
+
+    Program none = compile([](const std::vector<Tensor>&) { return std::vector<Tensor>{}; });
+    expect_error_naming("compiled program", [&] { none({x}); }, {"no tensors"});
+    Program empty = compile([](const std::vector<Tensor>&) { return std::vector<Tensor>(1); });
+    expect_error_naming("compiled program", [&] { empty({x}); }, {"output 0", "empty"});
+    Program p = compile([](const std::vector<Tensor>& in) { return in; });
+    expect_error_naming("compiled program", [&] { p({x, Tensor()}); }, {"input 1", "empty"});
+    expect_error_naming("compile", [] { compile(nullptr); }, {"no function"});
+}
+
+}  // namespace
+}  // namespace kiln
