@@ -3,6 +3,7 @@
 #include "kiln/program.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include <fmt/format.h>
@@ -176,7 +177,11 @@ std::unique_ptr<Compiled> trace(const ProgramFunction& fn, const std::vector<Ten
     if (pending) {
         plan::RunBuffers run;
         plan::ResolveReport report;
+        const auto t0 = std::chrono::steady_clock::now();
         c->exec = plan::run_graph(g, *c->device, run, report);
+        report.total_us =
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                .count();
         plan::last_report() = report;
         if (plan::resolve_profile_enabled()) plan::print_report(report);
         plan::check_faults(g, run);
