@@ -23,6 +23,8 @@ std::string shape_text(const Shape& s) {
 Tensor as_tensor(const Tensor& x, nb::handle h, const std::string& text) {
     Tensor t;
     if (nb::try_cast<Tensor>(h, t)) return t;
+    if (nb::isinstance<nb::list>(h) && nb::len(h) == 0)  // numpy's x[[]]: an empty index
+        return Tensor::zeros({0}, DType::i64, x.device());
     if (nb::isinstance<nb::list>(h) || nb::hasattr(h, "__array__")) {
         nb::object tensor = nb::module_::import_("kiln").attr("tensor");
         return nb::cast<Tensor>(
