@@ -83,10 +83,10 @@ Key parse_key(const Tensor& x, nb::handle key) {
                 item.kind = KeyItem::Kind::mask;
                 named += item.tensor.rank();
             } else if (is_float(item.tensor.dtype())) {
-                throw nb::type_error(fmt::format("x[{}]: an index tensor of dtype {}; expected "
-                                                 "an integer dtype or a bool mask",
-                                                 k.text, name(item.tensor.dtype()))
-                                         .c_str());
+                fail(
+                    "x[{}]: an index tensor of dtype {}; expected an integer dtype or a bool "
+                    "mask",
+                    k.text, name(item.tensor.dtype()));
             } else {
                 item.kind = KeyItem::Kind::index;
                 ++named;

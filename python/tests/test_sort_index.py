@@ -30,7 +30,8 @@ def test_sort_argsort_topk_match_numpy(device):
     np.testing.assert_array_equal(indices.numpy(), want)
     np.testing.assert_array_equal(bits(values.numpy()), bits(np.take_along_axis(ROWS, want, -1)))
     assert indices.dtype == kiln.i32
-    np.testing.assert_array_equal(x.argsort(axis=0).numpy(), np.argsort(ROWS, axis=0, kind="stable"))
+    by_column = np.argsort(ROWS, axis=0, kind="stable")
+    np.testing.assert_array_equal(x.argsort(axis=0).numpy(), by_column)
     down = descending_order(ROWS)
     np.testing.assert_array_equal(kiln.argsort(x, descending=True).numpy(), down)
     top_values, top_indices = x.topk(4)
@@ -38,10 +39,12 @@ def test_sort_argsort_topk_match_numpy(device):
     np.testing.assert_array_equal(bits(top_values.numpy()),
                                   bits(np.take_along_axis(ROWS, down[:, :4], -1)))
     small_values, small_indices = kiln.topk(x, 2, axis=0, largest=False)
-    np.testing.assert_array_equal(small_indices.numpy(), want_axis0 := np.argsort(ROWS, 0, kind="stable")[:2])
-    np.testing.assert_array_equal(bits(small_values.numpy()), bits(np.take_along_axis(ROWS, want_axis0, 0)))
+    np.testing.assert_array_equal(small_indices.numpy(), by_column[:2])
+    np.testing.assert_array_equal(bits(small_values.numpy()),
+                                  bits(np.take_along_axis(ROWS, by_column[:2], 0)))
     ints = np.array([[5, -3, 5, 0, -3, 9, 2]], dtype=np.int64)
-    np.testing.assert_array_equal(kiln.sort(kiln.tensor(ints, device=device))[0].numpy(), np.sort(ints))
+    got = kiln.sort(kiln.tensor(ints, device=device))[0]
+    np.testing.assert_array_equal(got.numpy(), np.sort(ints))
 
 
 def test_index_tensors_masks_and_negative_steps_match_numpy(device):
@@ -52,15 +55,18 @@ def test_index_tensors_masks_and_negative_steps_match_numpy(device):
     idx2 = np.array([[1, 0], [4, -5]], dtype=np.int32)
     i2 = kiln.tensor(idx2, device=device)
     mask = (host[:, :, 0] % 3) == 0
+    i3 = kiln.tensor([2, 0, 1], device=device)
+    i4 = kiln.tensor([2, -1], device=device)
     cases = {
         "x[i]": (x[i], host[idx]), "x[:, i2]": (x[:, i2], host[:, idx2]),
-        "x[[2, 0]]": (x[[2, 0]], host[[2, 0]]), "x[..., i]": (x[..., kiln.tensor([2, 0, 1], device=device)], host[..., [2, 0, 1]]),
-        "x[1, :, i]": (x[1, :, kiln.tensor([2, -1], device=device)], host[1, :, [2, -1]]),
+        "x[[2, 0]]": (x[[2, 0]], host[[2, 0]]), "x[..., i]": (x[..., i3], host[..., [2, 0, 1]]),
+        "x[1, :, i]": (x[1, :, i4], host[1, :, [2, -1]]),
         "x[1, i2]": (x[1, i2], host[1, idx2]),
         "x[mask]": (x[kiln.tensor(mask, device=device)], host[mask]),
         "x[:, mask]": (x[:, kiln.tensor(mask[0], device=device)], host[:, mask[0]]),
         "x[x > 30]": (x[x > 30.0], host[host > 30]),
-        "x[::-1]": (x[::-1], host[::-1]), "x[:, 3:0:-2, ::-1]": (x[:, 3:0:-2, ::-1], host[:, 3:0:-2, ::-1]),
+        "x[::-1]": (x[::-1], host[::-1]),
+        "x[:, 3:0:-2, ::-1]": (x[:, 3:0:-2, ::-1], host[:, 3:0:-2, ::-1]),
         "x[5:2:-1]": (x[5:2:-1], host[5:2:-1]),
     }
     for name, (got, want) in cases.items():
@@ -103,7 +109,8 @@ def test_setitem_matches_numpy_and_rebinds_only_this_object(device):
     want[m] = np.arange(m.sum()) + 50
     np.testing.assert_array_equal(x.numpy(), want)
     rows = np.array([True, False, True, False, False])
-    x[kiln.tensor(rows, device=device)] = kiln.tensor(np.array([7, 7, 7, 8], np.float32), device=device)
+    row = kiln.tensor(np.array([7, 7, 7, 8], np.float32), device=device)
+    x[kiln.tensor(rows, device=device)] = row
     want[rows] = [7, 7, 7, 8]
     np.testing.assert_array_equal(x.numpy(), want)
     np.testing.assert_array_equal(before.numpy(), host.reshape(-1))  # a view taken first
@@ -121,13 +128,13 @@ def test_bad_input_is_an_error_naming_it():
         x[kiln.tensor([-4])].numpy()
     with pytest.raises(kiln.Error, match="mask \\[4\\] does not match"):
         x[kiln.tensor([True, False, True, True])]
-    with pytest.raises(TypeError, match="index tensor of dtype f32"):
+    with pytest.raises(kiln.Error, match="index tensor of dtype f32; expected an integer"):
         x[kiln.zeros((2,))]
     with pytest.raises(IndexError, match="more than one index tensor"):
         x[kiln.tensor([0]), kiln.tensor([1])]
     with pytest.raises(kiln.Error, match="index 3 at position 1 is out of range"):
         x[[0, 3]] = 1
-    with pytest.raises(kiln.Error, match="value \\[3\\] does not broadcast to the selection \\[3, 2\\]"):
+    with pytest.raises(kiln.Error, match=r"\[3\] does not broadcast to the selection \[3, 2\]"):
         x[:, 1:3] = kiln.zeros((3,))
     with pytest.raises(kiln.Error, match="value is i32 and x f32"):
         x[0] = kiln.zeros((4,), dtype="i32")
