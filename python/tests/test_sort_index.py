@@ -114,6 +114,13 @@ def test_setitem_matches_numpy_and_rebinds_only_this_object(device):
     want[rows] = [7, 7, 7, 8]
     np.testing.assert_array_equal(x.numpy(), want)
     np.testing.assert_array_equal(before.numpy(), host.reshape(-1))  # a view taken first
+    # An index apart from an int: its axis goes first in the selection, as numpy's.
+    cube = np.arange(3 * 5 * 4, dtype=np.int32).reshape(3, 5, 4)
+    y = kiln.tensor(cube, device=device)
+    value = np.arange(10, dtype=np.int32).reshape(2, 5) - 20
+    y[1, :, kiln.tensor([3, 0], device=device)] = kiln.tensor(value, device=device)
+    cube[1, :, [3, 0]] = value
+    np.testing.assert_array_equal(y.numpy(), cube)
 
 
 def test_bad_input_is_an_error_naming_it():
