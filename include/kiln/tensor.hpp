@@ -342,7 +342,28 @@ Tensor full_like(const Tensor& x, double value, std::optional<DType> dtype = {})
 Tensor zeros_like(const Tensor& x, std::optional<DType> dtype = {});
 Tensor ones_like(const Tensor& x, std::optional<DType> dtype = {});
 
-// Indexing. Indices are i32 or u32 tensors; an index out of range is a kiln::Error when the
+// Sorting along one axis (negative counts from the end). The order is total and stable: NaN
+// counts as larger than every number (last ascending, first descending, as torch.sort), and
+// equal values keep their index order (-0.0 and +0.0 are equal). Indices are i32. Each element's
+// place is counted (the elements of its row that sort before it), so a row of n costs O(n^2)
+// comparisons: meant for rows up to a few thousand. Every device gives the same result.
+struct Sorted {
+    Tensor values;
+    Tensor indices;
+};
+Sorted sort(const Tensor& x, int64_t axis = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t axis = -1, bool descending = false);
+// The k largest (or smallest) along `axis` with their indices (torch.topk); always sorted, so
+// `sorted` changes nothing. kiln::Error unless 0 <= k <= the axis's extent.
+Sorted topk(const Tensor& x, int64_t k, int64_t axis = -1, bool largest = true, bool sorted = true);
+
+// x[mask] as numpy: mask is bool with x's leading extents (mask.shape == x.shape[:mask.rank]);
+// the elements (or rows of the remaining axes) where it is true, in row-major order, stacked
+// along a new first axis: [count, x.shape[mask.rank:]...]. The count depends on the data, so the
+// mask is resolved and read to the host here (not lazily), and its positions copied back.
+Tensor boolean_mask(const Tensor& x, const Tensor& mask);
+
+// Indexing. Indices are i32, u32 or i64 tensors; an index out of range is a kiln::Error when the
 // result is resolved.
 Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);  // index: 1-D
 Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);        // torch.gather

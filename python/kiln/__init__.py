@@ -35,6 +35,8 @@ from ._kiln import (  # noqa: F401
     chunk, clamp, clip, cumprod, cumsum, einsum, eye, floor_divide, full_like, linspace, logsumexp, one_hot, ones_like,
     remainder, split, stack, std, tril, triu, zeros_like,
 )
+from ._kiln import argsort, boolean_mask, sort, topk  # noqa: F401
+
 from ._compile import compile  # noqa: A001  (kiln.compile, as torch.compile)
 from ._dlpack import from_dlpack
 from ._host import tensor

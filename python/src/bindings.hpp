@@ -29,6 +29,11 @@ void bind_math(nb::module_& m, TensorClass& cls);
 void bind_reductions(nb::module_& m, TensorClass& cls);
 void bind_views(nb::module_& m, TensorClass& cls);
 void bind_indexing(nb::module_& m, TensorClass& cls);
+void bind_sorting(nb::module_& m, TensorClass& cls);
+void bind_getitem(TensorClass& cls);
+void bind_setitem(TensorClass& cls);
+// x[key] (getitem.cpp), which x[key] = value also uses for its shape.
+Tensor getitem(const Tensor& x, nb::handle key);
 void bind_host_arrays(nb::module_& m, TensorClass& cls);
 void bind_dlpack(nb::module_& m);
 void bind_shipped_ops(nb::module_& m);

@@ -21,6 +21,9 @@ NB_MODULE(_kiln, m) {
     bind_reductions(m, tensor);
     bind_views(m, tensor);
     bind_indexing(m, tensor);
+    bind_sorting(m, tensor);
+    bind_getitem(tensor);
+    bind_setitem(tensor);
     bind_host_arrays(m, tensor);
     bind_dlpack(m);
     bind_shipped_ops(m);

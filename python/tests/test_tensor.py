@@ -546,8 +546,8 @@ def test_bad_python_input_is_a_type_or_value_error():
         kiln.zeros((2,), device=3.5)
     with pytest.raises(ValueError, match="exactly one"):
         x.item()
-    with pytest.raises(ValueError, match="step >= 1"):
-        x[:, ::-1]
+    with pytest.raises(ValueError, match="zero"):
+        x[:, ::0]
     with pytest.raises(IndexError, match="out of range"):
         x[2]
     with pytest.raises(IndexError, match="too many"):

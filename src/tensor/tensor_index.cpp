@@ -1,4 +1,7 @@
-// Indexing ops: index_select, gather, embedding and scatter_add.
+// Indexing ops: index_select, gather, embedding, scatter_add and boolean_mask.
+#include <algorithm>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "graph/build.hpp"
@@ -80,6 +83,27 @@ Tensor scatter_add(const Tensor& base, int64_t axis, const Tensor& index, const 
     require_within(index, base, ax, "scatter_add", "base");
     return Tensor(graph::make_node(graph::op::ScatterAdd{ax}, base.dtype(), base.shape(),
                                    {base.node(), index.node(), src.node()}, &base.device()));
+}
+
+Tensor boolean_mask(const Tensor& x, const Tensor& mask) {
+    graph::common_device({x.node().get(), mask.node().get()}, "boolean_mask");
+    if (mask.dtype() != DType::boolean)
+        fail("boolean_mask: mask is {} {}; expected bool", name(mask.dtype()),
+             graph::to_string(mask.shape()));
+    const Shape& xs = x.shape();
+    const Shape& ms = mask.shape();
+    if (ms.size() > xs.size() || !std::equal(ms.begin(), ms.end(), xs.begin()))
+        fail("boolean_mask: mask {} does not match x {}; expected the leading extents of x",
+             graph::to_string(ms), graph::to_string(xs));
+    Shape rows{mask.numel()};
+    rows.insert(rows.end(), xs.begin() + static_cast<int64_t>(ms.size()), xs.end());
+    const std::vector<uint8_t> bits = mask.to_host_bytes();
+    std::vector<int64_t> positions;
+    for (size_t i = 0; i < bits.size(); ++i)
+        if (bits[i]) positions.push_back(static_cast<int64_t>(i));
+    const auto count = static_cast<int64_t>(positions.size());
+    const Tensor index = Tensor::from_host(positions, {count}, x.device());
+    return index_select(x.reshape(rows), 0, index);
 }
 
 }  // namespace kiln
