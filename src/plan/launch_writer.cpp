@@ -120,11 +120,12 @@ Expr LaunchWriter::value_at(int n, Index idx) {
         if (auto c = element_cache_.find({n, idx.linear().node().get()}); c != element_cache_.end())
             return c->second.value;
     if (auto row = row_values_.find(n); row != row_values_.end()) {
+        // The fusion legality check (fusion_legality.cpp) refuses such groups before lowering.
         if (!same_element(idx, row->second.index))
-            throw NotFusable(
-                fmt::format("node %{} ({}) is read at another row than the one "
-                            "its launch computes",
-                            n, graph::describe(node)));
+            fail(
+                "internal: node %{} ({}) is read at another row than the one its launch "
+                "computes, in a launch the fusion legality check passed",
+                n, graph::describe(node));
         return row->second.value;
     }
     const bool here = is_output_.count(n) && l_.kind != LaunchKind::scatter;
@@ -183,8 +184,8 @@ Expr LaunchWriter::compute(int n, Index& idx) {
         // Its launch writes the base; the scatter launch after it adds the sources.
         return value_at(in[0], idx);
     }
-    throw NotFusable(
-        fmt::format("node %{} ({}) is not computed in this launch", n, graph::describe(node)));
+    fail("internal: node %{} ({}) is not computed in a launch the fusion legality check passed", n,
+         graph::describe(node));
 }
 
 Expr LaunchWriter::view(int n, const graph::op::View& v, Index& idx) {
