@@ -164,6 +164,7 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
     exec->faults = plan.has_faults;
     exec->allocate = plan.materialized;
     exec->scratch = plan.scratch;
+    exec->fusion_decisions = decisions.lines;
     exec->fusion_refusals = decisions.refused;
     size_t raced_points = 0, raced_launches = 0;
     for (size_t li = 0; li < plan.launches.size(); ++li)
