@@ -484,6 +484,27 @@ TEST_F(CliTest, AFirstRunOnATerminalShowsWhatItCompilesAndRacesThenErasesTheLine
     EXPECT_THAT(off.output, Not(HasSubstr("kiln: compiling"))) << off.output;
 }
 
+// The profile prints the fusion decisions that chose its plan: softmax over rows of 40 elements
+// is fused (one row launch); its segments form is refused, with the reason, and not chosen.
+TEST_F(CliTest, ProfilePrintsTheFusionDecisionsWithTheirReasons) {
+    const std::vector<std::string> args{"profile", "softmax", "--rows",   "3",
+                                        "--n",     "40",      "--device", "cpu"};
+    const CliRun r = kiln_cli(args, std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("fusion: every group fused where it can be: ")) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("fusion: group 0 segments refused: the group's folds are too "
+                                    "short for segments; split instead (the group of %"))
+        << r.output;
+    EXPECT_THAT(r.output, Not(HasSubstr("not fused: "))) << r.output;
+    std::vector<std::string> json = args;
+    json.push_back("--json");
+    const CliRun j = kiln_cli(json, std::chrono::seconds(300));
+    ASSERT_EQ(j.exit_status, 0) << j.output;
+    EXPECT_THAT(j.output, HasSubstr("\"fusion\": [\"every group fused where it can be: "))
+        << j.output;
+    EXPECT_THAT(j.output, HasSubstr("\"fusion_refusals\": []")) << j.output;
+}
+
 TEST_F(CliTest, ProfileOfTheMlpCaseRunsTwoContractionsBitIdentical) {
     const CliRun r =
         kiln_cli({"profile", "mlp", "--rows", "9", "--n", "24", "--device", "cpu", "--json"},

@@ -154,7 +154,7 @@ TEST(GraphContract, APrologueInTheTensorCoreClassHasTheBitsOfItsOperandMateriali
         const plan::GraphView g = plan::view_graph({fused.node()});
         const auto groups = plan::fold_groups(g);
         ASSERT_EQ(groups.size(), 1u);
-        const plan::Plan one = plan::partition(g, groups, {plan::GroupForm::fused});
+        const plan::Plan one = plan::partition(g, groups, {plan::GroupForm::fused}).plan;
         ASSERT_EQ(one.launches.size(), 1u);
         EXPECT_EQ(one.launches[0].kind, plan::LaunchKind::contract);
         std::vector<std::pair<std::string, std::vector<uint8_t>>> members;

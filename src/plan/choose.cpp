@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "plan/fusion_legality.hpp"
 #include "plan/partition.hpp"
 #include "plan/roofline.hpp"
 
@@ -39,9 +40,20 @@ std::vector<char> materialized_set(const GraphView& g, const Plan& plan) {
 
 Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse, PlanDecisions* decisions) {
     const auto groups = fold_groups(g);
-    std::vector<std::string>* refusals = decisions ? &decisions->lines : nullptr;
+    // partition_or_split, noting each refusal: the plan, and the refusals that split its groups.
+    auto plan_of = [&](std::vector<GroupForm>& forms, const std::vector<int>& stored,
+                       std::vector<std::string>& refused) {
+        std::vector<FusionRefusal> refusals;
+        Plan p = partition_or_split(g, groups, forms, &refusals, stored);
+        for (const FusionRefusal& r : refusals) {
+            refused.push_back(describe(r, groups.at(size_t(r.group))));
+            if (decisions) decisions->lines.push_back(refused.back());
+        }
+        return p;
+    };
     std::vector<GroupForm> forms(groups.size(), fuse ? GroupForm::fused : GroupForm::split);
-    Plan best = partition_or_split(g, groups, forms, refusals);
+    std::vector<std::string> best_refused;
+    Plan best = plan_of(forms, {}, best_refused);
     double best_cost = plan_cost(g, best, f);
     auto note = [&](const std::string& what, double cost, bool kept) {
         if (decisions)
@@ -54,13 +66,15 @@ Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse, PlanDecisi
             if (forms[i] == alt || (alt != GroupForm::split && !fuse)) continue;
             std::vector<GroupForm> tried = forms;
             tried[i] = alt;
-            Plan p = partition_or_split(g, groups, tried, refusals);
+            std::vector<std::string> refused;
+            Plan p = plan_of(tried, {}, refused);
             const double cost = plan_cost(g, p, f);
             note(fmt::format("group {} {}", i, name(alt)), cost, cost < best_cost);
             if (cost < best_cost) {
                 best = std::move(p);
                 best_cost = cost;
                 forms = tried;
+                best_refused.insert(best_refused.end(), refused.begin(), refused.end());
             }
         }
     }
@@ -71,7 +85,8 @@ Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse, PlanDecisi
         std::vector<int> tried = stored;
         tried.push_back(n);
         std::vector<GroupForm> tried_forms = forms;
-        Plan p = partition_or_split(g, groups, tried_forms, refusals, tried);
+        std::vector<std::string> refused;
+        Plan p = plan_of(tried_forms, tried, refused);
         const double cost = plan_cost(g, p, f);
         note(fmt::format("node %{} ({}) stored", n, graph::describe(g.node(n))), cost,
              cost < best_cost);
@@ -80,8 +95,10 @@ Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse, PlanDecisi
             best_cost = cost;
             forms = tried_forms;
             stored = std::move(tried);
+            best_refused.insert(best_refused.end(), refused.begin(), refused.end());
         }
     }
+    if (decisions) decisions->refused = std::move(best_refused);
     return best;
 }
 

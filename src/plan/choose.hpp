@@ -16,14 +16,18 @@ namespace kiln::plan {
 // Which nodes of g have buffers in `plan`: its leaves and what it materializes.
 std::vector<char> materialized_set(const GraphView& g, const Plan& plan);
 
-// The fusion decisions of one choose_plan, in the order they were made (for KILN_DUMP=plan).
+// The fusion decisions of one choose_plan: `lines`, each form tried with its estimate and each
+// refusal met, in the order they were made (KILN_DUMP=plan); `refused`, the refusals met on the
+// way to the plan chosen, each a form refused for one of its groups (the plan dump and
+// `kiln profile`).
 struct PlanDecisions {
     std::vector<std::string> lines;
+    std::vector<std::string> refused;
 };
 
 // The plan of g whose estimated time on a device with these facts is least, over the forms of
 // one fold group at a time from all fused (`fuse` false: every group split). With `decisions`,
-// each form tried, its estimate and each refusal's reason.
+// the decisions and their reasons.
 Plan choose_plan(const GraphView& g, const DeviceFacts& facts, bool fuse,
                  PlanDecisions* decisions = nullptr);
 

@@ -42,6 +42,10 @@ struct Executable {
     std::vector<std::pair<DType, int64_t>> scratch;  // scratch buffers each run allocates
     bool faults = false;
     size_t nodes = 0;  // the graph's size, checked on every run
+    // For `kiln profile`: the fusion decisions that chose this plan (each form tried with its
+    // estimate, each refusal with its reason; choose.hpp's PlanDecisions), and the refusals met
+    // on the way to it.
+    std::vector<std::string> fusion_decisions, fusion_refusals;
 };
 
 // The buffers of one run: per node (leaves hold the graph's, the rest are allocated by

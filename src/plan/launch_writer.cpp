@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
-#include <climits>
 
 #include <fmt/format.h>
 
@@ -14,7 +13,7 @@
 #include "kiln/error.hpp"
 #include "plan/kinds/kind.hpp"
 #include "plan/map_ops.hpp"
-#include "plan/realize.hpp"
+#include "plan/read_index.hpp"
 
 namespace kiln::plan {
 
@@ -24,14 +23,6 @@ namespace {
 
 int log2_of(int v) {
     return std::countr_zero(static_cast<unsigned>(v));
-}
-
-// The largest element count any node the launch touches has: it decides the index type.
-int64_t largest_extent(const GraphView& g, const Launch& l) {
-    int64_t most = l.rows * std::max<int64_t>(l.extent, 1);
-    for (size_t i = 0; i < g.size(); ++i)
-        most = std::max(most, g.node(static_cast<int>(i)).numel());
-    return most;
 }
 
 std::string kernel_name(const Launch& l) {
@@ -60,13 +51,7 @@ LaunchWriter::LaunchWriter(const GraphView& g, const std::vector<char>& material
                            const Launch& l, const Schedule& s)
     : g_(g), materialized_(materialized), l_(l), s_(s), k_(kernel_name(l), s.block) {
     for (int o : l.outputs) is_output_[o] = true;
-    // Index arithmetic in i64 only where some count could pass 2^31 (with a margin for the
-    // threads past the end).
-    index_type_ = options().wide_index ||
-                          largest_extent(g, l) + int64_t{s.block} * s.per_thread * s.vector * 4 >=
-                              int64_t{INT32_MAX}
-                      ? DType::i64
-                      : DType::i32;
+    index_type_ = index_type_of(g, l, s);
 }
 
 LoweredLaunch LaunchWriter::lower() {
@@ -81,7 +66,7 @@ LoweredLaunch LaunchWriter::lower() {
 }
 
 Expr LaunchWriter::as_index(const Expr& e) const {
-    return e.type() == index_type_ ? e : cast(index_type_, e);
+    return plan::as_index(index_type_, e);
 }
 
 std::string LaunchWriter::node_name(int n, std::string_view suffix) {
@@ -151,11 +136,12 @@ Expr LaunchWriter::value_at(int n, Index idx) {
         if (auto c = element_cache_.find({n, idx.linear().node().get()}); c != element_cache_.end())
             return c->second.value;
     if (auto row = row_values_.find(n); row != row_values_.end()) {
+        // The fusion legality check (fusion_legality.cpp) refuses such groups before lowering.
         if (!same_element(idx, row->second.index))
-            throw NotFusable(
-                fmt::format("node %{} ({}) is read at another row than the one "
-                            "its launch computes",
-                            n, graph::describe(node)));
+            fail(
+                "internal: node %{} ({}) is read at another row than the one its launch "
+                "computes, in a launch the fusion legality check passed",
+                n, graph::describe(node));
         return row->second.value;
     }
     const bool here = is_output_.count(n) && l_.kind != LaunchKind::scatter;
@@ -214,79 +200,22 @@ Expr LaunchWriter::compute(int n, Index& idx) {
         // Its launch writes the base; the scatter launch after it adds the sources.
         return value_at(in[0], idx);
     }
-    throw NotFusable(
-        fmt::format("node %{} ({}) is not computed in this launch", n, graph::describe(node)));
+    fail("internal: node %{} ({}) is not computed in a launch the fusion legality check passed", n,
+         graph::describe(node));
 }
 
 Expr LaunchWriter::view(int n, const graph::op::View& v, Index& idx) {
-    const int in = g_.inputs[static_cast<size_t>(n)][0];
-    const graph::Shape& in_shape = g_.node(in).shape;
-    switch (v.kind) {
-        case graph::ViewKind::reshape:
-            return value_at(in, idx.reshaped(in_shape));
-        case graph::ViewKind::permute: {
-            std::vector<Expr> out(in_shape.size(), it(0));
-            for (size_t i = 0; i < v.a.size(); ++i)
-                out[static_cast<size_t>(v.a[i])] = idx.coords()[i];
-            return value_at(in, Index(in_shape, index_type_, out));
-        }
-        case graph::ViewKind::expand: {
-            const size_t offset = idx.shape().size() - in_shape.size();
-            std::vector<Expr> out;
-            for (size_t j = 0; j < in_shape.size(); ++j)
-                out.push_back(in_shape[j] == 1 ? it(0) : idx.coords()[j + offset]);
-            return value_at(in, Index(in_shape, index_type_, out));
-        }
-        case graph::ViewKind::slice: {
-            std::vector<Expr> out;
-            for (size_t j = 0; j < in_shape.size(); ++j) {
-                Expr e = idx.coords()[j];
-                if (v.b[j] != 1) e = e * it(v.b[j]);
-                if (v.a[j] != 0) e = e + it(v.a[j]);
-                out.push_back(e);
-            }
-            return value_at(in, Index(in_shape, index_type_, out));
-        }
-        case graph::ViewKind::pad: {
-            std::vector<Expr> out;
-            std::optional<Expr> inside;
-            for (size_t j = 0; j < in_shape.size(); ++j) {
-                Expr e = idx.coords()[j];
-                if (v.a[j] == 0 && v.b[j] == 0) {
-                    out.push_back(e);
-                    continue;
-                }
-                if (v.a[j] != 0) e = e - it(v.a[j]);
-                Expr ok = e >= it(0) && e < it(in_shape[j]);
-                inside = inside ? *inside && ok : ok;
-                // Clamped, so the load stays in range whichever value is kept.
-                out.push_back(min(max(e, it(0)), it(std::max<int64_t>(in_shape[j] - 1, 0))));
-            }
-            Expr x = value_at(in, Index(in_shape, index_type_, out));
-            const Node& node = g_.node(n);
-            return inside ? select(*inside, x, constant(node.dtype, v.pad_value)) : x;
-        }
-    }
-    fail("internal: unknown view");
+    ViewRead r = view_read(g_, n, v, idx);
+    Expr x = value_at(g_.inputs[static_cast<size_t>(n)][0], r.index);
+    return r.inside ? select(*r.inside, x, constant(g_.node(n).dtype, v.pad_value)) : x;
 }
 
 Expr LaunchWriter::concat(int n, const graph::op::Concat& c, Index& idx) {
-    const auto& in = g_.inputs[static_cast<size_t>(n)];
-    const auto axis = static_cast<size_t>(c.axis);
-    const Expr at = idx.coords()[axis];
+    const Expr at = idx.coords()[static_cast<size_t>(c.axis)];
     std::optional<Expr> result;
-    int64_t end = g_.node(n).shape[axis];
-    // From the last part to the first: part k where at < its end.
-    for (size_t k = in.size(); k-- > 0;) {
-        const graph::Shape& shape = g_.node(in[k]).shape;
-        const int64_t begin = end - shape[axis];
-        std::vector<Expr> coords = idx.coords();
-        coords[axis] = min(max(at - it(begin), it(0)), it(std::max<int64_t>(shape[axis] - 1, 0)));
-        if (shape[axis] > 0) {
-            Expr part = value_at(in[k], Index(shape, index_type_, coords));
-            result = result ? select(at < it(end), part, *result) : part;
-        }
-        end = begin;
+    for (ConcatRead& part : concat_reads(g_, n, c, idx)) {
+        Expr value = value_at(part.input, part.index);
+        result = result ? select(at < it(part.end), value, *result) : value;
     }
     return *result;
 }
@@ -294,40 +223,17 @@ Expr LaunchWriter::concat(int n, const graph::op::Concat& c, Index& idx) {
 Expr LaunchWriter::gather(int n, const graph::op::Gather& gt, Index& idx) {
     const auto& in = g_.inputs[static_cast<size_t>(n)];
     const graph::Shape& src = g_.node(in[0]).shape;
-    const auto axis = static_cast<size_t>(gt.axis);
     // The position in the index tensor an element takes its index from.
-    Index at = gt.select
-                   ? Index(g_.node(in[1]).shape, index_type_, std::vector<Expr>{idx.coords()[axis]})
-                   : Index(idx.shape(), index_type_, idx.coords());
+    Index at = gather_index_at(g_, n, gt, idx);
     Var value = k_.let(cast(DType::i64, value_at(in[1], at)), "index");
-    Expr bad = value < Expr(int64_t{0}) || value >= Expr(int64_t{src[axis]});
+    Expr bad =
+        value < Expr(int64_t{0}) || value >= Expr(int64_t{src[static_cast<size_t>(gt.axis)]});
     record_fault(n, bad, at, value);
-    std::vector<Expr> coords = idx.coords();
-    coords[axis] = select(bad, it(0), as_index(value));
-    return value_at(in[0], Index(src, index_type_, coords));
+    return value_at(in[0], gather_source_at(g_, n, gt, idx, select(bad, it(0), as_index(value))));
 }
 
-// The full-space index of element i of row `row`: its coordinates are the row's (in the
-// launch's row space) and i's (in the reduced axes), so a value broadcast along the reduced
-// axes is read at exactly the row's own index.
 Index LaunchWriter::full_index(const Expr& row, const Expr& i) {
-    const size_t rank = l_.full.size();
-    graph::Shape outer, inner;
-    for (size_t a = 0; a < rank; ++a) (is_reduced(a) ? inner : outer).push_back(l_.full[a]);
-    Index o(outer, index_type_, row), r(inner, index_type_, as_index(i));
-    std::vector<Expr> coords;
-    size_t oi = 0, ri = 0;
-    for (size_t a = 0; a < rank; ++a)
-        coords.push_back(is_reduced(a) ? r.coords()[ri++] : o.coords()[oi++]);
-    const bool trailing =
-        l_.axes.empty() || (l_.axes.back() == static_cast<int>(rank) - 1 &&
-                            l_.axes.front() == static_cast<int>(rank - l_.axes.size()));
-    if (trailing) return Index(l_.full, index_type_, row * it(l_.extent) + as_index(i), coords);
-    return Index(l_.full, index_type_, coords);
-}
-
-bool LaunchWriter::is_reduced(size_t axis) const {
-    return std::find(l_.axes.begin(), l_.axes.end(), static_cast<int>(axis)) != l_.axes.end();
+    return row_element(l_, index_type_, row, i);
 }
 
 // `count` thread groups of s_.threads threads: body(group, t, inside) for each, where group

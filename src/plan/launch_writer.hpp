@@ -106,8 +106,6 @@ class LaunchWriter {
     // axes is read at exactly the row's own index.
     Index full_index(const Expr& row, const Expr& i);
 
-    bool is_reduced(size_t axis) const;
-
     // `count` thread groups of s_.threads threads: body(group, t, inside) for each, where group
     // is clamped to the last one (every thread reaches the folds' barriers; past the end a
     // group recomputes the last one and must write nothing) and `inside` says it is not past it.

@@ -4,7 +4,6 @@
 // a row launch computes its folds (and the row-space maps between them) once per row.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,12 +12,6 @@
 #include "plan/plan.hpp"
 
 namespace kiln::plan {
-
-// Thrown while lowering when a fused launch would need a value its kernel does not have (a fold
-// result at another row than the one being computed): the planner then keeps it unfused.
-struct NotFusable : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
 
 struct LoweredLaunch {
     ir::Kernel kernel;

@@ -13,7 +13,8 @@
 #include "kiln/error.hpp"
 #include "plan/contract.hpp"
 #include "plan/domain.hpp"
-#include "plan/lower_launch.hpp"
+#include "plan/fusion_legality.hpp"
+#include "plan/kinds/kind.hpp"
 
 namespace kiln::plan {
 
@@ -39,7 +40,8 @@ bool is_grouped(const GraphView& g, int i) {
     return is_fold(g, i) || is_contraction(g, i);
 }
 
-// The folds and contractions node n's value needs, through nodes that are not materialized.
+}  // namespace
+
 std::set<int> folds_needed(const GraphView& g, int n, const std::vector<char>& materialized) {
     std::set<int> out;
     for (int r : reach(g, n, [&](int i) { return materialized[size_t(i)] || is_grouped(g, i); }))
@@ -47,8 +49,6 @@ std::set<int> folds_needed(const GraphView& g, int n, const std::vector<char>& m
     if (is_grouped(g, n)) out.insert(n);
     return out;
 }
-
-}  // namespace
 
 std::vector<FoldGroup> fold_groups(const GraphView& g) {
     std::vector<FoldGroup> groups;
@@ -165,7 +165,11 @@ struct Builder {
 
     void materialize(int n) { materialized[static_cast<size_t>(n)] = 1; }
 
-    Plan build() {
+    Partitioned refuse(size_t gi, std::string reason) const {
+        return {{}, FusionRefusal{int(gi), forms[gi], std::move(reason)}};
+    }
+
+    Partitioned build() {
         materialized.assign(g.size(), 0);
         for (size_t gi = 0; gi < groups.size(); ++gi)
             for (int f : groups[gi].folds) group_of[f] = gi;
@@ -229,9 +233,9 @@ struct Builder {
             for (size_t i = 0; i < g.size(); ++i)
                 if (writer[i] == int(gi)) outs.push_back(int(i));
             if (outs.empty()) continue;
+            if (forms[gi] == GroupForm::segments)
+                if (auto why = segments_refusal(g, gr, outs, materialized)) return refuse(gi, *why);
             if (gr.contraction) {
-                if (forms[gi] == GroupForm::segments)
-                    throw GroupNotFusable(int(gi), "a contraction has no segments form");
                 Launch l;
                 l.group = static_cast<int>(gi);
                 l.kind = contraction_kind(g.node(gr.folds[0]));
@@ -276,43 +280,24 @@ struct Builder {
                 if (std::find(plan.materialized.begin(), plan.materialized.end(), o) ==
                     plan.materialized.end())
                     plan.materialized.push_back(o);
-            if (l.kind == LaunchKind::scatter) plan.has_faults = true;
-            // Attention's key lengths are checked as they are read.
-            if (l.kind == LaunchKind::attention && g.inputs[size_t(l.contraction)].size() > 3)
-                plan.has_faults = true;
+            if (rules(l.kind).has_faults && rules(l.kind).has_faults(l, g)) plan.has_faults = true;
             for (int o : l.outputs)
                 if (g.node(o).as<op::Gather>()) plan.has_faults = true;
         }
-        // A fused group that cannot be written (a fold read at another row) is the caller's to
-        // split: try each row launch once.
+        // Each launch of a group not split, as its writer would read (fusion_legality.hpp).
         for (const auto& l : plan.launches) {
-            if (l.kind == LaunchKind::map || l.kind == LaunchKind::scatter ||
-                forms[size_t(l.group)] == GroupForm::split)
-                continue;
-            try {
-                lower_launch(g, materialized, l, l.domain.at(0));
-            } catch (const NotFusable& e) {
-                throw GroupNotFusable(l.group, e.what());
-            }
+            if (!rules(l.kind).fusible || forms[size_t(l.group)] == GroupForm::split) continue;
+            if (auto why = rules(l.kind).fusible(g, materialized, l))
+                return refuse(size_t(l.group), *why);
         }
-        return plan;
+        return {std::move(plan), std::nullopt};
     }
 
-    // The segments form: a segments launch writing every fold's segment values, then a row
-    // launch folding them. Refused for folds that are not segmented, that read each other, or
-    // outputs that are not one value a row.
+    // The segments form (segments_refusal passed it): a segments launch writing every fold's
+    // segment values, then a row launch folding them.
     void segments_launches(size_t gi, const std::vector<int>& outs, Plan& plan,
                            std::vector<Launch>& launches) {
         const FoldGroup& gr = groups[gi];
-        if (!graph::segmented(extent_of(gr)))
-            throw GroupNotFusable(int(gi), "the group's folds are too short for segments");
-        for (int o : outs)
-            if (g.node(o).numel() != rows_of(gr) || g.node(o).shape == gr.full)
-                throw GroupNotFusable(int(gi), fmt::format("node %{} is not one value a row", o));
-        for (int f : gr.folds)
-            for (int other : folds_needed(g, g.inputs[size_t(f)][0], materialized))
-                if (group_of.count(other) && group_of.at(other) == gi)
-                    throw GroupNotFusable(int(gi), "the group's folds read each other");
         Launch values = row_launch(gi, {}, gr.folds);
         values.kind = LaunchKind::segments;
         Launch fold = row_launch(gi, outs, row_steps(gi, outs));
@@ -368,24 +353,24 @@ struct Builder {
         // Scratch buffer k is the token -2 - k: written by a segments launch, read by the next.
         auto writes = [&](const Launch& l) {
             std::set<int> w(l.outputs.begin(), l.outputs.end());
-            if (l.kind == LaunchKind::segments)
+            if (rules(l.kind).order.writes_partials)
                 for (const auto& [fold, k] : l.partials) w.insert(-2 - k);
             return w;
         };
         auto reads = [&](const Launch& l) {
+            const KindOrder& kind = rules(l.kind).order;
             std::set<int> r;
             std::vector<int> roots = l.outputs;
-            if (l.kind == LaunchKind::scatter) roots = g.inputs[size_t(l.scatter)];
+            if (kind.in_place) roots = g.inputs[size_t(l.scatter)];
             for (int o : roots)
                 for (int x : reach(g, o, [&](int i) { return materialized[size_t(i)] && i != o; }))
-                    if (materialized[size_t(x)] && !g.is_leaf(x) &&
-                        (x != o || l.kind == LaunchKind::scatter))
+                    if (materialized[size_t(x)] && !g.is_leaf(x) && (x != o || kind.in_place))
                         r.insert(x);
             for (int o : l.outputs) r.erase(o);
-            if (l.kind == LaunchKind::scatter) r.insert(l.scatter);  // after its base copy
-            if (l.kind == LaunchKind::row)
+            if (kind.in_place) r.insert(l.scatter);  // after its base copy
+            if (kind.reads_partials)
                 for (const auto& [fold, k] : l.partials) r.insert(-2 - k);
-            if (l.kind == LaunchKind::segments)
+            if (kind.writes_partials)
                 for (int f : l.row_steps)
                     for (int x : reach(g, g.inputs[size_t(f)][0],
                                        [&](int i) { return materialized[size_t(i)]; }))
@@ -403,8 +388,8 @@ struct Builder {
                     if (w.count(x)) {
                         // A scatter's output is written by its base copy (a map launch) and then
                         // the scatter: readers wait for the scatter, the scatter for the copy.
-                        const bool scatter_i = launches[i].kind == LaunchKind::scatter;
-                        const bool scatter_j = launches[j].kind == LaunchKind::scatter;
+                        const bool scatter_i = rules(launches[i].kind).order.in_place;
+                        const bool scatter_j = rules(launches[j].kind).order.in_place;
                         if (x >= 0 && g.node(x).as<op::ScatterAdd>() && !scatter_j && !scatter_i)
                             continue;
                         after[i].insert(j);
@@ -427,7 +412,7 @@ struct Builder {
                 // needed first.
                 Launch& l = launches[i];
                 bool merged = false;
-                if (l.kind == LaunchKind::map) {
+                if (rules(l.kind).order.merges) {
                     size_t last_dep = 0;
                     bool any = false;
                     for (size_t j : after[i]) {
@@ -435,7 +420,7 @@ struct Builder {
                         any = true;
                     }
                     for (size_t k = any ? last_dep + 1 : 0; k < out.size() && !merged; ++k)
-                        if (out[k].kind == LaunchKind::map &&
+                        if (rules(out[k].kind).order.merges && out[k].kind == l.kind &&
                             g.node(out[k].outputs[0]).shape == g.node(l.outputs[0]).shape) {
                             out[k].outputs.insert(out[k].outputs.end(), l.outputs.begin(),
                                                   l.outputs.end());
@@ -472,23 +457,20 @@ const char* name(GroupForm f) {
     return kNames[static_cast<size_t>(f)];
 }
 
-Plan partition(const GraphView& g, const std::vector<FoldGroup>& groups,
-               const std::vector<GroupForm>& forms, const std::vector<int>& stored) {
+Partitioned partition(const GraphView& g, const std::vector<FoldGroup>& groups,
+                      const std::vector<GroupForm>& forms, const std::vector<int>& stored) {
     return Builder{g, groups, forms, stored, {}, {}}.build();
 }
 
 Plan partition_or_split(const GraphView& g, const std::vector<FoldGroup>& groups,
-                        std::vector<GroupForm>& forms, std::vector<std::string>* refusals,
+                        std::vector<GroupForm>& forms, std::vector<FusionRefusal>* refusals,
                         const std::vector<int>& stored) {
+    // Each refusal splits a group that was not split, so this ends.
     for (;;) {
-        try {
-            return partition(g, groups, forms, stored);
-        } catch (const GroupNotFusable& e) {
-            if (refusals)
-                refusals->push_back(fmt::format("group {} {} refused: {}; split instead", e.group,
-                                                name(forms.at(size_t(e.group))), e.what()));
-            forms.at(static_cast<size_t>(e.group)) = GroupForm::split;
-        }
+        Partitioned p = partition(g, groups, forms, stored);
+        if (!p.refusal) return std::move(p.plan);
+        if (refusals) refusals->push_back(*p.refusal);
+        forms.at(static_cast<size_t>(p.refusal->group)) = GroupForm::split;
     }
 }
 

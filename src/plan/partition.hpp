@@ -1,5 +1,6 @@
-// partition: which nodes a plan materializes and which launches compute them. Legality only:
-// every way it is asked to partition computes the same bits; fusion_policy.cpp chooses.
+// partition: which nodes a plan materializes and which launches compute them. Every form it is
+// asked for computes the same bits; whether a form can be written at all is fusion_legality.cpp's
+// to say (a group it refuses is split), which form is worth it choose.cpp's.
 //
 // Maps, views, constants and generators are never launches of their own unless something must
 // read them from memory (a requested output, or a value two launches need that one of them cannot
@@ -12,7 +13,8 @@
 // The member sweep (issue conformance) runs every group both ways.
 #pragma once
 
-#include <stdexcept>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,10 +36,11 @@ struct FoldGroup {
 enum class GroupForm : uint8_t { fused, split, segments };
 const char* name(GroupForm f);
 
-// Thrown by partition when group `group` cannot run in the form asked for.
-struct GroupNotFusable : std::runtime_error {
-    GroupNotFusable(int g, const std::string& why) : std::runtime_error(why), group(g) {}
-    int group;
+// Why group `group` cannot run in form `form` (fusion_legality.hpp).
+struct FusionRefusal {
+    int group = -1;
+    GroupForm form = GroupForm::fused;
+    std::string reason;
 };
 
 // The fold groups of a graph, in topological order of their first fold.
@@ -45,17 +48,27 @@ std::vector<FoldGroup> fold_groups(const GraphView& g);
 
 // The launches computing the graph's outputs with group i in forms[i] (one entry per
 // fold_groups(g) entry), ordered so every launch comes after those whose outputs it reads.
-// Launches carry their domains, with `chosen` = 0. Throws GroupNotFusable where a group cannot
-// run in its form. `stored`: nodes that would be inlined (generators) computed once into a buffer
-// instead, for every launch that needs them to read.
-Plan partition(const GraphView& g, const std::vector<FoldGroup>& groups,
-               const std::vector<GroupForm>& forms, const std::vector<int>& stored = {});
+// Launches carry their domains, with `chosen` = 0. `stored`: nodes that would be inlined
+// (generators) computed once into a buffer instead, for every launch that needs them to read.
+// Where the legality check refuses a group's form, `refusal` says which and why (the first
+// found), and `plan` is empty.
+struct Partitioned {
+    Plan plan;
+    std::optional<FusionRefusal> refusal;
+};
+Partitioned partition(const GraphView& g, const std::vector<FoldGroup>& groups,
+                      const std::vector<GroupForm>& forms, const std::vector<int>& stored = {});
 
-// partition(), splitting each group that cannot run in its form; `forms` is left as planned.
-// With `refusals`, each refusal's reason ("group 1 fused: ...").
+// partition(), splitting each group whose form is refused until none is; `forms` is left as
+// planned. With `refusals`, each refusal in the order they were met.
 Plan partition_or_split(const GraphView& g, const std::vector<FoldGroup>& groups,
-                        std::vector<GroupForm>& forms, std::vector<std::string>* refusals = nullptr,
+                        std::vector<GroupForm>& forms,
+                        std::vector<FusionRefusal>* refusals = nullptr,
                         const std::vector<int>& stored = {});
+
+// The folds and contractions node n's value needs through nodes `materialized` leaves unwritten
+// (n itself when it is one).
+std::set<int> folds_needed(const GraphView& g, int n, const std::vector<char>& materialized);
 
 // Whether node i is computed by inlining wherever it is needed (map, view, constant, generator).
 bool inlineable(const graph::Node& n);

@@ -1,8 +1,9 @@
 // pipeline: realize() (realize.hpp), the passes a resolve's graph goes through, in order:
 //   view          the graph behind the outputs, in one order, with its hash (graph_view.cpp)
 //   replay        a cached executable for the hash, device and options runs at once; else:
-//   partition     fold groups, each in the form the cost model estimates cheapest, generators
-//   and fusion    inlined or stored (choose.cpp, partition.cpp)
+//   partition     fold groups, each in the form the cost model estimates cheapest among those
+//   and fusion    the legality check allows, generators inlined or stored (choose.cpp,
+//                 partition.cpp, fusion_legality.cpp)
 //   domains       each launch's schedule points, by its kind (kinds/)
 //   costs         the points ranked by the roofline (roofline.cpp)
 //   lowering      the best point, and the next ones when racing, as kernels (lower_launch.cpp)
@@ -137,9 +138,10 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
     const DeviceFacts& facts = device_facts(device);
     const bool dump = plan_dump_enabled();
     // Partition and fusion: the plan the cost model estimates cheapest, each launch with the
-    // schedule domain of its kind (choose.cpp, partition.cpp, kinds/).
+    // schedule domain of its kind, every form the legality check refused with its reason
+    // (choose.cpp, partition.cpp, fusion_legality.cpp, kinds/).
     PlanDecisions decisions;
-    Plan plan = choose_plan(g, facts, options.fuse, dump ? &decisions : nullptr);
+    Plan plan = choose_plan(g, facts, options.fuse, &decisions);
     const auto materialized = materialized_set(g, plan);
     // Costs and lowering: each launch's points ranked by the roofline, the candidates lowered.
     Candidates cands = lower_candidates(g, materialized, plan, facts, options.race);
@@ -162,6 +164,8 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
     exec->faults = plan.has_faults;
     exec->allocate = plan.materialized;
     exec->scratch = plan.scratch;
+    exec->fusion_decisions = decisions.lines;
+    exec->fusion_refusals = decisions.refused;
     size_t raced_points = 0, raced_launches = 0;
     for (size_t li = 0; li < plan.launches.size(); ++li)
         if (cands.points[li].size() > 1 && !is_empty(plan.launches[li], g)) {

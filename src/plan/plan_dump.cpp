@@ -58,6 +58,8 @@ std::string plan_dump(const GraphView& g, const std::vector<char>& materialized,
     for (size_t i = 0; i < g.size(); ++i) text += node_line(g, int(i));
     if (!decisions.lines.empty()) text += "fusion:\n";
     for (const std::string& line : decisions.lines) text += "  " + line + "\n";
+    if (!decisions.refused.empty()) text += "not fused in the plan chosen:\n";
+    for (const std::string& line : decisions.refused) text += "  " + line + "\n";
     for (size_t i = 0; i < plan.launches.size() && i < run.size(); ++i)
         text += launch_lines(g, materialized, plan.launches[i], i, run[i], facts);
     return text;

@@ -1,8 +1,9 @@
 // KILN_DUMP=plan: each resolve that plans prints, on standard error, its graph, each fold group's
-// forms with the cost model's estimate of each (and why a form was refused), and each launch
-// with every point of its domain, the model's estimate there, the model's pick, the points raced
-// and the one chosen (docs/graph.md). KILN_DUMP is a comma-separated list; `plan` is its only
-// word today (generated sources have their own switch, KILN_DUMP_SOURCE).
+// forms with the cost model's estimate of each (and why a form was refused), the refusals behind
+// the plan chosen, and each launch with every point of its domain, the model's estimate there,
+// the model's pick, the points raced and the one chosen (docs/graph.md). KILN_DUMP is a
+// comma-separated list; `plan` is its only word today (generated sources have their own switch,
+// KILN_DUMP_SOURCE).
 #pragma once
 
 #include <string>

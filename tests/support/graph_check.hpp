@@ -44,7 +44,7 @@ inline void expect_one_fused_launch(Tensor y, plan::LaunchKind kind) {
     const auto groups = plan::fold_groups(g);
     ASSERT_EQ(groups.size(), 1u);
     EXPECT_TRUE(groups[0].contraction);
-    const plan::Plan fused = plan::partition(g, groups, {plan::GroupForm::fused});
+    const plan::Plan fused = plan::partition(g, groups, {plan::GroupForm::fused}).plan;
     ASSERT_EQ(fused.launches.size(), 1u);
     EXPECT_EQ(fused.launches[0].kind, kind);
     EXPECT_EQ(fused.launches[0].outputs, std::vector{g.outputs[0]});

@@ -1,9 +1,11 @@
 // `kiln profile CASE`: resolves a built-in graph workload (workloads/cases.hpp) on one device and
 // prints each launch (kernel, schedule point, device microseconds, whether it was raced and the
-// race's table), the host microseconds of a resolve on a miss and on a replay hit and of a call
-// of the case compiled (kiln::compile), and whether the result is bit-identical to the graph
-// oracle (and the compiled call's to the resolve's). --json prints one object; --trace writes a
-// Chrome trace (chrome://tracing, Perfetto) of the miss's host phases and the launches.
+// race's table), the fusion decisions (each form tried with its estimate, each refusal with its
+// reason) and the refusals behind the plan it ran, the host microseconds of a resolve on a miss and
+// on a replay hit and of a call of the case compiled (kiln::compile), and whether the result is
+// bit-identical to the graph oracle (and the compiled call's to the resolve's). --json prints one
+// object; --trace writes a Chrome trace (chrome://tracing, Perfetto) of the miss's host phases and
+// the launches.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -113,14 +115,19 @@ int run_profile(const ProfileOptions& opt) {
                 json_quote(r.winner_by_model), r.estimate_us, fmt::join(race, ", "),
                 r.raced ? "" : fmt::format(", \"not_raced\": {}", json_quote(r.not_raced))));
         }
+        std::vector<std::string> decisions, refusals;
+        for (const std::string& line : exec->fusion_decisions)
+            decisions.push_back(json_quote(line));
+        for (const std::string& r : exec->fusion_refusals) refusals.push_back(json_quote(r));
         fmt::print(
-            "{{\"case\": {}, \"shape\": {}, \"device\": {}, \"launches\": [{}], \"device_us\": "
+            "{{\"case\": {}, \"shape\": {}, \"device\": {}, \"launches\": [{}], "
+            "\"fusion\": [{}], \"fusion_refusals\": [{}], \"device_us\": "
             "{:.3f}, "
             "\"bytes\": {:.0f}, \"host_us\": {{\"miss\": {:.1f}, \"hit\": {:.2f}, "
             "\"compiled_call\": {:.2f}}}, \"compiled_identical\": {}, \"bit_identical\": {}}}\n",
             json_quote(c.name), json_quote(c.shape), json_quote(d.info().id),
-            fmt::join(launches, ", "), total, c.bytes, miss.total_us, hit, t.compiled_us,
-            t.compiled_identical ? "true" : "false",
+            fmt::join(launches, ", "), fmt::join(decisions, ", "), fmt::join(refusals, ", "), total,
+            c.bytes, miss.total_us, hit, t.compiled_us, t.compiled_identical ? "true" : "false",
             !t.checked  ? "null"
             : identical ? "true"
                         : "false");
@@ -145,6 +152,8 @@ int run_profile(const ProfileOptions& opt) {
             parts.push_back(fmt::format("{} {:.2f} us", name, ms * 1e3));
         fmt::print("race of launch {}: {}\n", i, fmt::join(parts, ", "));
     }
+    for (const std::string& line : exec->fusion_decisions) fmt::print("fusion: {}\n", line);
+    for (const std::string& r : exec->fusion_refusals) fmt::print("not fused: {}\n", r);
     fmt::print(
         "device {:.2f} us in {} launches; host per resolve: miss {:.0f} us, replay hit {:.2f} us; "
         "per compiled call (kiln::compile) {:.2f} us\n",

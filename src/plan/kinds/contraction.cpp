@@ -7,6 +7,7 @@
 #include "ops/conv1d/conv1d.hpp"
 #include "ops/matmul/matmul.hpp"
 #include "plan/contract.hpp"
+#include "plan/fusion_legality.hpp"
 
 namespace kiln::plan {
 
@@ -191,6 +192,11 @@ bool contraction_empty(const Launch& l, const GraphView& g) {
     return g.node(l.contraction).numel() == 0;
 }
 
+// Attention's key lengths are checked as they are read.
+bool attention_has_faults(const Launch& l, const GraphView& g) {
+    return g.inputs[size_t(l.contraction)].size() > 3;
+}
+
 }  // namespace
 
 const KindRules kContractRules{"contract",
@@ -201,20 +207,24 @@ const KindRules kContractRules{"contract",
                                &LaunchWriter::write_contract,
                                {.simt_bytes_in_flight = cost::matmul_simt_bytes_in_flight,
                                 .simt_threads_needed = cost::matmul_simt_threads_needed,
-                                .contraction = &cost::kMatmulCost}};
+                                .contraction = &cost::kMatmulCost},
+                               contraction_launch_refusal};
 const KindRules kConv1dRules{"conv1d",
                              conv1d_domain,
                              conv1d_point,
                              conv1d_grid,
                              contraction_empty,
                              &LaunchWriter::write_conv1d,
-                             {.contraction = &cost::kConv1dCost}};
+                             {.contraction = &cost::kConv1dCost},
+                             contraction_launch_refusal};
 const KindRules kAttentionRules{"attention",
                                 attention_domain,
                                 attention_point,
                                 attention_grid,
                                 contraction_empty,
                                 &LaunchWriter::write_attention,
-                                {.contraction = &cost::kAttentionCost}};
+                                {.contraction = &cost::kAttentionCost},
+                                contraction_launch_refusal,
+                                attention_has_faults};
 
 }  // namespace kiln::plan

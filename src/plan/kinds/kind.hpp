@@ -1,12 +1,15 @@
 // KindRules: what each launch kind gives the planner, one row per kind, each defined in its file
 // of src/plan/kinds/ beside the kind's lowering: its name, its schedule domain (the points it may
 // run at; every point computes the same bits), a point's name, its grid, whether a launch has
-// nothing to compute, the LaunchWriter method that writes its body, and its terms of the cost
-// model (cost.hpp). rules(kind) is the one place that dispatches on the kind for these; the
-// partition still tests the kind where it builds and orders launches.
+// nothing to compute, the LaunchWriter method that writes its body, its terms of the cost model
+// (cost.hpp), whether its launch can be written for a proposed partition (fusion_legality.hpp;
+// null: always), whether it checks indices as it runs (a fault record; null: never) and how the
+// partition orders it among the others. rules(kind) is the one place that dispatches on the kind
+// for these; the partition names a kind only where it creates a launch of it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,19 @@ namespace kiln::plan {
 
 class LaunchWriter;
 
+// What the partition's ordering needs to know of a kind's launches beyond the nodes they write.
+struct KindOrder {
+    // segments: writes no node; reads its folds' inputs and writes their segment values (the
+    // plan's scratch) for the row launch after it, which reads them (reads_partials).
+    bool writes_partials = false;
+    bool reads_partials = false;
+    // scatter: adds its sources into its output in place, after the map launch that copies the
+    // base there; it reads its inputs, and readers of its output wait for it.
+    bool in_place = false;
+    // map: launches of one shape merge into one where their order allows.
+    bool merges = false;
+};
+
 struct KindRules {
     const char* name;
     std::vector<Schedule> (*domain)(const Launch& launch, const GraphView& g);
@@ -26,6 +42,10 @@ struct KindRules {
     bool (*empty)(const Launch& launch, const GraphView& g);
     void (LaunchWriter::*write)();
     cost::KindCost cost;
+    std::optional<std::string> (*fusible)(const GraphView& g, const std::vector<char>& materialized,
+                                          const Launch& launch) = nullptr;
+    bool (*has_faults)(const Launch& launch, const GraphView& g) = nullptr;
+    KindOrder order = {};
 };
 
 const KindRules& rules(LaunchKind kind);

@@ -94,6 +94,9 @@ const KindRules kMapRules{"map",
                           map_grid,
                           map_empty,
                           &LaunchWriter::write_map,
-                          {.simt_bytes_in_flight = map_simt_bytes_in_flight}};
+                          {.simt_bytes_in_flight = map_simt_bytes_in_flight},
+                          nullptr,
+                          nullptr,
+                          {.merges = true}};
 
 }  // namespace kiln::plan

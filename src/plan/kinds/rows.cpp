@@ -1,6 +1,7 @@
 // Row and segments launches: one thread group per row computes its folds in the canonical
 // order (graph/fold_order.hpp) and the maps between them, then its outputs; a segments launch
 // folds the segments of long rows ahead of the row launch that folds their values.
+#include "plan/fusion_legality.hpp"
 #include "plan/kinds/kind.hpp"
 #include "plan/launch_writer.hpp"
 
@@ -271,8 +272,14 @@ const KindRules kRowRules{"row",
                            .simt_bytes_in_flight = row_simt_bytes_in_flight,
                            .simt_bandwidth_share = row_simt_bandwidth_share,
                            .simt_extra_us = row_simt_extra_us,
-                           .cpu_extra_us = row_cpu_extra_us}};
-const KindRules kSegmentsRules{"segments",    rows_domain, rows_point,
-                               segments_grid, rows_empty,  &LaunchWriter::write_segments};
+                           .cpu_extra_us = row_cpu_extra_us},
+                          row_launch_refusal,
+                          nullptr,
+                          {.reads_partials = true}};
+const KindRules kSegmentsRules{"segments", rows_domain,
+                               rows_point, segments_grid,
+                               rows_empty, &LaunchWriter::write_segments,
+                               {},         segments_launch_refusal,
+                               nullptr,    {.writes_partials = true}};
 
 }  // namespace kiln::plan

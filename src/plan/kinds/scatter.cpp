@@ -67,9 +67,22 @@ bool scatter_empty(const Launch& l, const GraphView& g) {
     return graph::element_count(g.node(g.inputs[size_t(l.scatter)][1]).shape) == 0;
 }
 
+// Every index is checked as it is read.
+bool scatter_has_faults(const Launch&, const GraphView&) {
+    return true;
+}
+
 }  // namespace
 
-const KindRules kScatterRules{"scatter",    scatter_domain, scatter_point,
-                              scatter_grid, scatter_empty,  &LaunchWriter::write_scatter};
+const KindRules kScatterRules{"scatter",
+                              scatter_domain,
+                              scatter_point,
+                              scatter_grid,
+                              scatter_empty,
+                              &LaunchWriter::write_scatter,
+                              {},
+                              nullptr,
+                              scatter_has_faults,
+                              {.in_place = true}};
 
 }  // namespace kiln::plan
