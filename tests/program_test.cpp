@@ -7,6 +7,7 @@
 #include "kiln/program.hpp"
 #include "support/errors.hpp"
 #include "support/graph_check.hpp"
+#include "support/scoped_env.hpp"
 
 namespace kiln {
 namespace {
@@ -32,26 +33,45 @@ std::vector<Tensor> mlp(const std::vector<Tensor>& in, const Tensor& w1, const T
     return {y, sum(h * in[1], {1})};
 }
 
+// Every way of replaying (KILN_REPLAY): measured (on CUDA the first replay direct, the second
+// recorded, then the faster), direct, recorded.
+const char* const kReplayModes[] = {"measure", "direct", "recorded"};
+
 TEST(Program, CallsGiveTheBitsOfTheFunctionRunOpByOpOnEveryDevice) {
-    for (Device* d : devices()) {
-        SCOPED_TRACE(d->info().id);
-        const Tensor w1 = test::random_tensor(*d, DType::f32, {13, 7}, 1) * 0.25;
-        const Tensor b1 = test::random_tensor(*d, DType::f32, {13}, 2);
-        const Tensor w2 = test::random_tensor(*d, DType::f32, {7, 13}, 3) * 0.25;
-        Program p = compile([&](const std::vector<Tensor>& in) { return mlp(in, w1, b1, w2); });
-        for (uint64_t seed : {10, 20, 30}) {
-            const std::vector<Tensor> in{test::finite_tensor(*d, DType::f32, {5, 7}, seed),
-                                         test::finite_tensor(*d, DType::f32, {5, 13}, seed + 1)};
-            const std::vector<Tensor> got = p(in);
-            const std::vector<Tensor> want = mlp(in, w1, b1, w2);
-            ASSERT_EQ(got.size(), 2u);
-            expect_same_bits(got[0], want[0]);
-            expect_same_bits(got[1], want[1]);
+    for (Device* d : devices())
+        for (const char* mode : kReplayModes) {
+            SCOPED_TRACE(d->info().id + " " + mode);
+            const test::ScopedEnv replay("KILN_REPLAY", mode);
+            const Tensor w1 = test::random_tensor(*d, DType::f32, {13, 7}, 1) * 0.25;
+            const Tensor b1 = test::random_tensor(*d, DType::f32, {13}, 2);
+            const Tensor w2 = test::random_tensor(*d, DType::f32, {7, 13}, 3) * 0.25;
+            Program p = compile([&](const std::vector<Tensor>& in) { return mlp(in, w1, b1, w2); });
+            std::vector<Tensor> earlier;
+            for (uint64_t seed : {10, 20, 30, 40}) {
+                const std::vector<Tensor> in{
+                    test::finite_tensor(*d, DType::f32, {5, 7}, seed),
+                    test::finite_tensor(*d, DType::f32, {5, 13}, seed + 1)};
+                const std::vector<Tensor> got = p(in);
+                const std::vector<Tensor> want = mlp(in, w1, b1, w2);
+                ASSERT_EQ(got.size(), 2u);
+                expect_same_bits(got[0], want[0]);
+                expect_same_bits(got[1], want[1]);
+                if (seed == 10) earlier = {got[0], want[0]};
+            }
+            expect_same_bits(earlier[0], earlier[1]);  // later calls left it alone
+            EXPECT_EQ(p.stats().traces, 1u);
+            EXPECT_EQ(p.stats().replays, 3u);
+            EXPECT_EQ(p.stats().signatures, 1u);
         }
-        EXPECT_EQ(p.stats().traces, 1u);
-        EXPECT_EQ(p.stats().replays, 2u);
-        EXPECT_EQ(p.stats().signatures, 1u);
-    }
+}
+
+TEST(Program, ABadReplaySettingIsAnError) {
+    const test::ScopedEnv replay("KILN_REPLAY", "graph");
+    Program p =
+        compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1.0}; });
+    const Tensor x = Tensor::ones({3});
+    p({x});
+    expect_error_naming("KILN_REPLAY", [&] { p({x}); }, {"'graph'", "direct, recorded"});
 }
 
 // The trace defers the function's resolves: x * 2 and + 1 fuse into one launch, where resolving
@@ -74,21 +94,25 @@ TEST(Program, TheTracePlansAcrossTheFunctionsResolves) {
 // Outputs that are inputs or captured data come back as those values; each call's computed
 // outputs are fresh tensors (an earlier call's stay as they were).
 TEST(Program, OutputsAreFreshTensorsAndPassThroughsAreTheirValues) {
-    Device& d = cpu_device();
-    const Tensor captured = Tensor::from_host(std::vector<int32_t>{7, 8}, {2}, d);
-    Program p = compile([&](const std::vector<Tensor>& in) {
-        return std::vector<Tensor>{in[0], in[0] + captured, captured};
-    });
-    const Tensor a = Tensor::from_host(std::vector<int32_t>{1, 2}, {2}, d);
-    const Tensor b = Tensor::from_host(std::vector<int32_t>{10, 20}, {2}, d);
-    const auto first = p({a});
-    const auto second = p({b});
-    EXPECT_EQ(first[0].to_host<int32_t>(), (std::vector<int32_t>{1, 2}));
-    EXPECT_EQ(first[1].to_host<int32_t>(), (std::vector<int32_t>{8, 10}));
-    EXPECT_EQ(second[0].to_host<int32_t>(), (std::vector<int32_t>{10, 20}));
-    EXPECT_EQ(second[1].to_host<int32_t>(), (std::vector<int32_t>{17, 28}));
-    EXPECT_EQ(second[2].to_host<int32_t>(), (std::vector<int32_t>{7, 8}));
-    EXPECT_EQ(p.stats().replays, 1u);
+    for (const char* mode : kReplayModes) {
+        SCOPED_TRACE(mode);
+        const test::ScopedEnv replay("KILN_REPLAY", mode);
+        Device& d = cpu_device();
+        const Tensor captured = Tensor::from_host(std::vector<int32_t>{7, 8}, {2}, d);
+        Program p = compile([&](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{in[0], in[0] + captured, captured};
+        });
+        const Tensor a = Tensor::from_host(std::vector<int32_t>{1, 2}, {2}, d);
+        const Tensor b = Tensor::from_host(std::vector<int32_t>{10, 20}, {2}, d);
+        const auto first = p({a});
+        const auto second = p({b});
+        EXPECT_EQ(first[0].to_host<int32_t>(), (std::vector<int32_t>{1, 2}));
+        EXPECT_EQ(first[1].to_host<int32_t>(), (std::vector<int32_t>{8, 10}));
+        EXPECT_EQ(second[0].to_host<int32_t>(), (std::vector<int32_t>{10, 20}));
+        EXPECT_EQ(second[1].to_host<int32_t>(), (std::vector<int32_t>{17, 28}));
+        EXPECT_EQ(second[2].to_host<int32_t>(), (std::vector<int32_t>{7, 8}));
+        EXPECT_EQ(p.stats().replays, 1u);
+    }
 }
 
 // A chain of four products holds two slots between calls: each intermediate's slot serves again
@@ -132,18 +156,25 @@ TEST(Program, EachSignatureIsTracedOnceWithinTheBound) {
 
 // A gather's index out of range in a replay is the error a resolve gives.
 TEST(Program, AReplaysFaultIsTheResolvesError) {
-    Device& d = cpu_device();
-    const Tensor table = Tensor::arange(0, 12, 1, DType::f32, d).reshape({4, 3});
-    Program p = compile([&](const std::vector<Tensor>& in) {
-        return std::vector<Tensor>{embedding(table, in[0]) * 2.0};
-    });
-    EXPECT_EQ(p({Tensor::from_host(std::vector<int32_t>{3, 0}, {2}, d)})[0].to_host<float>(),
-              (std::vector<float>{18, 20, 22, 0, 2, 4}));
-    expect_error_naming("index",
-                        [&] {
-                            p({Tensor::from_host(std::vector<int32_t>{1, 4}, {2}, d)});
-                        },
-                        {"index 4"});
+    for (const char* mode : kReplayModes) {
+        SCOPED_TRACE(mode);
+        const test::ScopedEnv replay("KILN_REPLAY", mode);
+        Device& d = cpu_device();
+        const Tensor table = Tensor::arange(0, 12, 1, DType::f32, d).reshape({4, 3});
+        Program p = compile([&](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{embedding(table, in[0]) * 2.0};
+        });
+        EXPECT_EQ(p({Tensor::from_host(std::vector<int32_t>{3, 0}, {2}, d)})[0].to_host<float>(),
+                  (std::vector<float>{18, 20, 22, 0, 2, 4}));
+        expect_error_naming("index",
+                            [&] {
+                                p({Tensor::from_host(std::vector<int32_t>{1, 4}, {2}, d)});
+                            },
+                            {"index 4"});
+        // The fault record starts clean again.
+        EXPECT_EQ(p({Tensor::from_host(std::vector<int32_t>{1, 1}, {2}, d)})[0].to_host<float>(),
+                  (std::vector<float>{6, 8, 10, 6, 8, 10}));
+    }
 }
 
 TEST(Program, BadCallsAndFailingTracesAreErrorsThatLeaveNothingCached) {

@@ -143,6 +143,9 @@ class Device {
     // Whether the calling thread is inside record() on a device whose recordings do not run the
     // work (CUDA): its launches are recorded, not run, and nothing may wait for them.
     virtual bool recording() const { return false; }
+    // Whether record() makes a graph the device runs whole (CUDA), rather than keeping the work
+    // to run again.
+    virtual bool records_graphs() const { return false; }
 };
 
 // The process registry: every device found, CPU first. Discovery runs once; a backend that is

@@ -18,10 +18,10 @@
 // it captures (weights) or creates (constants, seeded generators) are part of the program as they
 // were at the trace. Reading a tensor's data inside the function is a kiln::Error (it has none
 // yet). Each call's outputs are fresh tensors. A replay runs in buffers the signature keeps
-// between calls (intermediates sharing memory by liveness, inputs copied in, outputs copied out),
-// its launches recorded once (a CUDA graph on CUDA). At most `kMaxSignatures` signatures are
-// kept; the least recently used is dropped past that. A program is not safe to call from several
-// threads at once.
+// between calls (intermediates sharing memory by liveness), its launches issued directly or, on
+// CUDA where that measures faster, replayed as one CUDA graph. At most `kMaxSignatures`
+// signatures are kept; the least recently used is dropped past that. A program is not safe to call
+// from several threads at once.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // kiln::Program (kiln/program.hpp): the trace of a function's first call with a signature, planned
-// as one graph, and the replay that binds later calls' inputs to the kept executable.
+// as one graph, and the signatures kept for later calls (program_replay.cpp runs those).
 #include "kiln/program.hpp"
 
 #include <algorithm>
@@ -11,8 +11,8 @@
 #include "graph/node.hpp"
 #include "graph/shape.hpp"
 #include "kiln/error.hpp"
-#include "plan/arena.hpp"
 #include "plan/realize.hpp"
+#include "tensor/program_replay.hpp"
 
 namespace kiln {
 
@@ -56,32 +56,12 @@ Signature signature_of(const std::vector<Tensor>& inputs) {
     return s;
 }
 
-// Where a replay takes a leaf's buffer from: the caller's input, or data the trace captured.
-struct LeafSource {
-    int position = 0;
-    int input = -1;
-    std::shared_ptr<Buffer> captured;
-};
-
-// The buffers a signature's replays run in, kept between calls (slots by liveness; each input
-// copied into a staging buffer of its own), and the launches recorded once over them: a CUDA
-// graph on CUDA, the launch loop run again elsewhere.
-struct Resident {
-    plan::ArenaPlan arena;
-    plan::RunBuffers run;
-    std::unique_ptr<Recording> recording;
-};
-
-// One signature's program: the graph's structure (node copies without inputs or data, so no
-// buffer of the trace's call is kept alive), its leaves' sources, the executable and where the
-// outputs are; its resident buffers from the first replay on.
+// One signature's program: its body (program_replay.hpp) and, from its first replay on, the
+// replayer that holds its buffers.
 struct Compiled {
     Signature signature;
-    Device* device = nullptr;
-    plan::GraphView graph;
-    std::vector<LeafSource> leaves;
-    std::shared_ptr<const plan::Executable> exec;
-    std::unique_ptr<Resident> resident;
+    program::Body body;
+    std::unique_ptr<program::Replayer> replayer;
     uint64_t last_use = 0;
 };
 
@@ -130,7 +110,7 @@ Program::Stats Program::stats() const {
     Stats s = state_->stats;
     s.signatures = state_->compiled.size();
     for (const auto& c : state_->compiled)
-        if (c->resident) s.resident_bytes += c->resident->arena.bytes();
+        if (c->replayer) s.resident_bytes += c->replayer->resident_bytes();
     return s;
 }
 
@@ -162,23 +142,24 @@ std::unique_ptr<Compiled> trace(const ProgramFunction& fn, const std::vector<Ten
     }
     auto c = std::make_unique<Compiled>();
     c->signature = std::move(signature);
-    c->device = &outputs[0].device();
+    program::Body& body = c->body;
+    body.device = &outputs[0].device();
     const plan::GraphView g = plan::view_graph(nodes);
     for (int leaf : g.leaves) {
-        LeafSource source{.position = leaf};
+        program::LeafSource source{.position = leaf};
         for (size_t i = 0; i < parameters.size() && source.input < 0; ++i)
             if (parameters[i].node() == g.nodes[size_t(leaf)]) source.input = int(i);
         if (source.input < 0) source.captured = g.node(leaf).buffer;
-        c->leaves.push_back(std::move(source));
+        body.leaves.push_back(std::move(source));
     }
-    c->graph = structure_of(g);
+    body.graph = structure_of(g);
     bool pending = false;
     for (int o : g.outputs) pending = pending || !g.is_leaf(o);
     if (pending) {
         plan::RunBuffers run;
         plan::ResolveReport report;
         const auto t0 = std::chrono::steady_clock::now();
-        c->exec = plan::run_graph(g, *c->device, run, report);
+        body.exec = plan::run_graph(g, *body.device, run, report);
         report.total_us =
             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
                 .count();
@@ -195,67 +176,6 @@ std::unique_ptr<Compiled> trace(const ProgramFunction& fn, const std::vector<Ten
     return c;
 }
 
-std::unique_ptr<Resident> make_resident(const Compiled& c) {
-    auto r = std::make_unique<Resident>();
-    const plan::Executable& e = *c.exec;
-    r->arena = plan::plan_arena(e, c.graph);
-    r->run = plan::allocate_arena(e, c.graph, r->arena);
-    for (const LeafSource& l : c.leaves) {
-        const graph::Node& n = c.graph.node(l.position);
-        r->run.nodes[size_t(l.position)] =
-            l.input >= 0 ? std::make_shared<Buffer>(*c.device, n.dtype, size_t(n.numel()))
-                         : l.captured;
-    }
-    plan::RunBuffers& run = r->run;
-    r->recording = c.device->record([&e, &run] {
-        for (const plan::CompiledLaunch& l : e.launches) plan::launch(l, run);
-    });
-    return r;
-}
-
-// A later call: the inputs copied into their staging buffers, the recording replayed, the fault
-// record checked, the computed outputs copied out into fresh buffers.
-std::vector<Tensor> replay(Compiled& c, const std::vector<Tensor>& inputs) {
-    if (!c.exec) {  // every output is an input or captured data
-        std::vector<Tensor> out;
-        for (int o : c.graph.outputs)
-            for (const LeafSource& l : c.leaves)
-                if (l.position == o)
-                    out.push_back(l.input >= 0
-                                      ? inputs[size_t(l.input)]
-                                      : Tensor::from_buffer(l.captured, c.graph.node(o).shape));
-        return out;
-    }
-    if (!c.resident) c.resident = make_resident(c);
-    Resident& r = *c.resident;
-    Device& device = *c.device;
-    for (const LeafSource& l : c.leaves)
-        if (l.input >= 0) {
-            Buffer& staging = *r.run.nodes[size_t(l.position)];
-            device.copy(staging.memory(), inputs[size_t(l.input)].node()->buffer->memory(),
-                        staging.bytes());
-        }
-    if (r.run.faults) r.run.faults->fill(0);
-    r.recording->replay();
-    plan::check_faults(c.graph, r.run);
-    std::vector<Tensor> out;
-    out.reserve(c.graph.outputs.size());
-    for (int o : c.graph.outputs) {
-        const graph::Node& n = c.graph.node(o);
-        if (r.arena.slot[size_t(o)] < 0) {  // a leaf: an input or captured data
-            for (const LeafSource& l : c.leaves)
-                if (l.position == o)
-                    out.push_back(l.input >= 0 ? inputs[size_t(l.input)]
-                                               : Tensor::from_buffer(l.captured, n.shape));
-            continue;
-        }
-        auto fresh = std::make_shared<Buffer>(device, n.dtype, size_t(n.numel()));
-        device.copy(fresh->memory(), r.run.nodes[size_t(o)]->memory(), fresh->bytes());
-        out.push_back(Tensor::from_buffer(std::move(fresh), n.shape));
-    }
-    return out;
-}
-
 }  // namespace
 
 std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) {
@@ -269,14 +189,14 @@ std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) {
         if (c->signature == signature) {
             c->last_use = ++s.clock;
             ++s.stats.replays;
-            s.stats.launches = c->exec ? c->exec->launches.size() : 0;
-            return replay(*c, inputs);
+            s.stats.launches = c->body.exec ? c->body.exec->launches.size() : 0;
+            return program::replay(c->body, c->replayer, inputs);
         }
     std::vector<Tensor> outputs;
     auto c = trace(s.fn, inputs, std::move(signature), outputs);
     c->last_use = ++s.clock;
     ++s.stats.traces;
-    s.stats.launches = c->exec ? c->exec->launches.size() : 0;
+    s.stats.launches = c->body.exec ? c->body.exec->launches.size() : 0;
     if (s.compiled.size() >= kMaxSignatures) {
         auto oldest = std::min_element(
             s.compiled.begin(), s.compiled.end(),

@@ -47,6 +47,7 @@ class CudaDevice final : public Device {
     // Captures the work into a CUDA graph (stream capture), instantiated once.
     std::unique_ptr<Recording> record(std::function<void()> work) override;
     bool recording() const override;
+    bool records_graphs() const override { return true; }
 
   private:
     // The device's context and stream, retained on first call and made current on this thread.
