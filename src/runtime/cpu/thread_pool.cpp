@@ -1,29 +1,52 @@
-// ThreadPool: workers wait for a job, claim task indices from an atomic counter, and the last
-// task to finish wakes the caller.
+// ThreadPool: workers wait for a job (spinning, then asleep on a futex), claim task indices from
+// an atomic counter, and the last task to finish tells the caller.
 #include "runtime/cpu/thread_pool.hpp"
 
-#include <atomic>
-
 namespace kiln::runtime::cpu {
+namespace {
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    std::this_thread::yield();
+#endif
+}
+
+// Polls `ready` for about `spin`; true as soon as it holds, false when the time is up.
+template <typename Ready>
+bool spin_until(std::chrono::microseconds spin, const Ready& ready) {
+    if (spin.count() <= 0) return ready();
+    const auto until = std::chrono::steady_clock::now() + spin;
+    for (;;) {
+        for (int i = 0; i < 64; ++i) {
+            if (ready()) return true;
+            cpu_relax();
+        }
+        if (std::chrono::steady_clock::now() >= until) return ready();
+    }
+}
+
+}  // namespace
 
 struct ThreadPool::Job {
     const std::function<void(int64_t)>* task = nullptr;
     int64_t count = 0;
     std::atomic<int64_t> next{0};
     std::atomic<int64_t> remaining{0};
-    ThreadPool* pool = nullptr;
+    std::atomic<uint32_t> done{0};  // set (and notified) by whoever finishes the last task
 };
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, std::chrono::microseconds spin) : spin_(spin) {
+    // Workers start from generation 0, the pool's own: one that starts late still sees every
+    // change after it, the destructor's included.
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
-    {
-        std::lock_guard lock(mutex_);
-        stop_ = true;
-    }
-    wake_.notify_all();
+    stop_.store(true);
+    generation_.fetch_add(1);
+    generation_.notify_all();
     for (std::thread& w : workers_) w.join();
 }
 
@@ -35,24 +58,22 @@ void ThreadPool::work_on(Job& job) {
         if (i >= job.count) return;
         (*job.task)(i);
         if (job.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            std::lock_guard lock(job.pool->mutex_);
-            job.pool->done_.notify_all();
+            job.done.store(1, std::memory_order_release);
+            job.done.notify_all();
         }
     }
 }
 
 void ThreadPool::worker_loop() {
-    uint64_t seen = 0;
+    uint32_t seen = 0;
     for (;;) {
-        std::shared_ptr<Job> job;
-        {
-            std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-            if (stop_) return;
-            seen = generation_;
-            job = job_;
-        }
-        if (job) work_on(*job);
+        if (!spin_until(spin_, [&] { return generation_.load(std::memory_order_acquire) != seen; }))
+            generation_.wait(seen);
+        const uint32_t now = generation_.load();
+        if (now == seen) continue;  // woken without a new job
+        seen = now;
+        if (stop_.load()) return;
+        if (std::shared_ptr<Job> job = job_.load()) work_on(*job);
     }
 }
 
@@ -66,18 +87,14 @@ void ThreadPool::run(int64_t count, const std::function<void(int64_t)>& task) {
     auto job = std::make_shared<Job>();
     job->task = &task;
     job->count = count;
-    job->remaining.store(count);
-    job->pool = this;
-    {
-        std::lock_guard lock(mutex_);
-        job_ = job;
-        ++generation_;
-    }
-    wake_.notify_all();
+    job->remaining.store(count, std::memory_order_relaxed);
+    job_.store(job);
+    generation_.fetch_add(1);
+    generation_.notify_all();  // a system call only where a worker sleeps
     work_on(*job);
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return job->remaining.load(std::memory_order_acquire) == 0; });
-    job_.reset();
+    if (!spin_until(spin_, [&] { return job->done.load(std::memory_order_acquire) != 0; }))
+        while (job->done.load(std::memory_order_acquire) == 0) job->done.wait(0);
+    job_.store(nullptr);
 }
 
 }  // namespace kiln::runtime::cpu
