@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <thread>
@@ -59,6 +60,25 @@ TEST(CpuThreadPool, WorkersTakeTasks) {
             std::this_thread::sleep_for(std::chrono::microseconds(200));
         });
     EXPECT_GT(others.load(), 0) << "no task ran on a worker";
+}
+
+TEST(CpuThreadPool, EachThreadTakesItsOwnShareFirst) {
+    // Two threads, eight tasks: the caller's share is 0-3, the worker's 4-7. Tasks take 2 ms, so
+    // neither reaches the other's share before taking its own first task.
+    ThreadPool pool(2);
+    const std::thread::id caller = std::this_thread::get_id();
+    for (int attempt = 0; attempt < 20; ++attempt) {
+        std::vector<std::thread::id> ran(8);
+        pool.run(8, [&](int64_t i) {
+            ran[static_cast<size_t>(i)] = std::this_thread::get_id();
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        });
+        if (std::count(ran.begin(), ran.end(), caller) == 8) continue;  // the worker was late
+        EXPECT_EQ(ran[0], caller);
+        EXPECT_NE(ran[4], caller);
+        return;
+    }
+    ADD_FAILURE() << "the worker took no task in 20 jobs";
 }
 
 TEST(CpuThreadPool, CallsFromSeveralThreadsAreSerialized) {

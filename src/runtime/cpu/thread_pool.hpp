@@ -27,14 +27,15 @@ class ThreadPool {
 
     int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-    // Runs task(i) for every i in [0, count) and returns when all have finished. Calls from
-    // several threads are serialized. `task` must not throw.
+    // Runs task(i) for every i in [0, count) and returns when all have finished; participant p
+    // of size() takes the p-th contiguous share of [0, count) first. Calls from several threads
+    // are serialized. `task` must not throw.
     void run(int64_t count, const std::function<void(int64_t)>& task);
 
   private:
     struct Job;
-    void worker_loop();
-    static void work_on(Job& job);
+    void worker_loop(int me);
+    static void work_on(Job& job, int me);
 
     std::chrono::microseconds spin_;
     std::mutex run_mutex_;  // one job at a time
