@@ -21,9 +21,11 @@ while (($#)); do
 done
 cd "$(dirname "$0")/.."
 
+# libopenblas0-pthread is a benchmark peer only (kiln bench and bench_matmul load it at run time
+# beside the CPU backend's matmul); kiln neither links nor needs it.
 packages=(cmake ninja-build g++ libfmt-dev libcli11-dev libxxhash-dev ocl-icd-opencl-dev
           opencl-headers pocl-opencl-icd libgtest-dev libgmock-dev libbenchmark-dev
-          libmpfr-dev nlohmann-json3-dev python3-dev python3-venv)
+          libmpfr-dev nlohmann-json3-dev python3-dev python3-venv libopenblas0-pthread)
 
 missing=()
 for pkg in "${packages[@]}"; do

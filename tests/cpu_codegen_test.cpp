@@ -143,6 +143,35 @@ TEST(CpuCodegen, WrapFreeIndicesArePlainAndALargeGridRunsTheCopyWrittenToWrap) {
     EXPECT_THAT(cuda, Not(HasSubstr("_any_grid")));
 }
 
+TEST(CpuCodegen, AGridStrideKernelsIndicesArePlainInTheEntryAndLargerGridsRunOptimizedCopies) {
+    // Each thread's elements a fixed stride apart (a fused map's grid-stride form): in grids of
+    // at most 1/16 of i32 positions, position + 3 strides never wraps, so the entry indexes
+    // plainly (contiguous vector loads, not gathers); grids up to i32 positions run an
+    // optimized copy written for them, larger grids the unoptimized copy.
+    KernelBuilder k("grid_stride_map", 256);
+    auto x = k.input("x", DType::f32);
+    auto y = k.output("y", DType::f32);
+    Var i = k.let(k.absolute_pos(), "i");
+    for (int r = 0; r < 4; ++r) {
+        Var at = k.let(i + r * 32768, "at");
+        k.if_(at < 131072, [&] { y[at] = x[at] * 2.0f; });
+    }
+    const ir::Kernel kernel = k.finish();
+    const std::string src =
+        generate_source(Backend::cpu, std::span<const ir::Kernel>(&kernel, 1), CompileOptions{});
+    const std::string entry = codegen::entry_name(kernel);
+    const size_t fast = src.find("extern \"C\" void " + entry + "(");
+    ASSERT_NE(fast, std::string::npos);
+    const std::string plain = src.substr(fast);
+    EXPECT_THAT(plain, HasSubstr("if (kiln_grid > 8388608) { " + entry + "_any_grid("));
+    EXPECT_THAT(plain, HasSubstr("if (kiln_grid > 524288) { " + entry + "_larger_grid("));
+    EXPECT_LT(plain.find("_any_grid("), plain.find("_larger_grid("));
+    EXPECT_THAT(plain, Not(HasSubstr("uint32_t"))) << plain;
+    EXPECT_THAT(src, HasSubstr("static __attribute__((noinline)) void " + entry + "_larger_grid("));
+    const size_t larger = src.find(entry + "_larger_grid(");
+    EXPECT_THAT(src.substr(larger, fast - larger), HasSubstr("(uint32_t)"));
+}
+
 TEST(CpuCodegen, ARowKernelsIndicesAreAllPlainInGridsOfI32Positions) {
     // A block per row: the folds' rounds (a loop going on from its variable for the last chunks)
     // and the normalize loop, whose threads start one apart (rewritten over its first thread's

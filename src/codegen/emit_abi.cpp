@@ -9,16 +9,20 @@ namespace kiln::codegen {
 
 using namespace kiln::ir;
 
-std::string Emitter::block_range_function(const std::string& name, bool exported) const {
+std::string Emitter::block_range_function(const std::string& name, RangeFunction kind) const {
+    const char* linkage = kind == RangeFunction::entry          ? "extern \"C\""
+                          : kind == RangeFunction::larger_grids ? "static __attribute__((noinline))"
+                                                                : "static __attribute__((cold, "
+                                                                  "noinline, optimize(\"O0\")))";
     return fmt::format(
         "{} void {}(void* const* kiln_args, int64_t kiln_block_begin, int64_t kiln_block_end, "
         "int64_t kiln_grid)",
-        exported ? "extern \"C\"" : "static __attribute__((cold, noinline, optimize(\"O0\")))",
-        name);
+        linkage, name);
 }
 
 std::string Emitter::signature(const std::string& entry) const {
-    if (d.entry_abi == EntryAbi::argument_array) return block_range_function(entry, true);
+    if (d.entry_abi == EntryAbi::argument_array)
+        return block_range_function(entry, RangeFunction::entry);
     std::vector<std::string> params;
     for (size_t i = 0; i < k.params.size(); ++i) {
         const Param& p = k.params[i];

@@ -3,6 +3,7 @@
 // Emitter, after the dialect's prelude and kiln's scalar semantics, as one compile unit.
 #include "codegen/emit_c.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <unordered_set>
 
@@ -24,11 +25,12 @@ namespace {
 // The CPU's function `name` over a range of blocks, each running the plan's steps; `first` is
 // its first statement.
 std::string emit_block_range(const ThreadPlan& plan, const Dialect& d, const std::string& name,
-                             bool exported, const NoWrap& no_wrap, const std::string& first) {
+                             Emitter::RangeFunction kind, const NoWrap& no_wrap,
+                             const std::string& first) {
     Emitter e(plan.kernel, d);
     e.plan = &plan;
     e.no_wrap = &no_wrap;
-    e.out += e.block_range_function(name, exported) + " {\n";
+    e.out += e.block_range_function(name, kind) + " {\n";
     if (!first.empty()) e.line(first);
     e.unpack_args();
     e.declare_tiles();
@@ -57,25 +59,39 @@ std::string emit_block_range(const ThreadPlan& plan, const Dialect& d, const std
 }
 
 // The CPU: one function over a range of blocks; each block runs its plan's steps. Its integer
-// arithmetic is plain where it never wraps in launches whose absolute positions fit in i32;
-// where more does not wrap in those than in any launch, a larger grid runs a second copy,
-// written for any launch.
+// arithmetic is plain where it never wraps in the launch's grid: the entry is written for grids
+// of at most 1/16 of those whose absolute positions fit in i32 (so a thread's elements a few
+// grids apart still fit: a grid-stride loop's indices stay affine and its loads contiguous), and
+// where more wraps in larger grids, those run a copy written for them: one for grids whose
+// positions fit in i32, one (unoptimized) for any grid.
 std::string emit_cpu(const Kernel& lowered, const Dialect& d, const std::string& entry) {
+    using Kind = Emitter::RangeFunction;
     const ThreadPlan plan = plan_threads(lowered);
     const int64_t small_grid = i32_position_grid(plan.kernel.block_size);
-    const NoWrap in_small_grids = find_no_wrap(plan.kernel, small_grid);
-    const NoWrap in_any_grid = find_no_wrap(plan.kernel, INT32_MAX);
+    struct Tier {
+        int64_t max_grid;
+        NoWrap no_wrap;
+    };
+    std::vector<Tier> tiers;  // smallest grids first
+    for (int64_t grid : {std::max<int64_t>(1, small_grid / 16), small_grid, int64_t{INT32_MAX}})
+        tiers.push_back({grid, find_no_wrap(plan.kernel, grid)});
+    // A tier whose arithmetic is that of the next larger one is served by that one's copy.
+    for (size_t i = tiers.size() - 1; i-- > 0;)
+        if (tiers[i].no_wrap == tiers[i + 1].no_wrap) tiers.erase(tiers.begin() + long(i));
     std::string out;
     std::string dispatch;
-    if (!(in_small_grids == in_any_grid)) {
-        const std::string any_grid = entry + "_any_grid";
-        out = emit_block_range(plan, d, any_grid, false, in_any_grid, "") + "\n";
-        dispatch = fmt::format(
+    for (size_t i = tiers.size() - 1; i > 0; --i) {
+        const bool beyond_i32 = tiers[i - 1].max_grid >= small_grid;
+        const std::string name = entry + (beyond_i32 ? "_any_grid" : "_larger_grid");
+        out += emit_block_range(plan, d, name, beyond_i32 ? Kind::any_grid : Kind::larger_grids,
+                                tiers[i].no_wrap, "") +
+               "\n";
+        dispatch += fmt::format(
             "if (kiln_grid > {}) {{ {}(kiln_args, kiln_block_begin, kiln_block_end, kiln_grid); "
             "return; }}",
-            small_grid, any_grid);
+            tiers[i - 1].max_grid, name);
     }
-    return out + emit_block_range(plan, d, entry, true, in_small_grids, dispatch);
+    return out + emit_block_range(plan, d, entry, Kind::entry, tiers.front().no_wrap, dispatch);
 }
 
 // GPUs: the kernel as written, one thread of it.

@@ -105,10 +105,12 @@ struct Emitter {
     // The entry point's signature and, where arguments come as an array, their unpacking
     // (emit_abi.cpp).
     std::string signature(const std::string& entry) const;
-    // CPU: a function over a range of blocks: the entry, exported, or the copy of it for grids
-    // whose positions pass i32, which is left unoptimized (such launches are rare, and the copy
-    // would otherwise add most of a kernel's compile time again).
-    std::string block_range_function(const std::string& name, bool exported) const;
+    // CPU: a function over a range of blocks: the entry (exported), a copy of it for larger
+    // grids (internal), or the copy for grids whose positions pass i32, which is left
+    // unoptimized (such launches are rare, and the copy would otherwise add most of a kernel's
+    // compile time again).
+    enum class RangeFunction { entry, larger_grids, any_grid };
+    std::string block_range_function(const std::string& name, RangeFunction kind) const;
     void unpack_args();
 
     // CPU: a block as its plan's steps (emit_threads.cpp).

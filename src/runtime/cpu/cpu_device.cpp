@@ -63,8 +63,7 @@ CpuMemory::~CpuMemory() {
 CpuDevice::CpuDevice(const CpuDeviceOptions& options)
     : toolchain_(probe_toolchain(options.compiler)), compile_timeout_(options.compile_timeout) {
     int threads = options.threads;
-    if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
-    if (threads <= 0) threads = 1;
+    if (threads <= 0) threads = usable_cpus();
     pool_ = std::make_unique<ThreadPool>(threads);
 
     std::string march = toolchain_.usable() ? toolchain_.march : "unknown";

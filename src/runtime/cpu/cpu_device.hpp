@@ -32,11 +32,12 @@ class CpuMemory final : public DeviceMemory {
 
 struct CpuDeviceOptions {
     std::string compiler = "c++";  // a path, or a name looked up on $PATH
-    int threads = 0;               // pool size; 0 = std::thread::hardware_concurrency()
+    int threads = 0;               // pool size; 0 = the CPUs of the affinity mask
     std::chrono::milliseconds compile_timeout = std::chrono::seconds(120);
 };
 
-// The options from the environment: $KILN_CXX, $KILN_CPU_THREADS (kiln::Error when malformed).
+// The options from the environment: $KILN_CXX, $KILN_NUM_THREADS (or $KILN_CPU_THREADS);
+// kiln::Error when malformed.
 CpuDeviceOptions options_from_environment();
 
 class CpuDevice final : public Device {

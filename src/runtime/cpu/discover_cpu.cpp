@@ -1,4 +1,6 @@
-// discover_cpu: the one CPU device, configured from $KILN_CXX and $KILN_CPU_THREADS.
+// discover_cpu: the one CPU device, configured from $KILN_CXX and $KILN_NUM_THREADS (or its
+// older name $KILN_CPU_THREADS).
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
@@ -8,17 +10,31 @@
 
 namespace kiln::runtime {
 
+namespace {
+
+// A thread count from the variable `name`, or 0 where it is unset or empty.
+int threads_from(const char* name) {
+    const char* text = std::getenv(name);
+    if (!text || !*text) return 0;
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(text, &end, 10);
+    if (errno != 0 || *end != '\0' || n < 1 || n > 4096)
+        fail("{}='{}' is not a thread count; expected an integer from 1 to 4096", name, text);
+    return static_cast<int>(n);
+}
+
+}  // namespace
+
 cpu::CpuDeviceOptions cpu::options_from_environment() {
     CpuDeviceOptions options;
     if (const char* cxx = std::getenv("KILN_CXX"); cxx && *cxx) options.compiler = cxx;
-    if (const char* threads = std::getenv("KILN_CPU_THREADS"); threads && *threads) {
-        char* end = nullptr;
-        long n = std::strtol(threads, &end, 10);
-        if (*end != '\0' || n < 1 || n > 4096)
-            fail("KILN_CPU_THREADS='{}' is not a thread count; expected an integer from 1 to 4096",
-                 threads);
-        options.threads = static_cast<int>(n);
-    }
+    const int threads = threads_from("KILN_NUM_THREADS");
+    const int older = threads_from("KILN_CPU_THREADS");  // the name before KILN_NUM_THREADS
+    if (threads && older && threads != older)
+        fail("KILN_NUM_THREADS={} and KILN_CPU_THREADS={} disagree; expected one of them set",
+             threads, older);
+    options.threads = threads ? threads : older;
     return options;
 }
 

@@ -1,10 +1,13 @@
-// Host facts for the CPU device's DeviceInfo, read from /proc/cpuinfo, uname and sysconf.
+// Host facts for the CPU device's DeviceInfo, read from /proc/cpuinfo, uname, sysconf and the
+// affinity mask.
 #include "runtime/cpu/host_info.hpp"
 
+#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <thread>
 
 namespace kiln::runtime::cpu {
 
@@ -40,6 +43,17 @@ uint64_t physical_memory_bytes() {
     long page_size = ::sysconf(_SC_PAGE_SIZE);
     if (pages <= 0 || page_size <= 0) return 0;
     return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+}
+
+int usable_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+        const int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+    const unsigned hw = std::thread::hardware_concurrency();
+    return hw > 0 ? static_cast<int>(hw) : 1;
 }
 
 std::string sanitize_id(const std::string& text) {
