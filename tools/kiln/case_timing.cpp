@@ -28,9 +28,7 @@ double CaseTiming::device_us() const {
     return total;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 CaseTiming time_case(Device& d, const workloads::Case& c, int hits) {
     CaseTiming t;
