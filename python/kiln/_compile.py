@@ -2,6 +2,7 @@
 dtype and shape) and then replayed at the cost of its kernels (docs/programs.md)."""
 
 import functools
+import weakref
 
 from . import _kiln
 
@@ -17,7 +18,10 @@ class CompiledFunction:
                             "function of tensors")
         self._fn = fn
         self._form = None  # tensor, tuple or list: what the first trace returned
-        self._program = _kiln.Program(self._trace)
+        # The C++ program holds its function; through a weak reference to this object, so that
+        # the pair is freed with this object (a cycle through C++ is invisible to Python's GC).
+        own = weakref.ref(self)
+        self._program = _kiln.Program(lambda inputs: own()._trace(inputs))
         functools.update_wrapper(self, fn)
 
     def _trace(self, inputs):

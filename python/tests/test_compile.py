@@ -53,3 +53,20 @@ def test_bad_arguments_and_outputs_are_refused():
     with pytest.raises(TypeError, match="not callable"):
         kiln.compile(3)
     assert not kiln._kiln.tracing()
+
+
+def test_a_dropped_compiled_function_is_freed():
+    import gc
+    import weakref
+
+    class Weights:
+        pass
+
+    owner = Weights()
+    owner.w = kiln.tensor([1.0, 2.0])
+    f = kiln.compile(lambda x: x * owner.w)
+    np.testing.assert_array_equal(f(kiln.tensor([3.0, 4.0])).numpy(), [3.0, 8.0])
+    gone = weakref.ref(f)
+    del f
+    gc.collect()
+    assert gone() is None
