@@ -15,6 +15,7 @@
 #include "runtime/cpu/cpu_device.hpp"
 #include "runtime/cpu/host_info.hpp"
 #include "runtime/discover.hpp"
+#include "support/scoped_env.hpp"
 
 namespace kiln::runtime::cpu {
 namespace {
@@ -295,13 +296,6 @@ TEST(CpuHostInfo, SanitizeId) {
     EXPECT_EQ(sanitize_id("a-b.c_d"), "a-b.c_d");
 }
 
-// Sets an environment variable for one scope.
-struct ScopedEnv {
-    std::string name;
-    ScopedEnv(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
-    ~ScopedEnv() { ::unsetenv(name.c_str()); }
-};
-
 TEST(CpuToolchain, MissingCompilerGivesClearError) {
     CpuDeviceOptions options;
     options.compiler = "/nonexistent/kiln-cxx";
@@ -323,8 +317,8 @@ TEST(CpuToolchain, MissingCompilerGivesClearError) {
 
 TEST(CpuToolchain, EnvironmentIsHonoured) {
     {
-        ScopedEnv cxx("KILN_CXX", "/nonexistent/from-env-cxx");
-        ScopedEnv threads("KILN_CPU_THREADS", "2");
+        test::ScopedEnv cxx("KILN_CXX", "/nonexistent/from-env-cxx");
+        test::ScopedEnv threads("KILN_CPU_THREADS", "2");
         std::string reason;
         auto found = discover_cpu(&reason);
         ASSERT_EQ(found.size(), 1u) << reason;
@@ -337,7 +331,7 @@ TEST(CpuToolchain, EnvironmentIsHonoured) {
         }
     }
     {
-        ScopedEnv threads("KILN_CPU_THREADS", "many");
+        test::ScopedEnv threads("KILN_CPU_THREADS", "many");
         std::string reason;
         EXPECT_TRUE(discover_cpu(&reason).empty());
         EXPECT_THAT(reason, HasSubstr("KILN_CPU_THREADS"));

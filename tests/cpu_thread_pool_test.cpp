@@ -15,6 +15,7 @@
 #include "runtime/cpu/host_info.hpp"
 #include "runtime/cpu/thread_pool.hpp"
 #include "runtime/discover.hpp"
+#include "support/scoped_env.hpp"
 
 namespace kiln::runtime::cpu {
 namespace {
@@ -97,13 +98,6 @@ TEST(CpuThreadPool, CallsFromSeveralThreadsAreSerialized) {
     EXPECT_EQ(failures.load(), 0);
 }
 
-// Sets an environment variable for one scope.
-struct ScopedEnv {
-    std::string name;
-    ScopedEnv(const char* n, const char* value) : name(n) { ::setenv(n, value, 1); }
-    ~ScopedEnv() { ::unsetenv(name.c_str()); }
-};
-
 TEST(CpuThreadCount, DefaultFollowsTheAffinityMask) {
     cpu_set_t mask;
     CPU_ZERO(&mask);
@@ -129,9 +123,9 @@ TEST(CpuThreadCount, DefaultFollowsTheAffinityMask) {
 }
 
 TEST(CpuThreadCount, KilnNumThreadsSetsThePool) {
-    ScopedEnv cxx("KILN_CXX", "/nonexistent/kiln-cxx");
+    test::ScopedEnv cxx("KILN_CXX", "/nonexistent/kiln-cxx");
     {
-        ScopedEnv threads("KILN_NUM_THREADS", "3");
+        test::ScopedEnv threads("KILN_NUM_THREADS", "3");
         EXPECT_EQ(options_from_environment().threads, 3);
         std::string reason;
         auto found = discover_cpu(&reason);
@@ -139,12 +133,12 @@ TEST(CpuThreadCount, KilnNumThreadsSetsThePool) {
         EXPECT_EQ(found[0]->info().compute_units, 3);
     }
     {
-        ScopedEnv threads("KILN_NUM_THREADS", "2");
-        ScopedEnv older("KILN_CPU_THREADS", "2");  // the older name, agreeing
+        test::ScopedEnv threads("KILN_NUM_THREADS", "2");
+        test::ScopedEnv older("KILN_CPU_THREADS", "2");  // the older name, agreeing
         EXPECT_EQ(options_from_environment().threads, 2);
     }
     {
-        ScopedEnv older("KILN_CPU_THREADS", "5");
+        test::ScopedEnv older("KILN_CPU_THREADS", "5");
         EXPECT_EQ(options_from_environment().threads, 5);
     }
     EXPECT_EQ(options_from_environment().threads, 0);  // unset: the affinity mask's count
@@ -152,7 +146,7 @@ TEST(CpuThreadCount, KilnNumThreadsSetsThePool) {
 
 TEST(CpuThreadCount, BadKilnNumThreadsIsAnErrorNamingTheValue) {
     for (const char* bad : {"many", "0", "-2", "3x", "4097", "99999999999999999999"}) {
-        ScopedEnv threads("KILN_NUM_THREADS", bad);
+        test::ScopedEnv threads("KILN_NUM_THREADS", bad);
         try {
             (void)options_from_environment();
             ADD_FAILURE() << "no error for KILN_NUM_THREADS=" << bad;
@@ -164,8 +158,8 @@ TEST(CpuThreadCount, BadKilnNumThreadsIsAnErrorNamingTheValue) {
         EXPECT_TRUE(discover_cpu(&reason).empty());
         EXPECT_THAT(reason, HasSubstr(bad));
     }
-    ScopedEnv threads("KILN_NUM_THREADS", "2");
-    ScopedEnv older("KILN_CPU_THREADS", "4");
+    test::ScopedEnv threads("KILN_NUM_THREADS", "2");
+    test::ScopedEnv older("KILN_CPU_THREADS", "4");
     try {
         (void)options_from_environment();
         ADD_FAILURE() << "no error for disagreeing thread counts";

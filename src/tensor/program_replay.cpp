@@ -35,6 +35,15 @@ double us_of(const std::function<void()>& work) {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Output o of a call when it is a leaf: the caller's input, or captured data.
+Tensor leaf_output(const Body& body, int o, const std::vector<Tensor>& inputs) {
+    for (const LeafSource& l : body.leaves)
+        if (l.position == o)
+            return l.input >= 0 ? inputs[size_t(l.input)]
+                                : Tensor::from_buffer(l.captured, body.graph.node(o).shape);
+    fail("internal: compiled program output %{} is neither computed nor a leaf", o);
+}
+
 }  // namespace
 
 Replayer::Replayer(const Body& body)
@@ -52,14 +61,6 @@ Replayer::Replayer(const Body& body)
         }
 }
 
-Tensor Replayer::leaf_output(int o, const std::vector<Tensor>& inputs) const {
-    for (const LeafSource& l : body_.leaves)
-        if (l.position == o)
-            return l.input >= 0 ? inputs[size_t(l.input)]
-                                : Tensor::from_buffer(l.captured, body_.graph.node(o).shape);
-    fail("internal: compiled program output %{} is neither computed nor a leaf", o);
-}
-
 std::vector<Tensor> Replayer::direct(const std::vector<Tensor>& inputs) {
     Device& device = *body_.device;
     for (const LeafSource& l : body_.leaves)
@@ -75,7 +76,7 @@ std::vector<Tensor> Replayer::direct(const std::vector<Tensor>& inputs) {
     for (int o : body_.graph.outputs)
         out.push_back(arena_.slot[size_t(o)] >= 0
                           ? Tensor::from_buffer(run_.nodes[size_t(o)], body_.graph.node(o).shape)
-                          : leaf_output(o, inputs));
+                          : leaf_output(body_, o, inputs));
     // The caller's buffers are not kept past the call.
     for (const LeafSource& l : body_.leaves)
         if (l.input >= 0) run_.nodes[size_t(l.position)].reset();
@@ -117,7 +118,7 @@ std::vector<Tensor> Replayer::recorded(const std::vector<Tensor>& inputs) {
     out.reserve(body_.graph.outputs.size());
     for (int o : body_.graph.outputs) {
         if (arena_.slot[size_t(o)] < 0) {
-            out.push_back(leaf_output(o, inputs));
+            out.push_back(leaf_output(body_, o, inputs));
             continue;
         }
         const graph::Node& n = body_.graph.node(o);
@@ -168,12 +169,7 @@ std::vector<Tensor> replay(const Body& body, std::unique_ptr<Replayer>& replayer
                            const std::vector<Tensor>& inputs) {
     if (!body.exec) {  // every output is an input or captured data
         std::vector<Tensor> out;
-        for (int o : body.graph.outputs)
-            for (const LeafSource& l : body.leaves)
-                if (l.position == o)
-                    out.push_back(l.input >= 0
-                                      ? inputs[size_t(l.input)]
-                                      : Tensor::from_buffer(l.captured, body.graph.node(o).shape));
+        for (int o : body.graph.outputs) out.push_back(leaf_output(body, o, inputs));
         return out;
     }
     if (!replayer) replayer = std::make_unique<Replayer>(body);

@@ -49,7 +49,6 @@ class Replayer {
     std::vector<Tensor> direct(const std::vector<Tensor>& inputs);
     std::vector<Tensor> recorded(const std::vector<Tensor>& inputs);
     void prepare_recording();
-    Tensor leaf_output(int o, const std::vector<Tensor>& inputs) const;
 
     const Body& body_;
     plan::ArenaPlan arena_;
