@@ -10,11 +10,11 @@
 
 #include "bench_common.hpp"
 #include "codegen/lower.hpp"
+#include "kiln/ops/matvec_q8.hpp"
+#include "kiln/ops/rms_norm.hpp"
 #include "ops/attention/attention.hpp"
 #include "ops/conv1d/conv1d.hpp"
 #include "ops/matmul/matmul.hpp"
-#include "ops/matvec_q8.hpp"
-#include "ops/rms_norm.hpp"
 
 using namespace kiln;
 

@@ -19,7 +19,7 @@
 #include "codegen/emit_c.hpp"
 #include "kiln/buffer.hpp"
 #include "kiln/compile.hpp"
-#include "ops/rms_norm.hpp"
+#include "kiln/ops/rms_norm.hpp"
 #include "ops/user_kernels.hpp"
 #include "peers/halide.hpp"
 #include "peers/openblas.hpp"

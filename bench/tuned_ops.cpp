@@ -19,11 +19,10 @@
 #include "bench_common.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "kiln/ops/matvec_q8.hpp"
+#include "kiln/ops/rms_norm.hpp"
 #include "kiln/semantics.hpp"
 #include "kiln/tune.hpp"
-#include "ops/matvec_q8.hpp"
-#include "ops/rms_norm.hpp"
-#include "oracle/matvec_q8.hpp"
 #include "stream_timing.hpp"
 
 using namespace kiln;
@@ -149,8 +148,8 @@ std::pair<double, double> ops_hit_us(Device& d, Tuner& tuner) {
     x.upload(ones);
     w.upload(ones);
     const double rms = op_hit_us(d, [&] { return ops::rms_norm(d, x, w, n, 1e-6f, tuner); });
-    const auto wq = oracle::quantize_q8_0(std::vector<float>(static_cast<size_t>(rows * n), 0.5f));
-    const auto xq = oracle::quantize_q8_0(ones);
+    const auto wq = ops::quantize_q8_0(std::vector<float>(static_cast<size_t>(rows * n), 0.5f));
+    const auto xq = ops::quantize_q8_0(ones);
     Buffer bw(d, DType::u8, wq.size()), bx(d, DType::u8, xq.size());
     bw.upload(wq);
     bx.upload(xq);
@@ -212,7 +211,7 @@ void bench_matvec(Device& d, int64_t rows, int64_t k, Tuner& tuner) {
     std::vector<float> w(static_cast<size_t>(rows * k)), x(static_cast<size_t>(k));
     for (auto& v : w) v = dist(rng);
     for (auto& v : x) v = dist(rng);
-    const auto wq = oracle::quantize_q8_0(w), xq = oracle::quantize_q8_0(x);
+    const auto wq = ops::quantize_q8_0(w), xq = ops::quantize_q8_0(x);
     Buffer bw(d, DType::u8, wq.size()), bx(d, DType::u8, xq.size());
     bw.upload(wq);
     bx.upload(xq);

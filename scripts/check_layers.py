@@ -2,8 +2,10 @@
 """Lists the includes in src/ that run back up kiln's layers (docs/architecture.md).
 
 Each folder of src/ and each public header of include/kiln/ belongs to one layer; a file may
-include its own layer and those below it. Prints every include that runs up, and exits 1 when
-there are more than --allow of them (the count the docs state), so a new one fails the tests:
+include its own layer and those below it, and a public header only other public headers (an
+installed kiln has nothing else). Prints every include that runs up or that a public header
+cannot reach, and exits 1 when there are more than --allow of them (the count the docs state),
+so a new one fails the tests:
 
     scripts/check_layers.py [--allow N]
 """
@@ -23,12 +25,12 @@ LAYERS = [
     ("dsl", ["src/dsl", "kiln/dsl", "kiln/math", "kiln/host_math"]),
     ("core", ["src/core", "kiln/compile", "kiln/interpret"]),
     ("tune", ["src/tune", "kiln/tune"]),
-    ("ops", ["src/ops"]),
+    ("ops", ["src/ops", "kiln/ops"]),
     ("oracle", ["src/oracle"]),
-    ("io", ["src/io", "kiln/safetensors"]),
     ("graph", ["src/graph"]),
     ("plan", ["src/plan"]),
-    ("tensor", ["src/tensor", "kiln/tensor"]),
+    ("tensor", ["src/tensor", "kiln/tensor", "kiln/program"]),
+    ("io", ["src/io", "kiln/safetensors"]),
     ("workloads", ["src/workloads"]),
     ("conformance", ["src/conformance"]),
 ]
@@ -55,17 +57,21 @@ def main() -> int:
     args = parser.parse_args()
     root = pathlib.Path(__file__).resolve().parent.parent
     upward, unknown = [], []
-    for file in sorted((root / "src").rglob("*")):
+    sources = sorted((root / "src").rglob("*")) + sorted((root / "include" / "kiln").rglob("*"))
+    for file in sources:
         if file.suffix not in (".cpp", ".hpp", ".h"):
             continue
         rel = file.relative_to(root).as_posix()
-        own = layer_of(rel)
+        public = rel.startswith("include/")
+        own = layer_of(rel.removeprefix("include/"))
         if own is None:
             unknown.append(rel)
             continue
         for name in INCLUDE.findall(file.read_text(encoding="utf-8")):
             target = layer_of(name)
-            if target is not None and target > own:
+            if public and not name.startswith("kiln/"):
+                upward.append(f"{rel} (public) includes {name}, which is not installed")
+            elif target is not None and target > own:
                 upward.append(f"{rel} ({LAYERS[own][0]}) includes {name} ({LAYERS[target][0]})")
     for line in upward:
         print(line)

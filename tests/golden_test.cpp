@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "kiln/compile.hpp"
+#include "kiln/ops/matvec_q8.hpp"
+#include "kiln/ops/rms_norm.hpp"
 #include "kiln/semantics.hpp"
 #include "ops/attention/attention.hpp"
 #include "ops/conv1d/conv1d.hpp"
 #include "ops/matmul/matmul.hpp"
-#include "ops/matvec_q8.hpp"
-#include "ops/rms_norm.hpp"
 #include "oracle/attention.hpp"
 #include "oracle/conv1d.hpp"
 #include "oracle/matmul.hpp"

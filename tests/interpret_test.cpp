@@ -9,8 +9,8 @@
 #include "ir/lower_folds.hpp"
 #include "kiln/interpret.hpp"
 #include "kiln/math.hpp"
-#include "ops/matvec_q8.hpp"
-#include "ops/rms_norm.hpp"
+#include "kiln/ops/matvec_q8.hpp"
+#include "kiln/ops/rms_norm.hpp"
 #include "ops/test_kernels.hpp"
 #include "oracle/matvec_q8.hpp"
 #include "oracle/rms_norm.hpp"
@@ -188,7 +188,7 @@ TEST(Interpret, MatvecQ8EveryVariantGivesTheOraclesBits) {
     std::vector<float> wf(rows * k), xf(k);
     for (auto& v : wf) v = dist(rng);
     for (auto& v : xf) v = dist(rng);
-    const std::vector<uint8_t> wq = oracle::quantize_q8_0(wf), xq = oracle::quantize_q8_0(xf);
+    const std::vector<uint8_t> wq = ops::quantize_q8_0(wf), xq = ops::quantize_q8_0(xf);
     const HostBuffer want = HostBuffer::of(oracle::matvec_q8(wq, xq, rows, k));
     const std::vector<HostBuffer> args = {
         {DType::u32, wq}, {DType::u32, xq}, test::poisoned(DType::f32, rows)};

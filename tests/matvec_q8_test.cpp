@@ -10,8 +10,8 @@
 
 #include "ir/hash.hpp"
 #include "kiln/compile.hpp"
+#include "kiln/ops/matvec_q8.hpp"
 #include "kiln/semantics.hpp"
-#include "ops/matvec_q8.hpp"
 #include "oracle/matvec_q8.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 
@@ -103,7 +103,7 @@ TEST(MatvecQ8, QuantizedRealValuesMatchTheOracleAndTheExactDot) {
     std::vector<float> wf(static_cast<size_t>(rows * k)), xf(static_cast<size_t>(k));
     for (auto& v : wf) v = nd(rng);
     for (auto& v : xf) v = nd(rng);
-    const Bytes w = oracle::quantize_q8_0(wf), x = oracle::quantize_q8_0(xf);
+    const Bytes w = ops::quantize_q8_0(wf), x = ops::quantize_q8_0(xf);
     const std::vector<float> want = oracle::matvec_q8(w, x, rows, k);
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);
@@ -153,7 +153,7 @@ TEST(MatvecQ8, QuantizerFollowsQ8_0) {
     std::vector<float> v(64, 0.0f);
     for (int i = 0; i < 32; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i - 16) * 0.5f;
     v[5] = -63.5f;  // max |v| of block 0: d = 0.5
-    const Bytes q = oracle::quantize_q8_0(v);
+    const Bytes q = ops::quantize_q8_0(v);
     ASSERT_EQ(q.size(), 68u);
     uint16_t h;
     std::memcpy(&h, q.data(), 2);
@@ -169,11 +169,11 @@ TEST(MatvecQ8, QuantizerFollowsQ8_0) {
     u[0] = 1.27f;
     u[1] = 1.26f;
     u[2] = -0.0151f;
-    const Bytes p = oracle::quantize_q8_0(u);
+    const Bytes p = ops::quantize_q8_0(u);
     EXPECT_EQ(static_cast<int8_t>(p[2]), 127);
     EXPECT_EQ(static_cast<int8_t>(p[3]), 126);
     EXPECT_EQ(static_cast<int8_t>(p[4]), -2);
-    EXPECT_THROW(oracle::quantize_q8_0(std::vector<float>(33)), Error);
+    EXPECT_THROW(ops::quantize_q8_0(std::vector<float>(33)), Error);
 }
 
 TEST(MatvecQ8, VariantsAreDistinctKernels) {

@@ -13,8 +13,8 @@
 
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
-#include "ops/matvec_q8.hpp"
-#include "ops/rms_norm.hpp"
+#include "kiln/ops/matvec_q8.hpp"
+#include "kiln/ops/rms_norm.hpp"
 #include "ops/test_kernels.hpp"
 #include "support/everywhere.hpp"
 

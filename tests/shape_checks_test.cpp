@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "kiln/buffer.hpp"
-#include "ops/matvec_q8.hpp"
-#include "ops/rms_norm.hpp"
+#include "kiln/ops/matvec_q8.hpp"
+#include "kiln/ops/rms_norm.hpp"
 #include "support/errors.hpp"
 
 using namespace kiln;

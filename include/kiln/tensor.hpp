@@ -285,7 +285,7 @@ Tensor dequantize_q8_0(const Tensor& values, const Tensor& scales);
 // l_out = (length + 2*padding - dilation*(kernel-1) - 1) / stride + 1. Each output is
 // acc = fma(x, w, acc) over (channel, tap) in order, taps in the padding skipped (no padded
 // copy); the bias is added after the rounding, as a map the planner fuses into the store.
-// arithmetic: the class (ops/conv1d/conv1d.hpp); tensor_core (f16/bf16 inputs) runs the implicit
+// arithmetic: the class (kiln/ops/conv1d.hpp); tensor_core (f16/bf16 inputs) runs the implicit
 // GEMM on tensor cores where the device has them, within the class's stated bound, and the exact
 // class elsewhere.
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor* bias = nullptr,
@@ -296,10 +296,10 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor* bias = nullpt
 // seq_k, d] (kv_heads dividing heads: grouped-query attention). scale defaults to 1/sqrt(d)
 // (f32). Causal masking is bottom-right aligned (row i sees keys j <= i + seq_k - seq_q) and
 // needs seq_q <= seq_k. One launch: the online softmax over key blocks of a size the op fixes
-// (ops/attention/attention.hpp), so every schedule and device gives the same bits. key_lengths (i32
+// (kiln/ops/attention.hpp), so every schedule and device gives the same bits. key_lengths (i32
 // [batch], each 1 to seq_k) masks a padded batch: batch b's rows see only its first
 // key_lengths[b] keys (the rest never touched, as the causal mask); a length out of range is a
-// kiln::Error when the result is resolved. arithmetic: the class (ops/attention/attention.hpp);
+// kiln::Error when the result is resolved. arithmetic: the class (kiln/ops/attention.hpp);
 // tensor_core (f16/bf16 inputs) runs q·kᵀ and p·v on tensor cores where the device has them, within
 // the class's stated bound of the exact result, and the exact class elsewhere.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -14,10 +14,9 @@
 
 #include "bindings.hpp"
 #include "kiln/error.hpp"
+#include "kiln/ops/matvec_q8.hpp"
+#include "kiln/ops/rms_norm.hpp"
 #include "kiln/tune.hpp"
-#include "ops/matvec_q8.hpp"
-#include "ops/rms_norm.hpp"
-#include "oracle/matvec_q8.hpp"
 
 namespace kiln::python {
 namespace {
@@ -83,7 +82,7 @@ nb::object quantize_q8(nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu, const 
         fail("ops.quantize_q8: a last axis of {} values; expected a multiple of {}", n,
              ops::kQ8BlockValues);
     std::vector<float> host(values.data(), values.data() + values.size());
-    auto* bytes = new std::vector<uint8_t>(oracle::quantize_q8_0(host));
+    auto* bytes = new std::vector<uint8_t>(ops::quantize_q8_0(host));
     nb::capsule owner(bytes,
                       [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
     std::vector<size_t> shape;

@@ -9,10 +9,10 @@
 #include "conformance/case.hpp"
 #include "conformance/compare.hpp"
 #include "kiln/buffer.hpp"
+#include "kiln/ops/matvec_q8.hpp"
 #include "ops/attention/attention.hpp"
 #include "ops/conv1d/conv1d.hpp"
 #include "ops/matmul/matmul.hpp"
-#include "ops/matvec_q8.hpp"
 #include "oracle/attention.hpp"
 #include "oracle/conv1d.hpp"
 #include "oracle/matmul.hpp"
@@ -280,7 +280,7 @@ void quantized_case(CaseContext& ctx) {
     std::vector<float> w(static_cast<size_t>(rows * k)), x(static_cast<size_t>(k));
     for (auto& e : w) e = value(ctx.rng);
     for (auto& e : x) e = value(ctx.rng);
-    const Bytes wq = oracle::quantize_q8_0(w), xq = oracle::quantize_q8_0(x);
+    const Bytes wq = ops::quantize_q8_0(w), xq = ops::quantize_q8_0(x);
     const std::vector<float> want = oracle::matvec_q8(wq, xq, rows, k);
     const Bytes want_bytes(reinterpret_cast<const uint8_t*>(want.data()),
                            reinterpret_cast<const uint8_t*>(want.data() + want.size()));

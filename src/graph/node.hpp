@@ -18,15 +18,15 @@
 //   - Matmul: C[..., i, j] = sum over p of A[..., i, p] * B[..., p, j] for inputs A [..., m, k]
 //     and B [..., k, n] of one float dtype and one batch shape (the builder expands them): in
 //     f32 from the widened inputs, acc = fma(a, b, acc) from +0 for p = 0, 1, ..., k-1 in order,
-//     rounded once to the node's dtype (ops/matmul/matmul.hpp's exact class). With the tensor-core
+//     rounded once to the node's dtype (kiln/ops/matmul.hpp's exact class). With the tensor-core
 //     class (f16/bf16 inputs, the caller's choice) a CUDA device with tensor cores computes it
 //     by mma steps instead, within ops::kTensorCoreBound of that; other devices as above.
 //   - Conv1d: y [n, c_out, l_out] from x [n, c_in, length] and w [c_out, c_in/groups, kernel]
 //     (torch's conv1d without bias) with stride, padding, dilation and groups:
-//     ops/conv1d/conv1d.hpp's exact class, acc = fma(x, w, acc) from +0 over (channel, tap) in
+//     kiln/ops/conv1d.hpp's exact class, acc = fma(x, w, acc) from +0 over (channel, tap) in
 //     order, taps in the padding skipped, rounded once to the node's dtype.
 //   - Attention: o [b, heads, seq_q, d] = softmax(q·kᵀ·scale (+ causal mask))·v from q [b, heads,
-//     seq_q, d] and k, v [b, kv_heads, seq_k, d]: ops/attention/attention.hpp's exact class (online
+//     seq_q, d] and k, v [b, kv_heads, seq_k, d]: kiln/ops/attention.hpp's exact class (online
 //     softmax over key blocks of a size the op fixes), rounded once to the node's dtype.
 //   - Leaf: data on a device (from the host, or a node already realized).
 //   - Constant / Generate: values computed from the element's coordinates alone (full, arange,
@@ -100,13 +100,12 @@ struct Matmul {
 };
 struct Conv1d {
     int64_t stride = 1, padding = 0, dilation = 1, groups = 1;
-    MatmulClass arithmetic = MatmulClass::exact;  // the caller's class (ops/conv1d/conv1d.hpp)
+    MatmulClass arithmetic = MatmulClass::exact;  // the caller's class (kiln/ops/conv1d.hpp)
 };
 struct Attention {
     bool causal = false;
     float scale = 1.0f;  // resolved by the builder (1/sqrt(d) unless given)
-    MatmulClass arithmetic =
-        MatmulClass::exact;  // the caller's class (ops/attention/attention.hpp)
+    MatmulClass arithmetic = MatmulClass::exact;  // the caller's class (kiln/ops/attention.hpp)
 };
 }  // namespace op
 

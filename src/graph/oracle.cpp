@@ -538,7 +538,7 @@ class Evaluator {
                 }
     }
 
-    // ops/conv1d/conv1d.hpp's definition (oracle::conv1d), x and w dense.
+    // kiln/ops/conv1d.hpp's definition (oracle::conv1d), x and w dense.
     HostTensor conv1d(const Node& n, const op::Conv1d& c) {
         const HostTensor& x = value(n.inputs[0]);
         const HostTensor& w = value(n.inputs[1]);
@@ -551,7 +551,7 @@ class Evaluator {
                            {0, shape.in_channels * shape.length, shape.length}, w.bytes(), shape));
     }
 
-    // ops/attention/attention.hpp's definition (oracle::attention), q, k and v dense; a key length
+    // kiln/ops/attention.hpp's definition (oracle::attention), q, k and v dense; a key length
     // out of range is the devices' error.
     HostTensor attention(const Node& n, const op::Attention& a) {
         const HostTensor& q = value(n.inputs[0]);

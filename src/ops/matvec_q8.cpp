@@ -1,5 +1,5 @@
 // matvec_q8: the kernel in the DSL, its variant table, the bench and the tuned entry point.
-#include "ops/matvec_q8.hpp"
+#include "kiln/ops/matvec_q8.hpp"
 #include "base/ceil_div.hpp"
 #include "base/checked_mul.hpp"
 #include "ops/kernel_memo.hpp"

@@ -1,5 +1,5 @@
 // rms_norm in the DSL: one kernel source, monomorphized per dtype, n and schedule.
-#include "ops/rms_norm.hpp"
+#include "kiln/ops/rms_norm.hpp"
 
 #include "base/ceil_div.hpp"
 #include "base/checked_mul.hpp"

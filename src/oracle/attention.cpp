@@ -1,4 +1,4 @@
-// attention's oracle: the op's loops as ops/attention/attention.hpp writes them, one query row at a
+// attention's oracle: the op's loops as kiln/ops/attention.hpp writes them, one query row at a
 // time.
 #include "oracle/attention.hpp"
 

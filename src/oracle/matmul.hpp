@@ -1,4 +1,4 @@
-// The plain C++ reference of matmul (ops/matmul/matmul.hpp states the definition): for each output,
+// The plain C++ reference of matmul (kiln/ops/matmul.hpp states the definition): for each output,
 // acc = std::fma(a, b, acc) over p = 0 .. k-1 from +0, then one rounding to C's dtype.
 #pragma once
 

@@ -1,12 +1,11 @@
-// matvec_q8 oracle and the host Q8_0 quantizer.
+// The matvec_q8 oracle.
 #include "oracle/matvec_q8.hpp"
 
-#include <cmath>
 #include <cstring>
 
 #include "kiln/error.hpp"
+#include "kiln/ops/matvec_q8.hpp"
 #include "kiln/semantics.hpp"
-#include "ops/matvec_q8.hpp"
 #include "oracle/test_kernels.hpp"
 
 namespace kiln::oracle {
@@ -39,27 +38,6 @@ float block_product(const uint8_t* w, const uint8_t* x) {
 }
 
 }  // namespace
-
-std::vector<uint8_t> quantize_q8_0(const std::vector<float>& values) {
-    const int64_t n = static_cast<int64_t>(values.size());
-    if (n % kBlock != 0) fail("quantize_q8_0: {} values; expected a multiple of {}", n, kBlock);
-    std::vector<uint8_t> out(static_cast<size_t>(n / kBlock * kBytes));
-    for (int64_t b = 0; b < n / kBlock; ++b) {
-        const float* v = values.data() + b * kBlock;
-        float amax = 0;
-        for (int i = 0; i < kBlock; ++i) amax = std::fmax(amax, std::fabs(v[i]));
-        const float d = amax / 127.0f;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
-        uint8_t* block = out.data() + b * kBytes;
-        const uint16_t h = semantics::f32_to_f16(d);
-        std::memcpy(block, &h, 2);
-        for (int i = 0; i < kBlock; ++i) {
-            const float q = std::round(v[i] * id);
-            block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(q));
-        }
-    }
-    return out;
-}
 
 std::vector<float> matvec_q8(const std::vector<uint8_t>& w_q8, const std::vector<uint8_t>& x_q8,
                              int64_t rows, int64_t k) {

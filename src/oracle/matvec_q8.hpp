@@ -1,15 +1,10 @@
-// The matvec_q8 oracle in plain C++, in the op's canonical order (ops/matvec_q8.hpp), and
-// the host Q8_0 quantizer (llama.cpp's round-to-nearest, d = max|v|/127).
+// The matvec_q8 oracle in plain C++, in the op's canonical order (kiln/ops/matvec_q8.hpp).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 namespace kiln::oracle {
-
-// Quantizes f32 values (a multiple of 32 of them) to Q8_0 blocks: per block, d = max|v|/127
-// stored as f16, then q_i = round(v_i / d) (round half away from zero; 0 when d is 0) as int8.
-std::vector<uint8_t> quantize_q8_0(const std::vector<float>& values);
 
 // y = W·x for W [rows x k] and x [k] as Q8_0 bytes, k a multiple of 64: per block
 // p = (dw*dx)*f32(isum) in f32, per pair v = p0 + p1, then the canonical fold of the pairs.

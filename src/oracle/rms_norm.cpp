@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "kiln/error.hpp"
-#include "ops/rms_norm.hpp"
+#include "kiln/ops/rms_norm.hpp"
 #include "oracle/scalar.hpp"
 #include "oracle/test_kernels.hpp"
 

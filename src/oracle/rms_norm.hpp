@@ -1,4 +1,4 @@
-// The plain C++ reference of rms_norm (ops/rms_norm.hpp states the definition): the same fold
+// The plain C++ reference of rms_norm (kiln/ops/rms_norm.hpp states the definition): the same fold
 // lanes and tree, the same f32 operations in the same order, one rounding to the storage dtype.
 #pragma once
 

@@ -14,12 +14,12 @@
 #include "bench_common.hpp"
 #include "case_timing.hpp"
 #include "kiln/buffer.hpp"
+#include "kiln/ops/matvec_q8.hpp"
+#include "kiln/ops/rms_norm.hpp"
 #include "kiln/tune.hpp"
 #include "ops/attention/attention.hpp"
 #include "ops/conv1d/conv1d.hpp"
 #include "ops/matmul/matmul.hpp"
-#include "ops/matvec_q8.hpp"
-#include "ops/rms_norm.hpp"
 #include "oracle/attention.hpp"
 #include "oracle/conv1d.hpp"
 #include "oracle/matmul.hpp"
@@ -366,8 +366,8 @@ const ops::MatvecSchedule& matvec_schedule(const std::string& name) {
 
 BenchResult run_matvec_q8(Device& d, const BenchSettings& s, const Dims& dims) {
     const int64_t rows = dims[0], k = dims[1];
-    const auto wq = oracle::quantize_q8_0(random_floats(static_cast<size_t>(rows * k), 61, 2.0f));
-    const auto xq = oracle::quantize_q8_0(random_floats(static_cast<size_t>(k), 62, 2.0f));
+    const auto wq = ops::quantize_q8_0(random_floats(static_cast<size_t>(rows * k), 61, 2.0f));
+    const auto xq = ops::quantize_q8_0(random_floats(static_cast<size_t>(k), 62, 2.0f));
     Buffer wb(d, DType::u8, wq.size()), xb(d, DType::u8, xq.size());
     wb.upload(wq);
     xb.upload(xq);

@@ -11,13 +11,12 @@
 #include "base/checked_mul.hpp"
 #include "cli_common.hpp"
 #include "json.hpp"
+#include "kiln/ops/matvec_q8.hpp"
+#include "kiln/ops/rms_norm.hpp"
 #include "kiln/semantics.hpp"
 #include "ops/attention/attention.hpp"
 #include "ops/conv1d/conv1d.hpp"
 #include "ops/matmul/matmul.hpp"
-#include "ops/matvec_q8.hpp"
-#include "ops/rms_norm.hpp"
-#include "oracle/matvec_q8.hpp"
 #include "runtime/cpu/host_info.hpp"
 #include "table.hpp"
 
@@ -149,8 +148,8 @@ int tune_matvec(const TuneOptions& opt) {
     // Host: W's f32 values and their Q8_0 bytes; device: W, x and y.
     check_fits(command, d, saturating_add(saturating_mul(saturating_mul(rows, k), 4), w_bytes),
                saturating_add(saturating_add(w_bytes, k), saturating_mul(rows, 4)));
-    const auto wq = oracle::quantize_q8_0(random_values(static_cast<size_t>(rows * k), 3));
-    const auto xq = oracle::quantize_q8_0(random_values(static_cast<size_t>(k), 4));
+    const auto wq = ops::quantize_q8_0(random_values(static_cast<size_t>(rows * k), 3));
+    const auto xq = ops::quantize_q8_0(random_values(static_cast<size_t>(k), 4));
     Buffer w(d, DType::u8, wq.size()), x(d, DType::u8, xq.size());
     w.upload(wq);
     x.upload(xq);

@@ -11,7 +11,7 @@
 //   inv  = 1.0f / sqrtf(mean + eps)               correctly rounded sqrt and division
 //   out[r, i] = (F)((v_i * inv) * (float)w[i])    two products, then one rounding to F
 // eps is an f32 scalar, finite and >= 0. W and V depend on nothing (not even n), so every
-// schedule, device and backend computes the same bits; oracle/rms_norm.hpp is the reference.
+// schedule, device and backend computes the same bits; src/oracle/rms_norm.hpp is the reference.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // matvec_q8: y = W·x with W [rows x k] and x [k] in Q8_0 blocks (GGUF block_q8_0: an f16
 // scale d, then 32 int8 quants; 34 bytes a block), y in f32. Written once in the DSL.
 //
-// Numerics, fixed by the op (the oracle is oracle/matvec_q8.hpp):
+// Numerics, fixed by the op (the oracle is src/oracle/matvec_q8.hpp):
 //   block b:  isum_b = sum of the 32 products qw*qx in int32 (dp4a over 8 packed words; exact)
 //             p_b    = (f32(dw_b) * f32(dx_b)) * f32(isum_b)            (two rounded multiplies)
 //   pair j:   v_j    = p_{2j} + p_{2j+1}                                 (one rounded add)
@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "kiln/buffer.hpp"
 #include "kiln/device.hpp"
@@ -28,6 +29,11 @@ inline constexpr int kQ8BlockBytes = 34;   // f16 scale + 32 int8 quants
 inline constexpr int kQ8PairWords = 17;    // two blocks as u32 words
 inline constexpr int kMatvecQ8Lanes = 32;  // the canonical fold's lanes (fixed by the op)
 inline constexpr int kMatvecQ8Chunk = 1;   // pairs per chunk (fixed by the op)
+
+// Quantizes f32 values (a multiple of 32 of them) to Q8_0 blocks, as llama.cpp does: per block,
+// d = max|v|/127 stored as f16, then q_i = round(v_i / d) (round half away from zero; 0 when d
+// is 0) as int8. kiln::Error unless the count is a multiple of 32.
+std::vector<uint8_t> quantize_q8_0(const std::vector<float>& values);
 
 // How a row's pairs reach the lanes that fold them.
 enum class MatvecForm {
