@@ -156,18 +156,15 @@ Key parse_key(const Tensor& x, nb::handle key) {
         k.items.push_back(item);
     }
     while (axis < static_cast<int64_t>(x.rank())) whole();
-    // At most one index or mask; numpy's placement rule for it.
-    int first_advanced = -1, last_advanced = -1, ints = 0;
+    // Index tensors, or one mask alone; numpy's placement rule for them.
+    int first_advanced = -1, last_advanced = -1, ints = 0, masks = 0;
     for (size_t n = 0; n < k.items.size(); ++n) {
         const KeyItem::Kind kind = k.items[n].kind;
         const bool tensor = kind == KeyItem::Kind::index || kind == KeyItem::Kind::mask;
         if (tensor) {
-            if (k.advanced >= 0)
-                index_error(
-                    fmt::format("x[{}]: more than one index tensor or mask; kiln takes "
-                                "one per subscript",
-                                k.text));
-            k.advanced = static_cast<int>(n);
+            if (k.advanced < 0) k.advanced = static_cast<int>(n);
+            k.indices += kind == KeyItem::Kind::index;
+            masks += kind == KeyItem::Kind::mask;
         }
         if (tensor || kind == KeyItem::Kind::integer) {
             if (first_advanced < 0) first_advanced = static_cast<int>(n);
@@ -175,7 +172,12 @@ Key parse_key(const Tensor& x, nb::handle key) {
             ints += kind == KeyItem::Kind::integer;
         }
     }
-    if (k.advanced >= 0 && ints > 0)
+    if (masks > 1 || (masks == 1 && k.indices > 0))
+        index_error(
+            fmt::format("x[{}]: a bool mask with another mask or index tensor; kiln takes "
+                        "a mask alone or index tensors",
+                        k.text));
+    if (k.advanced >= 0 && ints + k.indices + masks > 1)
         for (int n = first_advanced; n <= last_advanced; ++n) {
             const KeyItem::Kind kind = k.items[static_cast<size_t>(n)].kind;
             if (kind == KeyItem::Kind::whole || kind == KeyItem::Kind::slice ||

@@ -1,5 +1,5 @@
 // x[key] and x[key] = value read their key the same way: parse_key turns ints, slices (any
-// step), None, Ellipsis, an index tensor (or a list or numpy array of ints) and a bool mask
+// step), None, Ellipsis, index tensors (or lists or numpy arrays of ints) or a bool mask
 // into one item per source axis, in order, with every axis of x named (Ellipsis and the axes
 // after the last item become whole-axis items).
 #pragma once
@@ -23,10 +23,11 @@ struct KeyItem {
 struct Key {
     std::vector<KeyItem> items;
     std::string text;  // the key's repr, for messages
-    // The index or mask item, or -1 (at most one).
+    // The first index or mask item, or -1; how many index items there are (a mask is alone).
     int advanced = -1;
-    // numpy's rule: with an index tensor and ints apart (a slice or None between them), the
-    // index's axes go first in x[key] rather than in its place.
+    int indices = 0;
+    // numpy's rule: with index tensors and ints apart (a slice or None between them), the
+    // indices' axes go first in x[key] rather than in their place.
     bool advanced_first = false;
 };
 

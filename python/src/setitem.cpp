@@ -74,6 +74,11 @@ Tensor assign_masked(const Tensor& x, const KeyItem& item, const Tensor& v,
 
 Tensor setitem(const Tensor& x, nb::handle key, nb::handle value) {
     const Key k = parse_key(x, key);
+    if (k.indices > 1)
+        fail(
+            "x[{}] = value: {} index tensors; an assignment takes one index tensor or a mask "
+            "(x[key] reads through several)",
+            k.text, k.indices);
     const Tensor v = value_tensor(x, value, k.text);
     if (&v.device() != &x.device())
         fail("x[{}] = value: value is on {} and x on {}; expected one device (move it with .to())",

@@ -68,6 +68,16 @@ def test_index_tensors_masks_and_negative_steps_match_numpy(device):
         "x[::-1]": (x[::-1], host[::-1]),
         "x[:, 3:0:-2, ::-1]": (x[:, 3:0:-2, ::-1], host[:, 3:0:-2, ::-1]),
         "x[5:2:-1]": (x[5:2:-1], host[5:2:-1]),
+        # Several index tensors: broadcast together, one element per position; numpy's placement.
+        "x[i, i4]": (x[kiln.tensor([3, 0], device=device), i4], host[[3, 0], [2, -1]]),
+        "x[j, 1, i]": (x[kiln.tensor([[1, 0], [3, -4]], device=device), 1,
+                              kiln.tensor([[2], [0]], device=device)],
+                       host[[[1, 0], [3, -4]], 1, [[2], [0]]]),
+        "x[:, i2, i]": (x[:, i2, kiln.tensor([1, -3], device=device)], host[:, idx2, [1, -3]]),
+        "x[i, :, i]": (x[i3, :, kiln.tensor([0, 2, 1], device=device)],
+                       host[[2, 0, 1], :, [0, 2, 1]]),
+        "x[None, i, i]": (x[None, i3, i3], host[None, [2, 0, 1], [2, 0, 1]]),
+        "x[i, i, i]": (x[i3, i3, i4[:1]], host[[2, 0, 1], [2, 0, 1], [2]]),
     }
     for name, (got, want) in cases.items():
         assert got.shape == want.shape, name
@@ -137,8 +147,14 @@ def test_bad_input_is_an_error_naming_it():
         x[kiln.tensor([True, False, True, True])]
     with pytest.raises(kiln.Error, match="index tensor of dtype f32; expected an integer"):
         x[kiln.zeros((2,))]
-    with pytest.raises(IndexError, match="more than one index tensor"):
-        x[kiln.tensor([0]), kiln.tensor([1])]
+    with pytest.raises(IndexError, match="a bool mask with another mask or index tensor"):
+        x[kiln.tensor([True, False, True]), kiln.tensor([1])]
+    with pytest.raises(kiln.Error, match=r"shapes \[2\], \[3\] do not broadcast together"):
+        x[kiln.tensor([0, 1]), kiln.tensor([1, 2, 3])]
+    with pytest.raises(kiln.Error, match="index 4 at position 1"):  # not row 1's element 0
+        x[[0, 0], [1, 4]].numpy()
+    with pytest.raises(kiln.Error, match="2 index tensors; an assignment takes one"):
+        x[[0], [1]] = 1
     with pytest.raises(kiln.Error, match="index 3 at position 1 is out of range"):
         x[[0, 3]] = 1
     with pytest.raises(kiln.Error, match=r"\[3\] does not broadcast to the selection \[3, 2\]"):
