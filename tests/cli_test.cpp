@@ -379,6 +379,31 @@ TEST_F(CliTest, CacheClearRemovesOnlyWhatKilnWroteAndSaysWhatItLeft) {
     EXPECT_FALSE(fs::exists(cache / "kernels" / cpu_device().info().id));
 }
 
+// A machine's decisions, exported and imported into another cache, are a hit there: `kiln tune`
+// benches nothing.
+TEST_F(CliTest, CacheExportThenImportElsewhereMakesTheTuneAHit) {
+    warm_kernel_cache();
+    CliRun r = kiln_cli(small_tune(), std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    const std::string file = (dir_ / "decisions.txt").string();
+    r = kiln_cli({"cache", "export", file}, std::chrono::seconds(60));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("exported 1 tuning decisions of 1 devices"));
+    fs::remove(tsv());
+    r = kiln_cli({"cache", "import", file}, std::chrono::seconds(60));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("(1 new"));
+    r = kiln_cli(small_tune(), std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("a hit: nothing benched"));
+    std::ofstream(file, std::ios::trunc) << "not a kiln file\n";
+    r = kiln_cli({"cache", "import", file}, std::chrono::seconds(60));
+    EXPECT_NE(r.exit_status, 0);
+    EXPECT_THAT(r.output, HasSubstr("line 1: expected the header"));
+    r = kiln_cli({"cache", "import"}, std::chrono::seconds(60));
+    EXPECT_NE(r.exit_status, 0);
+}
+
 TEST_F(CliTest, CacheListCountsKernelsAndRememberedCompilerCrashes) {
     warm_kernel_cache();
     CliRun r = kiln_cli(small_tune(), std::chrono::seconds(300));

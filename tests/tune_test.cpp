@@ -28,6 +28,8 @@
 #include "kiln/dsl.hpp"
 #include "kiln/tune.hpp"
 #include "plan/device_facts.hpp"
+#include "support/errors.hpp"
+#include "tune/decision_transfer.hpp"
 
 extern char** environ;
 
@@ -547,6 +549,74 @@ TEST_F(TuneTest, ClearForgetsOneDeviceOrAll) {
     EXPECT_FALSE(fs::exists(tuner.file_for("dev2")));
     EXPECT_FALSE(tuner.winner("dev2", "op", "k").has_value());
     EXPECT_TRUE(fs::exists(root_ / "keep.txt"));
+}
+
+// kiln cache export on one machine, import on another: the decisions arrive, a tuned op hits.
+TEST_F(TuneTest, ExportedDecisionsImportIntoAnotherCacheAndHit) {
+    fs::create_directories(root_);
+    Tuner source(root_ / "source");
+    expect_tuned_then_hit(source, "shape=1");
+    source.record("other-gpu", "op", "k", "w");
+    source.record("other-gpu", "op", "k", "w2");  // only the live decision travels
+    const fs::path file = root_ / "decisions.txt";
+    const auto out = tune::export_decisions(source, {device_id(), "other-gpu", "absent"}, file);
+    EXPECT_EQ(out.devices, 2u);
+    EXPECT_EQ(out.decisions, 2u);
+    Tuner target(root_ / "target");
+    const auto in = tune::import_decisions(target, file);
+    EXPECT_EQ(in.devices, 2u);
+    EXPECT_EQ(in.decisions, 2u);
+    EXPECT_EQ(in.recorded, 2u);
+    EXPECT_EQ(target.winner("other-gpu", "op", "k"), "w2");
+    auto tuned = four("shape=1");
+    EXPECT_EQ(tuned.run(target), 20);
+    EXPECT_TRUE(tuned.report().hit);
+    EXPECT_EQ(tuned.report().benched, 0);
+    // Again: nothing new; the target's file gains no line.
+    const auto lines = tune::import_decisions(target, file);
+    EXPECT_EQ(lines.recorded, 0u);
+    Tuner reread(root_ / "target");
+    EXPECT_EQ(reread.entries("other-gpu").size(), 1u);
+    EXPECT_EQ(reread.skipped_lines("other-gpu"), 0u);
+}
+
+// A file that is not an export, truncated, edited into bad lines, or not a regular file is an
+// error naming the line, and nothing of it is recorded.
+TEST_F(TuneTest, ABadDecisionsFileIsAnErrorAndRecordsNothing) {
+    fs::create_directories(root_);
+    Tuner target(root_ / "target");
+    const std::string header = std::string(tune::kDecisionsHeader) + "\n";
+    const std::string good = "dev\top\tk\tw\n";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"op\tk\tw\n", "line 1: expected the header"},
+        {header + good + "dev\top\tk2\tw", "line 3: it ends without a newline"},
+        {header + good + "dev\top\tk2\n", "line 3: expected four non-empty fields"},
+        {header + good + "dev\top\t\tw\n", "line 3: expected four"},
+        {header + good + "dev\top\tk\tw\r\n", "line 3: expected four"},
+        {header + good + "\n", "line 3: expected four"},
+        {header + "../x\top\tk\tw\n", "line 2: '../x' is not a device id"},
+        {header + ".tsv\top\tk\tw\n", "line 2: '.tsv' is not a device id"},
+    };
+    const fs::path file = root_ / "decisions.txt";
+    for (const auto& [text, message] : cases) {
+        std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+        test::expect_error_naming("kiln cache import",
+                                  [&] { tune::import_decisions(target, file); }, {message});
+        EXPECT_FALSE(target.winner("dev", "op", "k").has_value()) << message;
+    }
+    fs::remove(file);
+    test::expect_error_naming("kiln cache import", [&] { tune::import_decisions(target, file); },
+                              {"no such file"});
+    ASSERT_EQ(mkfifo(file.c_str(), 0600), 0);
+    test::expect_error_naming("kiln cache import", [&] { tune::import_decisions(target, file); },
+                              {"is a FIFO"});
+    fs::remove(file);
+    std::ofstream(root_ / "real.txt") << header << good;
+    fs::create_symlink(root_ / "real.txt", file);
+    test::expect_error_naming("kiln cache import", [&] { tune::import_decisions(target, file); },
+                              {"is a symbolic link"});
+    EXPECT_FALSE(target.winner("dev", "op", "k").has_value());
+    EXPECT_FALSE(fs::exists(target.file_for("dev")));
 }
 
 TEST_F(TuneTest, ClearLeavesWhatKilnDidNotWrite) {

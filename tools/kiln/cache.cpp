@@ -1,5 +1,7 @@
 // `kiln cache path|list|clear [--device D]`: where kiln keeps compiled kernels and tuning
-// decisions, what is there, and removing what kiln wrote (for one device, or all).
+// decisions, what is there, and removing what kiln wrote (for one device, or all);
+// `kiln cache export FILE [--device D]` and `kiln cache import FILE` move tuning decisions
+// between machines.
 #include <filesystem>
 #include <set>
 
@@ -10,6 +12,7 @@
 #include "cli_common.hpp"
 #include "kiln/tune.hpp"
 #include "table.hpp"
+#include "tune/decision_transfer.hpp"
 #include "tune/tsv_file.hpp"
 
 namespace kiln::cli {
@@ -19,6 +22,7 @@ namespace fs = std::filesystem;
 
 struct CacheOptions {
     std::string device;
+    std::string file;  // export and import
 };
 
 // The device ids to act on: the one named, or every id with files under the cache.
@@ -110,6 +114,26 @@ int cache_clear(const CacheOptions& opt) {
     return 0;
 }
 
+int cache_export(const CacheOptions& opt) {
+    const auto ids = device_ids(opt);
+    const auto count = tune::export_decisions(Tuner::process_default(), ids, opt.file);
+    fmt::print("exported {} tuning decisions of {} devices to {}\n", count.decisions, count.devices,
+               opt.file);
+    return 0;
+}
+
+int cache_import(const CacheOptions& opt) {
+    Tuner& tuner = Tuner::process_default();
+    if (tuner.root().empty())
+        fail(
+            "kiln cache import: no cache directory (set KILN_CACHE_DIR, XDG_CACHE_HOME or HOME) "
+            "to record the decisions in");
+    const auto count = tune::import_decisions(tuner, opt.file);
+    fmt::print("imported {} tuning decisions of {} devices from {} ({} new, into {})\n",
+               count.decisions, count.devices, opt.file, count.recorded, tuner.root().string());
+    return 0;
+}
+
 }  // namespace
 
 Command add_cache_command(CLI::App& parent) {
@@ -120,11 +144,19 @@ Command add_cache_command(CLI::App& parent) {
     auto* path = cache->add_subcommand("path", "Print where the caches live");
     auto* list = cache->add_subcommand("list", "List cached kernels and tuning decisions");
     auto* clear = cache->add_subcommand("clear", "Remove cached kernels and tuning decisions");
-    for (auto* sub : {list, clear})
+    auto* exp = cache->add_subcommand(
+        "export", "Write the tuning decisions to one file, for `kiln cache import` elsewhere");
+    auto* imp = cache->add_subcommand(
+        "import", "Record the tuning decisions of a file `kiln cache export` wrote");
+    for (auto* sub : {list, clear, exp})
         sub->add_option("--device", opt->device,
                         "device id, index or backend (default: every device)");
-    return {cache, [opt, path, list] {
+    exp->add_option("file", opt->file, "the file to write (replaced whole)")->required();
+    imp->add_option("file", opt->file, "the file to read")->required();
+    return {cache, [opt, path, list, exp, imp] {
                 if (path->parsed()) return cache_path();
+                if (exp->parsed()) return cache_export(*opt);
+                if (imp->parsed()) return cache_import(*opt);
                 return list->parsed() ? cache_list(*opt) : cache_clear(*opt);
             }};
 }
