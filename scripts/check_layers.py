@@ -30,7 +30,7 @@ LAYERS = [
     ("graph", ["src/graph"]),
     ("plan", ["src/plan"]),
     ("tensor", ["src/tensor", "kiln/tensor", "kiln/program"]),
-    ("io", ["src/io", "kiln/safetensors"]),
+    ("io", ["src/io", "kiln/safetensors", "kiln/gguf"]),
     ("workloads", ["src/workloads"]),
     ("conformance", ["src/conformance"]),
 ]
