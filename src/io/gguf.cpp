@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -24,22 +25,26 @@ constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr int kMaxDims = 4;              // ggml's GGML_MAX_DIMS
 constexpr uint64_t kDefaultAlignment = 32;
 
+// Each type's blocks, and what kiln loads it as: a plain type as its dtype, a block format as u8
+// (its blocks' bytes); none for the plain types kiln has no dtype for.
 struct TypeRow {
     GgufType type;
     const char* name;
     int64_t block_values, block_bytes;
+    std::optional<DType> dtype;
 };
+constexpr auto u8 = DType::u8;
 constexpr TypeRow kTypes[] = {
-    {GgufType::f32, "F32", 1, 4},       {GgufType::f16, "F16", 1, 2},
-    {GgufType::q4_0, "Q4_0", 32, 18},   {GgufType::q4_1, "Q4_1", 32, 20},
-    {GgufType::q5_0, "Q5_0", 32, 22},   {GgufType::q5_1, "Q5_1", 32, 24},
-    {GgufType::q8_0, "Q8_0", 32, 34},   {GgufType::q8_1, "Q8_1", 32, 36},
-    {GgufType::q2_k, "Q2_K", 256, 84},  {GgufType::q3_k, "Q3_K", 256, 110},
-    {GgufType::q4_k, "Q4_K", 256, 144}, {GgufType::q5_k, "Q5_K", 256, 176},
-    {GgufType::q6_k, "Q6_K", 256, 210}, {GgufType::q8_k, "Q8_K", 256, 292},
-    {GgufType::i8, "I8", 1, 1},         {GgufType::i16, "I16", 1, 2},
-    {GgufType::i32, "I32", 1, 4},       {GgufType::i64, "I64", 1, 8},
-    {GgufType::f64, "F64", 1, 8},       {GgufType::bf16, "BF16", 1, 2},
+    {GgufType::f32, "F32", 1, 4, DType::f32},   {GgufType::f16, "F16", 1, 2, DType::f16},
+    {GgufType::q4_0, "Q4_0", 32, 18, u8},       {GgufType::q4_1, "Q4_1", 32, 20, u8},
+    {GgufType::q5_0, "Q5_0", 32, 22, u8},       {GgufType::q5_1, "Q5_1", 32, 24, u8},
+    {GgufType::q8_0, "Q8_0", 32, 34, u8},       {GgufType::q8_1, "Q8_1", 32, 36, u8},
+    {GgufType::q2_k, "Q2_K", 256, 84, u8},      {GgufType::q3_k, "Q3_K", 256, 110, u8},
+    {GgufType::q4_k, "Q4_K", 256, 144, u8},     {GgufType::q5_k, "Q5_K", 256, 176, u8},
+    {GgufType::q6_k, "Q6_K", 256, 210, u8},     {GgufType::q8_k, "Q8_K", 256, 292, u8},
+    {GgufType::i8, "I8", 1, 1, DType::i8},      {GgufType::i16, "I16", 1, 2, std::nullopt},
+    {GgufType::i32, "I32", 1, 4, DType::i32},   {GgufType::i64, "I64", 1, 8, DType::i64},
+    {GgufType::f64, "F64", 1, 8, std::nullopt}, {GgufType::bf16, "BF16", 1, 2, DType::bf16},
 };
 
 const TypeRow* find_type(uint32_t value) {
@@ -451,38 +456,16 @@ std::vector<uint8_t> GgufFile::tensor_bytes(std::string_view name) const {
 
 Tensor GgufFile::load(std::string_view name, Device& device) const {
     const GgufTensorInfo& info = tensor(name);
-    DType dtype;
+    const TypeRow& row = type_row(info.type);
+    if (!row.dtype)
+        fail("GGUF file {}: tensor '{}' is {}, which kiln has no dtype for", path_.string(),
+             info.name, row.name);
     Shape shape = info.shape();
-    switch (info.type) {
-        case GgufType::f32:
-            dtype = DType::f32;
-            break;
-        case GgufType::f16:
-            dtype = DType::f16;
-            break;
-        case GgufType::bf16:
-            dtype = DType::bf16;
-            break;
-        case GgufType::i8:
-            dtype = DType::i8;
-            break;
-        case GgufType::i32:
-            dtype = DType::i32;
-            break;
-        case GgufType::i64:
-            dtype = DType::i64;
-            break;
-        case GgufType::f64:
-        case GgufType::i16:
-            fail("GGUF file {}: tensor '{}' is {}, which kiln has no dtype for", path_.string(),
-                 info.name, kiln::name(info.type));
-        default:
-            dtype = DType::u8;
-            shape.back() =
-                shape.back() / gguf_block_values(info.type) * gguf_block_bytes(info.type);
-    }
+    shape.back() =
+        shape.back() / row.block_values * (*row.dtype == DType::u8 ? row.block_bytes : 1);
     const std::vector<uint8_t> bytes = tensor_bytes(name);
-    return Tensor::from_bytes(bytes.data(), bytes.size() / size_of(dtype), dtype, shape, device);
+    return Tensor::from_bytes(bytes.data(), bytes.size() / size_of(*row.dtype), *row.dtype, shape,
+                              device);
 }
 
 }  // namespace kiln
