@@ -36,6 +36,7 @@ from ._kiln import (  # noqa: F401
     remainder, split, stack, std, tril, triu, zeros_like,
 )
 from ._kiln import argsort, boolean_mask, sort, topk  # noqa: F401
+from ._kiln import GgufFile  # noqa: F401
 
 from ._compile import compile  # noqa: A001  (kiln.compile, as torch.compile)
 from ._dlpack import from_dlpack

@@ -38,6 +38,7 @@ void bind_host_arrays(nb::module_& m, TensorClass& cls);
 void bind_dlpack(nb::module_& m);
 void bind_shipped_ops(nb::module_& m);
 void bind_program(nb::module_& m);
+void bind_gguf(nb::module_& m);
 
 // A kiln.DType, a name ("f32", "float32", "bool", ...) or anything numpy.dtype() takes.
 DType to_dtype(nb::handle h, const char* what);

@@ -28,4 +28,5 @@ NB_MODULE(_kiln, m) {
     bind_dlpack(m);
     bind_shipped_ops(m);
     bind_program(m);
+    bind_gguf(m);
 }

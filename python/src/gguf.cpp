@@ -1,0 +1,99 @@
+// kiln.GgufFile: a GGUF file's metadata (as Python values), its tensor infos, a tensor's stored
+// bytes (numpy u8) and a tensor loaded onto a device (kiln/gguf.hpp checks the whole file).
+#include <string>
+#include <vector>
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.hpp"
+#include "kiln/gguf.hpp"
+
+namespace kiln::python {
+namespace {
+
+template <typename T>
+nb::list as_list(const std::vector<T>& values) {
+    nb::list out;
+    for (const T& v : values) out.append(v);
+    return out;
+}
+
+nb::object as_python(const std::string& key, const GgufValue& v) {
+    using K = GgufValue::Kind;
+    switch (v.kind()) {
+        case K::string:
+            return nb::bytes(v.as_string().data(), v.as_string().size())
+                .attr("decode")("utf-8", "surrogateescape");
+        case K::boolean:
+            return nb::bool_(v.as_bool(key));
+        case K::f32:
+        case K::f64:
+            return nb::float_(v.as_float(key));
+        case K::array:
+            if (v.element_kind() == K::string) return as_list(v.as_strings(key));
+            if (v.element_kind() == K::f32 || v.element_kind() == K::f64)
+                return as_list(v.as_floats(key));
+            if (v.element_kind() == K::boolean) {
+                nb::list out;
+                for (int64_t b : v.as_ints(key)) out.append(nb::bool_(b != 0));
+                return out;
+            }
+            return as_list(v.as_ints(key));
+        default:
+            return nb::int_(v.as_int(key));
+    }
+}
+
+}  // namespace
+
+void bind_gguf(nb::module_& m) {
+    nb::class_<GgufFile>(m, "GgufFile",
+                         "A GGUF file (llama.cpp's format), checked whole when opened; tensors are "
+                         "read on demand.")
+        .def(nb::init<std::filesystem::path>(), nb::arg("path"))
+        .def_prop_ro("version", &GgufFile::version)
+        .def_prop_ro("alignment", &GgufFile::alignment)
+        .def_prop_ro(
+            "metadata",
+            [](const GgufFile& f) {
+                nb::dict out;
+                for (const auto& [key, value] : f.metadata())
+                    out[key.c_str()] = as_python(key, value);
+                return out;
+            },
+            "Every key's value: ints, floats, bools, strings (UTF-8), and lists of them.")
+        .def_prop_ro(
+            "tensors",
+            [](const GgufFile& f) {
+                nb::list out;
+                for (const GgufTensorInfo& t : f.tensors())
+                    out.append(nb::make_tuple(t.name, nb::tuple(as_list(t.shape())), name(t.type),
+                                              t.offset, t.bytes));
+                return out;
+            },
+            "(name, shape, type, file offset, bytes) per tensor, in the file's order; shape is "
+            "row-major (ggml's dimensions reversed).")
+        .def(
+            "tensor_bytes",
+            [](const GgufFile& f, const std::string& tensor) {
+                auto* bytes = new std::vector<uint8_t>(f.tensor_bytes(tensor));
+                nb::capsule owner(
+                    bytes, [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
+                const size_t n = bytes->size();
+                return nb::ndarray<nb::numpy, uint8_t>(bytes->data(), 1, &n, owner);
+            },
+            nb::arg("name"), "A tensor's bytes as stored (numpy u8; block formats as they are).")
+        .def(
+            "load",
+            [](const GgufFile& f, const std::string& tensor, Device* device) {
+                nb::gil_scoped_release release;
+                return f.load(tensor, device != nullptr ? *device : cpu_device());
+            },
+            nb::arg("name"), nb::arg("device").none() = nb::none(),
+            "A tensor on a device (the CPU by default): F32, F16, BF16, I8, I32, I64 as that "
+            "dtype; block formats as u8 rows of their blocks.");
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,85 @@
+"""kiln.GgufFile against the gguf package (llama.cpp's own Python reader and writer): a file the
+gguf writer makes, with metadata of several kinds and tensors in F32, F16, BF16 and Q8_0 blocks,
+reads the same through both; a file cut short or edited is a kiln.Error."""
+
+import numpy as np
+import pytest
+
+import kiln
+
+gguf = pytest.importorskip("gguf")
+
+
+def write_sample(path):
+    rng = np.random.default_rng(7)
+    w = gguf.GGUFWriter(str(path), arch="tiny")
+    w.add_uint32("tiny.block_count", 6)
+    w.add_float32("tiny.eps", 1e-6)
+    w.add_float64("tiny.theta", 10000.5)
+    w.add_bool("tiny.flag", True)
+    w.add_int8("tiny.small", -7)
+    w.add_uint64("tiny.big", 2**40)
+    w.add_array("tiny.ints", [1, -2, 3])
+    w.add_array("tiny.scales", [0.5, -1.25])
+    w.add_array("tiny.words", ["<s>", "", "héllo"])
+    w.add_tensor("w.f32", rng.standard_normal((3, 4)).astype(np.float32))
+    w.add_tensor("w.f16", rng.standard_normal((2, 5, 32)).astype(np.float16))
+    bf16 = rng.integers(0, 2**16, size=(3, 32), dtype=np.uint16)
+    w.add_tensor("w.bf16", bf16.view(np.uint8).reshape(3, 64),
+                 raw_dtype=gguf.GGMLQuantizationType.BF16)
+    q8 = rng.integers(0, 256, size=(4, 2 * 34), dtype=np.uint8)
+    w.add_tensor("w.q8", q8, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_a_file_the_gguf_writer_makes_reads_as_the_gguf_reader_reads_it(tmp_path, device):
+    path = tmp_path / "tiny.gguf"
+    write_sample(path)
+    want = gguf.GGUFReader(str(path))
+    got = kiln.GgufFile(path)
+    assert got.version == 3
+    meta = got.metadata
+    for key, field in want.fields.items():
+        if key.startswith("GGUF."):
+            continue
+        value = field.contents()
+        if isinstance(value, float) or (isinstance(value, list) and value
+                                        and isinstance(value[0], float)):
+            np.testing.assert_array_equal(np.float64(meta[key]), np.float64(value), err_msg=key)
+        else:
+            assert meta[key] == value, key
+    assert set(meta) == {k for k in want.fields if not k.startswith("GGUF.")}
+    assert [t[0] for t in got.tensors] == [t.name for t in want.tensors]
+    for (name, shape, type_name, offset, nbytes), t in zip(got.tensors, want.tensors):
+        assert list(shape) == [int(d) for d in reversed(t.shape)], name
+        assert type_name == t.tensor_type.name, name
+        assert (offset, nbytes) == (t.data_offset, t.n_bytes), name
+        stored = np.ascontiguousarray(t.data).view(np.uint8).ravel()
+        np.testing.assert_array_equal(got.tensor_bytes(name), stored, err_msg=name)
+    f32 = got.load("w.f32", device)
+    assert f32.dtype == kiln.f32 and f32.shape == (3, 4)
+    np.testing.assert_array_equal(f32.numpy(), want.tensors[0].data)
+    f16 = got.load("w.f16", device)
+    assert f16.dtype == kiln.f16 and f16.shape == (2, 5, 32)
+    np.testing.assert_array_equal(f16.numpy(), want.tensors[1].data)
+    q8 = got.load("w.q8", device)
+    assert q8.dtype == kiln.u8 and q8.shape == (4, 68)
+
+
+def test_a_cut_or_edited_file_is_an_error(tmp_path):
+    path = tmp_path / "tiny.gguf"
+    write_sample(path)
+    data = path.read_bytes()
+    last = gguf.GGUFReader(str(path)).tensors[-1]
+    end = last.data_offset + last.n_bytes  # the gguf writer may pad the file past it
+    bad = tmp_path / "bad.gguf"
+    for cut in (3, 20, 200, end - 1):
+        bad.write_bytes(data[:cut])
+        with pytest.raises(kiln.Error, match="GGUF file"):
+            kiln.GgufFile(bad)
+    bad.write_bytes(data[:8] + (2**62).to_bytes(8, "little") + data[16:])
+    with pytest.raises(kiln.Error, match="tensors cannot fit"):
+        kiln.GgufFile(bad)
