@@ -173,9 +173,11 @@ struct Builder {
     }
 
     // The group (the latest in topological order) whose folds a node needs; -1 for none.
-    int owner(int n) const {
+    int owner(int n) const { return owner_of(folds_needed(g, n, materialized)); }
+    // The same from the folds the node needs.
+    int owner_of(const std::set<int>& needed) const {
         int best = -1;
-        for (int f : folds_needed(g, n, materialized)) {
+        for (int f : needed) {
             const int gi = static_cast<int>(group_of.at(f));
             if (best < 0 || groups[size_t(gi)].folds[0] > groups[size_t(best)].folds[0]) best = gi;
         }
@@ -227,13 +229,14 @@ struct Builder {
                 if (!materialized[i] || g.is_leaf(n)) continue;
                 const graph::Node& node = g.node(n);
                 int w = -1;
+                const std::set<int> needed = folds_needed(g, n, materialized);
                 if (is_grouped(g, n))
                     w = static_cast<int>(group_of.at(n));
                 else if (!node.as<op::Gather>() && !node.as<op::ScatterAdd>())
-                    w = owner(n);
+                    w = owner_of(needed);
                 if (w >= 0 && !is_grouped(g, n) && !fits(groups[size_t(w)], n)) w = -1;
                 writer[i] = w;
-                for (int f : folds_needed(g, n, materialized)) {
+                for (int f : needed) {
                     if (f == n) continue;
                     if (w < 0 || group_of.at(f) != size_t(w)) {
                         materialize(f);
@@ -397,12 +400,14 @@ struct Builder {
             return r;
         };
         const size_t n = launches.size();
+        std::vector<std::set<int>> written(n);
+        for (size_t j = 0; j < n; ++j) written[j] = writes(launches[j]);
         std::vector<std::set<size_t>> after(n);  // launch i runs after these
         for (size_t i = 0; i < n; ++i) {
             const auto r = reads(launches[i]);
             for (size_t j = 0; j < n; ++j) {
                 if (i == j) continue;
-                const auto w = writes(launches[j]);
+                const std::set<int>& w = written[j];
                 for (int x : r)
                     if (w.count(x)) {
                         // A scatter's output is written by its base copy (a map launch) and then
