@@ -97,6 +97,23 @@ TEST(Hash, KernelIdentityFollowsTheGeneratedSourceNotOnlyTheIr) {
     EXPECT_NE(kernel_identity(Backend::cuda, k), kernel_identity(Backend::cpu, k));
 }
 
+// The planner's races take each candidate's identity from its compiled kernel: it must be the
+// identity of the kernel's source alone, also when the kernel was compiled in a unit with others
+// and in checked mode.
+TEST(Hash, ACompiledKernelKeepsTheIdentityOfItsOwnSource) {
+    const std::vector<ir::Kernel> kernels = {
+        ops::row_fold(DType::f32, 100, Fold::sum().lanes(32).threads(32), 64),
+        ops::row_fold(DType::f32, 100, Fold::sum().lanes(32).threads(8), 64)};
+    for (bool checked : {false, true}) {
+        CompileOptions options = default_compile_options();
+        options.check_bounds = checked;
+        const auto compiled = compile_all(cpu_device(), kernels, options);
+        for (size_t i = 0; i < kernels.size(); ++i)
+            EXPECT_EQ(compiled[i]->identity(), kernel_identity(Backend::cpu, kernels[i], options))
+                << "kernel " << i << (checked ? " checked" : "");
+    }
+}
+
 ir::ExprRef f32c(double v) {
     return ir::float_const(DType::f32, v);
 }

@@ -83,13 +83,17 @@ struct CompileInfo {
 class CompiledKernel {
   public:
     CompiledKernel(Device& device, ir::Kernel kernel, std::shared_ptr<Module> module,
-                   std::string entry, CompileInfo info, bool check_bounds = false);
+                   std::string entry, CompileInfo info, bool check_bounds = false,
+                   std::string identity = {});
 
     const ir::Kernel& kernel() const { return kernel_; }
     Device& device() const { return *device_; }
     const CompileInfo& info() const { return info_; }
     const std::string& entry() const { return entry_; }
     bool checks_bounds() const { return fault_ != nullptr; }
+    // kernel_identity of the kernel under the options it was compiled with, taken from its
+    // compile unit's source (compile_all's kernels; empty where the constructor was not given it).
+    const std::string& identity() const { return identity_; }
 
     // Checks the arguments (count, buffer dtypes and devices, scalar dtypes, aliasing, the
     // kernel's requirements, buffers past INT32_MAX elements only where the kernel reads no
@@ -108,6 +112,7 @@ class CompiledKernel {
     ir::Kernel kernel_;
     std::shared_ptr<Module> module_;
     std::string entry_;
+    std::string identity_;
     CompileInfo info_;
     std::vector<bool> reads_i32_length_;  // by parameter: the kernel reads its length as i32
     std::shared_ptr<FaultRecord> fault_;  // checked mode only

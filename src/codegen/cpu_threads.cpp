@@ -119,62 +119,76 @@ bool names_local(const ExprRef& e, int id) {
     return found;
 }
 
-// Whether a pass through s may read local `id` before giving it a value; `defined` says whether
-// it holds one of this pass on entry, and on exit whether it surely does.
-bool live_in(const StmtRef& s, int id, bool& defined) {
-    if (!s) return false;
-    auto reads = [&](const ExprRef& e) { return e && !defined && names_local(e, id); };
-    return std::visit(
-        [&](const auto& n) -> bool {
-            using N = std::decay_t<decltype(n)>;
-            if constexpr (std::is_same_v<N, stmt::Seq>) {
-                for (const auto& i : n.items)
-                    if (live_in(i, id, defined)) return true;
-                return false;
-            } else if constexpr (std::is_same_v<N, stmt::Let> || std::is_same_v<N, stmt::Assign>) {
-                if (reads(n.value)) return true;
-                defined |= n.local == id;
-                return false;
-            } else if constexpr (std::is_same_v<N, stmt::Store>) {
-                return reads(n.index) || reads(n.value);
-            } else if constexpr (std::is_same_v<N, stmt::If>) {
-                if (reads(n.cond)) return true;
-                bool then_defined = defined, else_defined = defined;
-                if (live_in(n.then_body, id, then_defined) ||
-                    live_in(n.else_body, id, else_defined))
-                    return true;
-                defined = then_defined && else_defined;
-                return false;
-            } else if constexpr (std::is_same_v<N, stmt::For>) {
-                if (reads(n.begin)) return true;
-                bool in_body = defined || n.local == id;
-                bool after = in_body;
-                if ((!in_body && (names_local(n.end, id) || names_local(n.step, id))) ||
-                    live_in(n.body, id, after))
-                    return true;
-                defined = defined || n.local == id;
-                return false;
-            } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
-                if (reads(n.index)) return true;
-                defined |= std::find(n.locals.begin(), n.locals.end(), id) != n.locals.end();
-                return false;
-            } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
-                if (reads(n.index)) return true;
-                for (const auto& v : n.values)
-                    if (reads(v)) return true;
-                return false;
-            } else {
-                return false;
-            }
-        },
-        s->node);
-}
+// Which locals a pass through a body may read before giving them a value: live[l] for local l.
+// One walk of the body serves every local; `defined` says which hold a value of this pass.
+class LiveIn {
+  public:
+    explicit LiveIn(size_t locals) : live(locals, false) {}
 
-bool live_in(const std::vector<StmtRef>& body, int id) {
-    bool defined = false;
-    for (const auto& s : body)
-        if (live_in(s, id, defined)) return true;
-    return false;
+    void body(const std::vector<StmtRef>& items) {
+        std::vector<bool> defined(live.size(), false);
+        for (const auto& s : items) stmt(s, defined);
+    }
+
+    std::vector<bool> live;
+
+  private:
+    // Marks the locals e reads that hold no value yet, except `except`.
+    void reads(const ExprRef& e, const std::vector<bool>& defined, int except = -1) {
+        if (!e) return;
+        walk(e, [&](const ExprRef& n) {
+            const auto* l = std::get_if<expr::Local>(&n->node);
+            if (l && l->id != except && !defined[static_cast<size_t>(l->id)])
+                live[static_cast<size_t>(l->id)] = true;
+        });
+    }
+
+    void stmt(const StmtRef& s, std::vector<bool>& defined) {
+        if (!s) return;
+        std::visit(
+            [&](const auto& n) {
+                using N = std::decay_t<decltype(n)>;
+                if constexpr (std::is_same_v<N, stmt::Seq>) {
+                    for (const auto& i : n.items) stmt(i, defined);
+                } else if constexpr (std::is_same_v<N, stmt::Let> ||
+                                     std::is_same_v<N, stmt::Assign>) {
+                    reads(n.value, defined);
+                    defined[static_cast<size_t>(n.local)] = true;
+                } else if constexpr (std::is_same_v<N, stmt::Store>) {
+                    reads(n.index, defined);
+                    reads(n.value, defined);
+                } else if constexpr (std::is_same_v<N, stmt::If>) {
+                    reads(n.cond, defined);
+                    std::vector<bool> then_defined = defined, else_defined = defined;
+                    stmt(n.then_body, then_defined);
+                    stmt(n.else_body, else_defined);
+                    for (size_t l = 0; l < defined.size(); ++l)
+                        defined[l] = then_defined[l] && else_defined[l];
+                } else if constexpr (std::is_same_v<N, stmt::For>) {
+                    // The body may run no time: what it defines does not hold after the loop.
+                    reads(n.begin, defined);
+                    reads(n.end, defined, n.local);
+                    reads(n.step, defined, n.local);
+                    std::vector<bool> in_body = defined;
+                    in_body[static_cast<size_t>(n.local)] = true;
+                    stmt(n.body, in_body);
+                    defined[static_cast<size_t>(n.local)] = true;
+                } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
+                    reads(n.index, defined);
+                    for (int l : n.locals) defined[static_cast<size_t>(l)] = true;
+                } else if constexpr (std::is_same_v<N, stmt::StoreVector>) {
+                    reads(n.index, defined);
+                    for (const auto& v : n.values) reads(v, defined);
+                }
+            },
+            s->node);
+    }
+};
+
+std::vector<bool> live_in(const std::vector<StmtRef>& body, size_t locals) {
+    LiveIn l(locals);
+    l.body(body);
+    return std::move(l.live);
 }
 
 // How a local gets its values: the values of the Lets and Assigns giving it one, and whether
@@ -602,9 +616,10 @@ bool assign_homes(ThreadPlan& plan) {
                             if (const auto* x = std::get_if<stmt::LoadVector>(&n.node))
                                 for (int l : x->locals) mark(l);
                         });
+                    const std::vector<bool> live = live_in(s.body, locals);
                     for (int l : named) {
                         local_loops[static_cast<size_t>(l)].insert(s.id);
-                        if (live_in(s.body, l)) carried[static_cast<size_t>(l)] = true;
+                        if (live[static_cast<size_t>(l)]) carried[static_cast<size_t>(l)] = true;
                     }
                     break;
                 }
@@ -723,9 +738,10 @@ struct Recomputable {
                     if (const auto* x = std::get_if<expr::Local>(&n->node)) need(x->id);
                 });
             };
+            const std::vector<bool> live = live_in(s.body, value.size());
             for (const auto& b : s.body)
                 for_each_local(b, [&](int l) {
-                    if (value[static_cast<size_t>(l)] && live_in(s.body, l)) need(l);
+                    if (value[static_cast<size_t>(l)] && live[static_cast<size_t>(l)]) need(l);
                 });
             std::vector<StmtRef> lets;
             for (int l : needed)  // ascending: each value's locals come first

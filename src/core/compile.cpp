@@ -55,9 +55,10 @@ bool unoptimized(const Device& d, const CompileOptions& options) {
     return !options.optimize && d.has_unoptimized_build();
 }
 
-std::string memory_key(const Device& d, const ir::Kernel& k, const CompileOptions& options) {
-    return d.info().id + "/" + ir::hex(ir::structural_hash(k)) +
-           (options.check_bounds ? "/checked" : "") + (unoptimized(d, options) ? "/O0" : "");
+// `hash`: the kernel's ir::structural_hash.
+std::string memory_key(const Device& d, uint64_t hash, const CompileOptions& options) {
+    return d.info().id + "/" + ir::hex(hash) + (options.check_bounds ? "/checked" : "") +
+           (unoptimized(d, options) ? "/O0" : "");
 }
 
 // A switch read from the environment: "1" true, "0" false, unset or empty `otherwise`.
@@ -110,11 +111,13 @@ Arg Arg::scalar(DType dtype, uint64_t bits) {
 }
 
 CompiledKernel::CompiledKernel(Device& device, ir::Kernel kernel, std::shared_ptr<Module> module,
-                               std::string entry, CompileInfo info, bool check_bounds)
+                               std::string entry, CompileInfo info, bool check_bounds,
+                               std::string identity)
     : device_(&device),
       kernel_(std::move(kernel)),
       module_(std::move(module)),
       entry_(std::move(entry)),
+      identity_(std::move(identity)),
       info_(std::move(info)),
       reads_i32_length_(ir::reads_i32_length(kernel_)),
       fault_(check_bounds ? std::make_shared<FaultRecord>(device) : nullptr) {}
@@ -226,6 +229,30 @@ void CompiledKernel::launch(int64_t grid, std::span<const Arg> given) const {
         fault_->check(k, recorded_);
 }
 
+namespace {
+
+// The compile unit of `kernels` (entries[i]: kernels[i]'s entry name) in parts.
+codegen::SourceParts generate_parts(Backend backend, const std::vector<const ir::Kernel*>& kernels,
+                                    const std::vector<std::string>& entries,
+                                    const CompileOptions& options) {
+    return codegen::emit_parts(kernels, entries, dialect_for(backend),
+                               {.check_bounds = options.check_bounds});
+}
+
+// kernel_identity of a unit's kernel i: the digest of the unit that kernel alone would make.
+std::string identity_of(const codegen::SourceParts& parts, size_t i) {
+    XXH3_state_t* state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    XXH3_64bits_update(state, parts.header.data(), parts.header.size());
+    XXH3_64bits_update(state, "\n", 1);
+    XXH3_64bits_update(state, parts.kernels[i].data(), parts.kernels[i].size());
+    const uint64_t digest = XXH3_64bits_digest(state);
+    XXH3_freeState(state);
+    return ir::hex(digest);
+}
+
+}  // namespace
+
 std::string generate_source(Backend backend, std::span<const ir::Kernel> kernels,
                             const CompileOptions& options) {
     std::vector<const ir::Kernel*> ptrs;
@@ -235,8 +262,8 @@ std::string generate_source(Backend backend, std::span<const ir::Kernel> kernels
 
 std::string kernel_identity(Backend backend, const ir::Kernel& kernel,
                             const CompileOptions& options) {
-    const std::string source = generate_source(backend, std::span(&kernel, 1), options);
-    return ir::hex(XXH3_64bits(source.data(), source.size()));
+    return identity_of(generate_parts(backend, {&kernel}, {codegen::entry_name(kernel)}, options),
+                       0);
 }
 
 std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
@@ -245,11 +272,14 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     std::vector<std::shared_ptr<CompiledKernel>> result(kernels.size());
     std::vector<size_t> missing;  // the first of each distinct kernel not in memory
     std::vector<std::pair<size_t, size_t>> repeats;  // (i, j): kernel i equals missing kernel j
+    // Each kernel's structural hash, printed and hashed once here for its keys and entry.
+    std::vector<uint64_t> hashes(kernels.size());
+    for (size_t i = 0; i < kernels.size(); ++i) hashes[i] = ir::structural_hash(kernels[i]);
     {
         std::unordered_map<std::string, size_t> first_of;
         std::lock_guard lock(memory_cache().mutex);
         for (size_t i = 0; i < kernels.size(); ++i) {
-            std::string key = memory_key(device, kernels[i], options);
+            std::string key = memory_key(device, hashes[i], options);
             if (auto it = memory_cache().kernels.find(key); it != memory_cache().kernels.end()) {
                 result[i] = it->second;
                 continue;
@@ -267,8 +297,16 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     CompileInfo info;
     auto t0 = std::chrono::steady_clock::now();
     std::vector<ir::Kernel> todo;
-    for (size_t i : missing) todo.push_back(kernels[i]);
-    const std::string source = generate_source(device.info().backend, todo, options);
+    std::vector<const ir::Kernel*> todo_ptrs;
+    std::vector<std::string> entries;
+    for (size_t i : missing) {
+        todo.push_back(kernels[i]);
+        todo_ptrs.push_back(&kernels[i]);
+        entries.push_back(codegen::entry_name(kernels[i], hashes[i]));
+    }
+    const codegen::SourceParts parts =
+        generate_parts(device.info().backend, todo_ptrs, entries, options);
+    const std::string source = parts.joined();
     dump_source(device, todo, source);
     info.codegen_ms = ms_since(t0);
 
@@ -313,7 +351,7 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
         module = device.load(binary);
         // A cached binary built from other source lacks the kernels' entries.
         if (info.disk_hit)
-            for (const auto& k : todo) module->require_entry(codegen::entry_name(k));
+            for (const std::string& entry : entries) module->require_entry(entry);
     } catch (const Error& e) {
         if (!info.disk_hit) throw;
         // A cached binary the device rejects: rebuild it from source.
@@ -329,12 +367,16 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     }
     info.load_ms = ms_since(t0);
 
+    // Each kernel's identity from its part of the unit (a unit writes an entry once).
+    std::unordered_map<std::string, std::string> identity;
+    for (size_t p = 0; p < parts.entries.size(); ++p)
+        identity.emplace(parts.entries[p], identity_of(parts, p));
     std::lock_guard lock(memory_cache().mutex);
     for (size_t j = 0; j < missing.size(); ++j) {
         const ir::Kernel& k = kernels[missing[j]];
-        auto compiled = std::make_shared<CompiledKernel>(device, k, module, codegen::entry_name(k),
-                                                         info, options.check_bounds);
-        memory_cache().kernels[memory_key(device, k, options)] = compiled;
+        auto compiled = std::make_shared<CompiledKernel>(
+            device, k, module, entries[j], info, options.check_bounds, identity.at(entries[j]));
+        memory_cache().kernels[memory_key(device, hashes[missing[j]], options)] = compiled;
         result[missing[j]] = compiled;
     }
     for (const auto& [i, first] : repeats) result[i] = result[first];

@@ -4,6 +4,9 @@
 #include "ir/print.hpp"
 
 #include <cmath>
+#include <initializer_list>
+#include <iterator>
+#include <string_view>
 
 #include <unordered_map>
 
@@ -55,50 +58,105 @@ struct Printer {
     }
 
     std::string expr(const ExprRef& e) const {
-        if (auto it = names.find(e.get()); it != names.end()) return it->second;
-        const std::string t(name(e->type));
-        return std::visit(
-            [&](const auto& n) -> std::string {
+        std::string text;
+        expr_to(text, e);
+        return text;
+    }
+
+    // Appends e's text to `out`: each node's text written once into one buffer, rather than
+    // each level of the expression copying its operands' texts.
+    void expr_to(std::string& out, const ExprRef& e) const {
+        if (auto it = names.find(e.get()); it != names.end()) {
+            out += it->second;
+            return;
+        }
+        const std::string_view t = name(e->type);
+        auto append = std::back_inserter(out);
+        std::visit(
+            [&](const auto& n) {
                 using N = std::decay_t<decltype(n)>;
                 if constexpr (std::is_same_v<N, expr::Const>) {
-                    if (is_float(e->type)) return fmt::format("{}:{}", float_text(n.f), t);
-                    return fmt::format("{}:{}", n.i, t);
+                    if (is_float(e->type))
+                        fmt::format_to(append, "{}:{}", float_text(n.f), t);
+                    else
+                        fmt::format_to(append, "{}:{}", n.i, t);
                 } else if constexpr (std::is_same_v<N, expr::Local>) {
-                    return local(n.id);
+                    out += local(n.id);
                 } else if constexpr (std::is_same_v<N, expr::ScalarParam>) {
-                    return k.params.at(static_cast<size_t>(n.param)).name;
+                    out += k.params.at(static_cast<size_t>(n.param)).name;
                 } else if constexpr (std::is_same_v<N, expr::BufferLen>) {
-                    return fmt::format("{}({})", e->type == DType::i64 ? "len64" : "len",
-                                       k.params.at(static_cast<size_t>(n.param)).name);
+                    fmt::format_to(append, "{}({})", e->type == DType::i64 ? "len64" : "len",
+                                   k.params.at(static_cast<size_t>(n.param)).name);
                 } else if constexpr (std::is_same_v<N, expr::Load>) {
-                    return fmt::format("{}[{}]", mem(n.mem), expr(n.index));
+                    out += mem(n.mem);
+                    out += '[';
+                    expr_to(out, n.index);
+                    out += ']';
                 } else if constexpr (std::is_same_v<N, expr::Unary>) {
-                    return fmt::format("{}({}):{}", name(n.op), expr(n.a), t);
+                    out += name(n.op);
+                    out += '(';
+                    expr_to(out, n.a);
+                    out += "):";
+                    out += t;
                 } else if constexpr (std::is_same_v<N, expr::Binary>) {
-                    return fmt::format("({} {} {}):{}", expr(n.a), name(n.op), expr(n.b), t);
+                    out += '(';
+                    expr_to(out, n.a);
+                    out += ' ';
+                    out += name(n.op);
+                    out += ' ';
+                    expr_to(out, n.b);
+                    out += "):";
+                    out += t;
                 } else if constexpr (std::is_same_v<N, expr::Select>) {
-                    return fmt::format("select({}, {}, {})", expr(n.cond), expr(n.a), expr(n.b));
+                    out += "select(";
+                    list_to(out, {&n.cond, &n.a, &n.b});
+                    out += ')';
                 } else if constexpr (std::is_same_v<N, expr::Cast>) {
-                    return fmt::format("cast<{}>({})", t, expr(n.a));
+                    fmt::format_to(append, "cast<{}>(", t);
+                    expr_to(out, n.a);
+                    out += ')';
                 } else if constexpr (std::is_same_v<N, expr::Bitcast>) {
-                    return fmt::format("bitcast<{}>({})", t, expr(n.a));
+                    fmt::format_to(append, "bitcast<{}>(", t);
+                    expr_to(out, n.a);
+                    out += ')';
                 } else if constexpr (std::is_same_v<N, expr::Fma>) {
-                    return fmt::format("fma({}, {}, {}):{}", expr(n.a), expr(n.b), expr(n.c), t);
+                    out += "fma(";
+                    list_to(out, {&n.a, &n.b, &n.c});
+                    out += "):";
+                    out += t;
                 } else if constexpr (std::is_same_v<N, expr::Builtin>) {
-                    return name(n.which);
+                    out += name(n.which);
                 } else if constexpr (std::is_same_v<N, expr::Dp4a>) {
-                    return fmt::format("dp4a({}, {}, {})", expr(n.a), expr(n.b), expr(n.c));
+                    out += "dp4a(";
+                    list_to(out, {&n.a, &n.b, &n.c});
+                    out += ')';
                 } else if constexpr (std::is_same_v<N, expr::InBounds>) {
-                    return fmt::format("in_bounds({}, {}, width {}, site {:#x}{})", expr(n.index),
-                                       expr(n.length), n.width, n.site,
-                                       n.when ? ", when " + expr(n.when) : "");
+                    out += "in_bounds(";
+                    list_to(out, {&n.index, &n.length});
+                    fmt::format_to(append, ", width {}, site {:#x}", n.width, n.site);
+                    if (n.when) {
+                        out += ", when ";
+                        expr_to(out, n.when);
+                    }
+                    out += ')';
                 } else {
                     static_assert(std::is_same_v<N, expr::ShuffleXor>);
-                    return fmt::format("shuffle_xor({}, {}, width {})", expr(n.value), n.mask,
-                                       n.width);
+                    out += "shuffle_xor(";
+                    expr_to(out, n.value);
+                    fmt::format_to(append, ", {}, width {})", n.mask, n.width);
                 }
             },
             e->node);
+    }
+
+    // Appends the expressions' texts, separated by ", ".
+    void list_to(std::string& out, std::initializer_list<const ExprRef*> es) const {
+        bool first = true;
+        for (const ExprRef* e : es) {
+            if (!first) out += ", ";
+            first = false;
+            expr_to(out, *e);
+        }
     }
 
     void line(int depth, const std::string& text) {

@@ -1,6 +1,10 @@
 // choose: each fold group's form by the cost model (see choose.hpp).
 #include "plan/choose.hpp"
 
+#include <map>
+#include <optional>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "plan/fusion_legality.hpp"
@@ -29,6 +33,36 @@ std::vector<int> stored_candidates(const GraphView& g, const Plan& plan) {
     return out;
 }
 
+// choose_plan's tries, each partitioned and costed once: a try can ask for forms already tried
+// (a contraction group's segments form is refused, and the group split gives a plan tried
+// before; a generator stored or not).
+class Tries {
+  public:
+    struct Tried {
+        Partitioned partitioned;
+        std::optional<double> cost;  // plan_cost, once asked for
+    };
+
+    Tries(const GraphView& g, const std::vector<FoldGroup>& groups, const DeviceFacts& f)
+        : g_(g), groups_(groups), f_(f) {}
+
+    Tried& partition(const std::vector<GroupForm>& forms, const std::vector<int>& stored) {
+        auto [it, added] = done_.try_emplace({forms, stored});
+        if (added) it->second.partitioned = plan::partition(g_, groups_, forms, stored);
+        return it->second;
+    }
+    double cost(Tried& t) {
+        if (!t.cost) t.cost = plan_cost(g_, t.partitioned.plan, f_);
+        return *t.cost;
+    }
+
+  private:
+    const GraphView& g_;
+    const std::vector<FoldGroup>& groups_;
+    const DeviceFacts& f_;
+    std::map<std::pair<std::vector<GroupForm>, std::vector<int>>, Tried> done_;
+};
+
 }  // namespace
 
 std::vector<char> materialized_set(const GraphView& g, const Plan& plan) {
@@ -40,21 +74,25 @@ std::vector<char> materialized_set(const GraphView& g, const Plan& plan) {
 
 Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse, PlanDecisions* decisions) {
     const auto groups = fold_groups(g);
-    // partition_or_split, noting each refusal: the plan, and the refusals that split its groups.
+    Tries tries(g, groups, f);
+    // partition_or_split, noting each refusal: the try planned, and the refusals that split its
+    // groups.
     auto plan_of = [&](std::vector<GroupForm>& forms, const std::vector<int>& stored,
-                       std::vector<std::string>& refused) {
-        std::vector<FusionRefusal> refusals;
-        Plan p = partition_or_split(g, groups, forms, &refusals, stored);
-        for (const FusionRefusal& r : refusals) {
-            refused.push_back(describe(r, groups.at(size_t(r.group))));
+                       std::vector<std::string>& refused) -> Tries::Tried& {
+        for (;;) {
+            Tries::Tried& t = tries.partition(forms, stored);
+            const std::optional<FusionRefusal>& r = t.partitioned.refusal;
+            if (!r) return t;
+            refused.push_back(describe(*r, groups.at(size_t(r->group))));
             if (decisions) decisions->lines.push_back(refused.back());
+            forms.at(static_cast<size_t>(r->group)) = GroupForm::split;
         }
-        return p;
     };
     std::vector<GroupForm> forms(groups.size(), fuse ? GroupForm::fused : GroupForm::split);
     std::vector<std::string> best_refused;
-    Plan best = plan_of(forms, {}, best_refused);
-    double best_cost = plan_cost(g, best, f);
+    Tries::Tried& first = plan_of(forms, {}, best_refused);
+    Plan best = first.partitioned.plan;
+    double best_cost = tries.cost(first);
     auto note = [&](const std::string& what, double cost, bool kept) {
         if (decisions)
             decisions->lines.push_back(
@@ -67,11 +105,11 @@ Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse, PlanDecisi
             std::vector<GroupForm> tried = forms;
             tried[i] = alt;
             std::vector<std::string> refused;
-            Plan p = plan_of(tried, {}, refused);
-            const double cost = plan_cost(g, p, f);
+            Tries::Tried& t = plan_of(tried, {}, refused);
+            const double cost = tries.cost(t);
             note(fmt::format("group {} {}", i, name(alt)), cost, cost < best_cost);
             if (cost < best_cost) {
-                best = std::move(p);
+                best = t.partitioned.plan;
                 best_cost = cost;
                 forms = tried;
                 best_refused.insert(best_refused.end(), refused.begin(), refused.end());
@@ -86,12 +124,12 @@ Plan choose_plan(const GraphView& g, const DeviceFacts& f, bool fuse, PlanDecisi
         tried.push_back(n);
         std::vector<GroupForm> tried_forms = forms;
         std::vector<std::string> refused;
-        Plan p = plan_of(tried_forms, tried, refused);
-        const double cost = plan_cost(g, p, f);
+        Tries::Tried& t = plan_of(tried_forms, tried, refused);
+        const double cost = tries.cost(t);
         note(fmt::format("node %{} ({}) stored", n, graph::describe(g.node(n))), cost,
              cost < best_cost);
         if (cost < best_cost) {
-            best = std::move(p);
+            best = t.partitioned.plan;
             best_cost = cost;
             forms = tried_forms;
             stored = std::move(tried);

@@ -40,6 +40,18 @@ bool is_grouped(const GraphView& g, int i) {
     return is_fold(g, i) || is_contraction(g, i);
 }
 
+// Whether two sets share an element (one pass over both, in order).
+bool intersect(const std::set<int>& a, const std::set<int>& b) {
+    for (auto i = a.begin(), j = b.begin(); i != a.end() && j != b.end();) {
+        if (*i == *j) return true;
+        if (*i < *j)
+            ++i;
+        else
+            ++j;
+    }
+    return false;
+}
+
 }  // namespace
 
 std::set<int> folds_needed(const GraphView& g, int n, const std::vector<char>& materialized) {
@@ -52,6 +64,7 @@ std::set<int> folds_needed(const GraphView& g, int n, const std::vector<char>& m
 
 std::vector<FoldGroup> fold_groups(const GraphView& g) {
     std::vector<FoldGroup> groups;
+    std::vector<std::set<int>> group_sources;  // per group: what its folds read, together
     std::map<int, size_t> group_of;
     // What each fold reads, through inlined nodes (folds and non-inlined nodes are boundaries).
     // (A contraction reads both of its operands.)
@@ -65,14 +78,18 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
             }
         return it->second;
     };
-    // The groups a group's folds read results of (directly, through inlined nodes).
-    auto group_deps = [&](size_t gi) {
-        std::set<size_t> deps;
+    // The groups a group's folds read results of (directly, through inlined nodes); kept until
+    // a fold joins the group (what its folds read was grouped before them).
+    std::vector<std::optional<std::set<size_t>>> deps_of;
+    auto group_deps = [&](size_t gi) -> const std::set<size_t>& {
+        std::optional<std::set<size_t>>& deps = deps_of[gi];
+        if (deps) return *deps;
+        deps.emplace();
         for (int f : groups[gi].folds)
             for (int s : sources(f))
-                if (is_grouped(g, s) && group_of.count(s)) deps.insert(group_of.at(s));
-        deps.erase(gi);
-        return deps;
+                if (is_grouped(g, s) && group_of.count(s)) deps->insert(group_of.at(s));
+        deps->erase(gi);
+        return *deps;
     };
     // Whether group a reads group b's results, directly or through other groups: a search that
     // visits each group once (graphs with residual paths have exponentially many paths).
@@ -93,6 +110,8 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
         const int f = static_cast<int>(i);
         if (is_contraction(g, f)) {
             groups.push_back({{f}, g.node(f).shape, {}, true});
+            group_sources.resize(groups.size());  // never joined
+            deps_of.resize(groups.size());
             group_of[f] = groups.size() - 1;
             continue;
         }
@@ -106,12 +125,8 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
             if (groups[gi].contraction || groups[gi].full != full || groups[gi].axes != axes)
                 continue;
             bool related = false;
-            for (int other : groups[gi].folds) {
-                if (mine.count(other)) related = true;
-                for (int s : sources(other))
-                    if (mine.count(s)) related = true;
-            }
-            if (!related) continue;
+            for (int other : groups[gi].folds) related = related || mine.count(other);
+            if (!related && !intersect(mine, group_sources[gi])) continue;
             // Joining must not make a cycle: f may not read a group that reads this one.
             bool cycle = false;
             for (int s : mine)
@@ -122,9 +137,13 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
         }
         if (!chosen) {
             groups.push_back({{}, full, axes});
+            group_sources.resize(groups.size());
+            deps_of.resize(groups.size());
             chosen = groups.size() - 1;
         }
         groups[*chosen].folds.push_back(f);
+        deps_of[*chosen].reset();
+        group_sources[*chosen].insert(mine.begin(), mine.end());
         group_of[f] = *chosen;
     }
     return groups;
@@ -154,9 +173,11 @@ struct Builder {
     }
 
     // The group (the latest in topological order) whose folds a node needs; -1 for none.
-    int owner(int n) const {
+    int owner(int n) const { return owner_of(folds_needed(g, n, materialized)); }
+    // The same from the folds the node needs.
+    int owner_of(const std::set<int>& needed) const {
         int best = -1;
-        for (int f : folds_needed(g, n, materialized)) {
+        for (int f : needed) {
             const int gi = static_cast<int>(group_of.at(f));
             if (best < 0 || groups[size_t(gi)].folds[0] > groups[size_t(best)].folds[0]) best = gi;
         }
@@ -208,13 +229,14 @@ struct Builder {
                 if (!materialized[i] || g.is_leaf(n)) continue;
                 const graph::Node& node = g.node(n);
                 int w = -1;
+                const std::set<int> needed = folds_needed(g, n, materialized);
                 if (is_grouped(g, n))
                     w = static_cast<int>(group_of.at(n));
                 else if (!node.as<op::Gather>() && !node.as<op::ScatterAdd>())
-                    w = owner(n);
+                    w = owner_of(needed);
                 if (w >= 0 && !is_grouped(g, n) && !fits(groups[size_t(w)], n)) w = -1;
                 writer[i] = w;
-                for (int f : folds_needed(g, n, materialized)) {
+                for (int f : needed) {
                     if (f == n) continue;
                     if (w < 0 || group_of.at(f) != size_t(w)) {
                         materialize(f);
@@ -378,12 +400,14 @@ struct Builder {
             return r;
         };
         const size_t n = launches.size();
+        std::vector<std::set<int>> written(n);
+        for (size_t j = 0; j < n; ++j) written[j] = writes(launches[j]);
         std::vector<std::set<size_t>> after(n);  // launch i runs after these
         for (size_t i = 0; i < n; ++i) {
             const auto r = reads(launches[i]);
             for (size_t j = 0; j < n; ++j) {
                 if (i == j) continue;
-                const auto w = writes(launches[j]);
+                const std::set<int>& w = written[j];
                 for (int x : r)
                     if (w.count(x)) {
                         // A scatter's output is written by its base copy (a map launch) and then

@@ -108,20 +108,25 @@ struct Candidates {
     std::vector<LoweredLaunch> lowered;
 };
 
+// The time ranking and lowering take goes to report.rank_us and report.lower_us.
 Candidates lower_candidates(const GraphView& g, const std::vector<char>& materialized, Plan& plan,
-                            const DeviceFacts& facts, bool race) {
+                            const DeviceFacts& facts, bool race, ResolveReport& report) {
     Candidates c;
     for (Launch& l : plan.launches) {
+        auto t0 = Clock::now();
         const auto order = rank_points(g, materialized, l, facts);
+        report.rank_us += us_since(t0);
         l.chosen = order[0];
         const size_t count = race ? std::min<size_t>(kRaceTop, order.size()) : 1;
         c.points.emplace_back(order.begin(), order.begin() + long(count));
         c.kernel.emplace_back();
+        t0 = Clock::now();
         for (size_t p : c.points.back()) {
             c.lowered.push_back(lower_launch(g, materialized, l, l.domain[p]));
             c.kernels.push_back(c.lowered.back().kernel);
             c.kernel.back().push_back(c.kernels.size() - 1);
         }
+        report.lower_us += us_since(t0);
     }
     return c;
 }
@@ -143,8 +148,9 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
     PlanDecisions decisions;
     Plan plan = choose_plan(g, facts, options.fuse, &decisions);
     const auto materialized = materialized_set(g, plan);
+    report.choose_us = us_since(t0);
     // Costs and lowering: each launch's points ranked by the roofline, the candidates lowered.
-    Candidates cands = lower_candidates(g, materialized, plan, facts, options.race);
+    Candidates cands = lower_candidates(g, materialized, plan, facts, options.race, report);
     report.extract_us = us_since(t0);
 
     // Compiling: every candidate of every launch in one batch.

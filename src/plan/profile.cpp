@@ -69,9 +69,12 @@ ResolveReport& last_report() {
 }
 
 void print_report(const ResolveReport& r) {
-    std::fputs(fmt::format("kiln: resolve {} {:.1f} us: plan {:.1f}, extract {:.1f}, compile "
+    const std::string parts = r.hit ? ""
+                                    : fmt::format(" (choose {:.1f}, rank {:.1f}, lower {:.1f})",
+                                                  r.choose_us, r.rank_us, r.lower_us);
+    std::fputs(fmt::format("kiln: resolve {} {:.1f} us: plan {:.1f}, extract {:.1f}{}, compile "
                            "{:.1f}, race {:.1f}, launch {:.1f} ({} launches)\n",
-                           r.hit ? "hit" : "miss", r.total_us, r.plan_us, r.extract_us,
+                           r.hit ? "hit" : "miss", r.total_us, r.plan_us, r.extract_us, parts,
                            r.compile_us, r.race_us, r.launch_us, r.launches)
                    .c_str(),
                stderr);

@@ -1,7 +1,9 @@
 // Profiling a resolve:
 //   KILN_RESOLVE_PROFILE=1     each resolve prints its host time split into plan (graph walk,
-//                              hash, cache lookup), extract (partition, cost model), compile,
-//                              race, launch, and whether the replay cache hit
+//                              hash, cache lookup), extract (partition, cost model; on a miss
+//                              split into choosing the plan, ranking its launches' points and
+//                              lowering the candidates), compile, race, launch, and whether the
+//                              replay cache hit
 //   KILN_TIME_RANGE=start[:count]   launches number from 0 in the process, those of every
 //                              resolve: the first (planning) run's and each replay's. Each in the
 //                              range is timed on the device (it then waits for the device) and
@@ -18,6 +20,9 @@ namespace kiln::plan {
 struct ResolveReport {
     bool hit = false;
     double plan_us = 0, extract_us = 0, compile_us = 0, race_us = 0, launch_us = 0, total_us = 0;
+    // extract_us's parts: choose_plan (partition, fusion legality and the costs of every form
+    // tried), the chosen plan's points ranked by the cost model, its candidates lowered.
+    double choose_us = 0, rank_us = 0, lower_us = 0;
     int launches = 0;
 };
 

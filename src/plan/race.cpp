@@ -40,7 +40,7 @@ CompiledLaunch race_launch(Device& device, const Launch& l,
                 auto once = [&] { launch(cl, buffers); };
                 return {true, time_dispatches_within(device, iters, budget_ms, once, restore)};
             },
-            kernel_identity(device.info().backend, cl.kernel->kernel()));
+            cl.kernel->identity());
     race.run();
     const auto& rep = race.report();
     CompiledLaunch chosen = first;

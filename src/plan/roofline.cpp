@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "graph/fold_order.hpp"
@@ -63,25 +64,32 @@ double prologue_element_flops(const GraphView& g, const std::vector<char>& mater
     return flops;
 }
 
-// The flops a contraction launch's prologues add at point s beyond computing each element once
-// (what traffic() counts, as a map launch writing the operand would): every later read of an
-// element computes it again.
-double prologue_recompute_flops(const GraphView& g, const std::vector<char>& materialized,
-                                const Launch& l, const Schedule& s) {
-    double flops = 0;
-    const std::vector<double> factors = contraction_cost(l).operand_reads(g, l.contraction, s);
-    for (size_t which = 0; which < factors.size(); ++which) {
-        const int source = contract_operand(g, materialized, l.contraction, int(which)).source;
-        if (materialized[size_t(source)]) continue;
-        flops += prologue_element_flops(g, materialized, source) * double(g.node(source).numel()) *
-                 (factors[which] - 1);
-    }
-    return flops;
-}
-
 struct Traffic {
     double read = 0, written = 0, flops = 0;
 };
+
+// What a launch's estimate takes from the graph, the same at every point of its domain: its
+// traffic and, for a contraction, each operand's prologue flops over all of its elements (none
+// where the operand is read from memory).
+struct LaunchTerms {
+    Traffic traffic;
+    std::vector<std::optional<double>> prologue;  // by operand
+};
+
+// The flops a contraction launch's prologues add at point s beyond computing each element once
+// (what traffic() counts, as a map launch writing the operand would): every later read of an
+// element computes it again.
+double prologue_recompute_flops(const GraphView& g, const Launch& l, const Schedule& s,
+                                const LaunchTerms& terms) {
+    double flops = 0;
+    const std::vector<double> factors = contraction_cost(l).operand_reads(g, l.contraction, s);
+    for (size_t which = 0; which < factors.size(); ++which) {
+        const std::optional<double>& elements = terms.prologue.at(which);
+        if (!elements) continue;
+        flops += *elements * (factors[which] - 1);
+    }
+    return flops;
+}
 
 Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const Launch& l) {
     Traffic t;
@@ -119,12 +127,24 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
     return t;
 }
 
-}  // namespace
+LaunchTerms terms_of(const GraphView& g, const std::vector<char>& materialized, const Launch& l) {
+    LaunchTerms terms{traffic(g, materialized, l), {}};
+    if (l.contraction < 0) return terms;
+    for (size_t which = 0; which < g.inputs[size_t(l.contraction)].size(); ++which) {
+        const int source = contract_operand(g, materialized, l.contraction, int(which)).source;
+        terms.prologue.push_back(
+            materialized[size_t(source)]
+                ? std::nullopt
+                : std::optional<double>(prologue_element_flops(g, materialized, source) *
+                                        double(g.node(source).numel())));
+    }
+    return terms;
+}
 
-Estimate estimate(const GraphView& g, const std::vector<char>& materialized, const Launch& l,
-                  const Schedule& s, const DeviceFacts& f) {
+Estimate estimate_with(const GraphView& g, const Launch& l, const Schedule& s, const DeviceFacts& f,
+                       const LaunchTerms& launch_terms) {
     const KindCost& kind = rules(l.kind).cost;
-    const Traffic t = traffic(g, materialized, l);
+    const Traffic& t = launch_terms.traffic;
     Estimate e;
     e.flops = t.flops;
     const Passes passes = kind.passes ? kind.passes(l, g, s) : Passes{};
@@ -161,7 +181,7 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
         // A prologue runs again at every later read of its element, beside the terms.
         const double share = c.rate_share(s, f);
         const double epilogue =
-            std::max(0.0, e.flops - terms) + prologue_recompute_flops(g, materialized, l, s);
+            std::max(0.0, e.flops - terms) + prologue_recompute_flops(g, l, s, launch_terms);
         e.flops = padded + epilogue;
         compute_us = padded / (f.flops * std::max(rate_eff * share, 1e-6)) +
                      epilogue / (f.flops * std::max(rate_eff, 1e-6));
@@ -171,10 +191,18 @@ Estimate estimate(const GraphView& g, const std::vector<char>& materialized, con
     return e;
 }
 
+}  // namespace
+
+Estimate estimate(const GraphView& g, const std::vector<char>& materialized, const Launch& l,
+                  const Schedule& s, const DeviceFacts& f) {
+    return estimate_with(g, l, s, f, terms_of(g, materialized, l));
+}
+
 std::vector<size_t> rank_points(const GraphView& g, const std::vector<char>& materialized,
                                 const Launch& l, const DeviceFacts& f) {
+    const LaunchTerms terms = terms_of(g, materialized, l);
     std::vector<double> us;
-    for (const auto& s : l.domain) us.push_back(estimate(g, materialized, l, s, f).us);
+    for (const auto& s : l.domain) us.push_back(estimate_with(g, l, s, f, terms).us);
     std::vector<size_t> order(l.domain.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return us[a] < us[b]; });
