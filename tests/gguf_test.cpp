@@ -171,6 +171,13 @@ TEST_F(GgufTest, AFileWithEveryMetadataKindAndSeveralTypesReadsBackExactly) {
     EXPECT_EQ(q.shape(), (Shape{2, 68}));
     EXPECT_EQ(f.load("w.i32").to_host<int32_t>(), s.i32);
     EXPECT_EQ(name(f.tensor("w.q8").type), std::string("Q8_0"));
+    const std::vector<float> values = f.dequantize("w.q8");  // d = 1: the quants themselves
+    ASSERT_EQ(values.size(), 128u);
+    for (size_t i = 0; i < values.size(); ++i)
+        EXPECT_EQ(values[i],
+                  static_cast<float>(static_cast<int>(i % 32) - 16 + static_cast<int>(i / 32)));
+    EXPECT_EQ(f.dequantize("w.f32"), s.f32);
+    test::expect_error_naming("GGUF", [&] { f.dequantize("w.i32"); }, {"'w.i32' is I32"});
     test::expect_error_naming("GGUF", [&] { f.tensor("w.absent"); }, {"no tensor 'w.absent'"});
 }
 

@@ -86,6 +86,20 @@ void bind_gguf(nb::module_& m) {
             },
             nb::arg("name"), "A tensor's bytes as stored (numpy u8; block formats as they are).")
         .def(
+            "dequantize",
+            [](const GgufFile& f, const std::string& tensor) {
+                auto* values = new std::vector<float>(f.dequantize(tensor));
+                nb::capsule owner(
+                    values, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+                std::vector<size_t> shape;
+                for (int64_t e : f.tensor(tensor).shape()) shape.push_back(static_cast<size_t>(e));
+                return nb::ndarray<nb::numpy, float>(values->data(), shape.size(), shape.data(),
+                                                     owner);
+            },
+            nb::arg("name"),
+            "A tensor's values as numpy f32 (row-major): F32, F16, BF16, and Q8_0, Q4_K, Q6_K "
+            "blocks dequantized in each format's defined arithmetic.")
+        .def(
             "load",
             [](const GgufFile& f, const std::string& tensor, Device* device) {
                 nb::gil_scoped_release release;

@@ -69,6 +69,37 @@ def test_a_file_the_gguf_writer_makes_reads_as_the_gguf_reader_reads_it(tmp_path
     assert q8.dtype == kiln.u8 and q8.shape == (4, 68)
 
 
+def test_block_formats_dequantize_as_the_gguf_package_computes_them(tmp_path):
+    """Random Q8_0, Q4_K and Q6_K blocks (finite f16 scales): kiln's values equal the gguf
+    package's numpy dequantization bit for bit."""
+    rng = np.random.default_rng(11)
+    path = tmp_path / "blocks.gguf"
+    w = gguf.GGUFWriter(str(path), arch="tiny")
+    # (type, bytes per block, byte offsets of the block's f16 scales)
+    formats = [(gguf.GGMLQuantizationType.Q8_0, 34, [0]),
+               (gguf.GGMLQuantizationType.Q4_K, 144, [0, 2]),
+               (gguf.GGMLQuantizationType.Q6_K, 210, [208])]
+    for qtype, size, scales in formats:
+        blocks = rng.integers(0, 256, size=(3, 2 * size), dtype=np.uint8)
+        for block in range(2):
+            for at in scales:
+                half = np.array([rng.uniform(-2.0, 2.0)], dtype=np.float16).view(np.uint8)
+                blocks[:, block * size + at:block * size + at + 2] = half
+        w.add_tensor(qtype.name.lower(), blocks, raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    want = gguf.GGUFReader(str(path))
+    got = kiln.GgufFile(path)
+    for t in want.tensors:
+        expected = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        values = got.dequantize(t.name)
+        assert values.shape == expected.shape, t.name
+        np.testing.assert_array_equal(values.view(np.uint32), expected.view(np.uint32),
+                                      err_msg=t.name)
+
+
 def test_a_cut_or_edited_file_is_an_error(tmp_path):
     path = tmp_path / "tiny.gguf"
     write_sample(path)

@@ -17,6 +17,7 @@
 
 #include "cache/regular_file.hpp"
 #include "kiln/error.hpp"
+#include "oracle/quant_blocks.hpp"
 
 namespace kiln {
 namespace {
@@ -32,19 +33,30 @@ struct TypeRow {
     const char* name;
     int64_t block_values, block_bytes;
     std::optional<DType> dtype;
+    std::optional<oracle::QuantFormat> format;  // how the host dequantizes it
 };
 constexpr auto u8 = DType::u8;
 constexpr TypeRow kTypes[] = {
-    {GgufType::f32, "F32", 1, 4, DType::f32},   {GgufType::f16, "F16", 1, 2, DType::f16},
-    {GgufType::q4_0, "Q4_0", 32, 18, u8},       {GgufType::q4_1, "Q4_1", 32, 20, u8},
-    {GgufType::q5_0, "Q5_0", 32, 22, u8},       {GgufType::q5_1, "Q5_1", 32, 24, u8},
-    {GgufType::q8_0, "Q8_0", 32, 34, u8},       {GgufType::q8_1, "Q8_1", 32, 36, u8},
-    {GgufType::q2_k, "Q2_K", 256, 84, u8},      {GgufType::q3_k, "Q3_K", 256, 110, u8},
-    {GgufType::q4_k, "Q4_K", 256, 144, u8},     {GgufType::q5_k, "Q5_K", 256, 176, u8},
-    {GgufType::q6_k, "Q6_K", 256, 210, u8},     {GgufType::q8_k, "Q8_K", 256, 292, u8},
-    {GgufType::i8, "I8", 1, 1, DType::i8},      {GgufType::i16, "I16", 1, 2, std::nullopt},
-    {GgufType::i32, "I32", 1, 4, DType::i32},   {GgufType::i64, "I64", 1, 8, DType::i64},
-    {GgufType::f64, "F64", 1, 8, std::nullopt}, {GgufType::bf16, "BF16", 1, 2, DType::bf16},
+    {GgufType::f32, "F32", 1, 4, DType::f32, oracle::QuantFormat::f32},
+    {GgufType::f16, "F16", 1, 2, DType::f16, oracle::QuantFormat::f16},
+    {GgufType::q4_0, "Q4_0", 32, 18, u8, std::nullopt},
+    {GgufType::q4_1, "Q4_1", 32, 20, u8, std::nullopt},
+    {GgufType::q5_0, "Q5_0", 32, 22, u8, std::nullopt},
+    {GgufType::q5_1, "Q5_1", 32, 24, u8, std::nullopt},
+    {GgufType::q8_0, "Q8_0", 32, 34, u8, oracle::QuantFormat::q8_0},
+    {GgufType::q8_1, "Q8_1", 32, 36, u8, std::nullopt},
+    {GgufType::q2_k, "Q2_K", 256, 84, u8, std::nullopt},
+    {GgufType::q3_k, "Q3_K", 256, 110, u8, std::nullopt},
+    {GgufType::q4_k, "Q4_K", 256, 144, u8, oracle::QuantFormat::q4_k},
+    {GgufType::q5_k, "Q5_K", 256, 176, u8, std::nullopt},
+    {GgufType::q6_k, "Q6_K", 256, 210, u8, oracle::QuantFormat::q6_k},
+    {GgufType::q8_k, "Q8_K", 256, 292, u8, std::nullopt},
+    {GgufType::i8, "I8", 1, 1, DType::i8, std::nullopt},
+    {GgufType::i16, "I16", 1, 2, std::nullopt, std::nullopt},
+    {GgufType::i32, "I32", 1, 4, DType::i32, std::nullopt},
+    {GgufType::i64, "I64", 1, 8, DType::i64, std::nullopt},
+    {GgufType::f64, "F64", 1, 8, std::nullopt, std::nullopt},
+    {GgufType::bf16, "BF16", 1, 2, DType::bf16, oracle::QuantFormat::bf16},
 };
 
 const TypeRow* find_type(uint32_t value) {
@@ -452,6 +464,17 @@ std::vector<uint8_t> GgufFile::tensor_bytes(std::string_view name) const {
         got += static_cast<size_t>(r);
     }
     return out;
+}
+
+std::vector<float> GgufFile::dequantize(std::string_view name) const {
+    const GgufTensorInfo& info = tensor(name);
+    const TypeRow& row = type_row(info.type);
+    if (!row.format)
+        fail(
+            "GGUF file {}: tensor '{}' is {}; kiln dequantizes F32, F16, BF16, Q8_0, Q4_K and "
+            "Q6_K",
+            path_.string(), info.name, row.name);
+    return oracle::dequantize(*row.format, tensor_bytes(name));
 }
 
 Tensor GgufFile::load(std::string_view name, Device& device) const {

@@ -1,0 +1,29 @@
+// GGUF's block formats dequantized on the host, each format's arithmetic written once, in f32
+// with every operation rounded to nearest even and nothing contracted (the oracle a device's
+// kernels are held to, and the values llama.cpp's reference rows and the gguf package give):
+//   Q8_0 (32 values, 34 bytes: f16 d, 32 int8 q):           y = d * q
+//   Q4_K (256 values, 144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes
+//        of 4-bit q): for each sub-block j of 32, with its scale s_j and min m_j (6 bits each),
+//        d_j = d * s_j and n_j = dmin * m_j (rounded), then y = d_j * q - n_j (two roundings)
+//   Q6_K (256 values, 210 bytes: 128 bytes of low 4 bits, 64 of high 2 bits, 16 int8 scales,
+//        f16 d): q = (low | high << 4) - 32 in [-32, 31], for each sub-block j of 16 with scale
+//        s_j, d_j = d * s_j (rounded), then y = d_j * q
+// Plain F32, F16 and BF16 rows widen exactly.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace kiln::oracle {
+
+enum class QuantFormat { f32, f16, bf16, q8_0, q4_k, q6_k };
+
+// Values and bytes per block of a format (1 and the element size for the plain ones).
+int64_t quant_block_values(QuantFormat format);
+int64_t quant_block_bytes(QuantFormat format);
+
+// Every value of `bytes`, a whole number of blocks of `format`; kiln::Error otherwise.
+std::vector<float> dequantize(QuantFormat format, std::span<const uint8_t> bytes);
+
+}  // namespace kiln::oracle
