@@ -1,14 +1,15 @@
 // kiln.GgufFile: a GGUF file's metadata (as Python values), its tensor infos, a tensor's stored
 // bytes (numpy u8) and a tensor loaded onto a device (kiln/gguf.hpp checks the whole file).
 #include <string>
+#include <utility>
 #include <vector>
 
-#include <nanobind/ndarray.h>
 #include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/string.h>
 
 #include "bindings.hpp"
 #include "kiln/gguf.hpp"
+#include "owned_numpy.hpp"
 
 namespace kiln::python {
 namespace {
@@ -78,23 +79,17 @@ void bind_gguf(nb::module_& m) {
         .def(
             "tensor_bytes",
             [](const GgufFile& f, const std::string& tensor) {
-                auto* bytes = new std::vector<uint8_t>(f.tensor_bytes(tensor));
-                nb::capsule owner(
-                    bytes, [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
-                const size_t n = bytes->size();
-                return nb::ndarray<nb::numpy, uint8_t>(bytes->data(), 1, &n, owner);
+                std::vector<uint8_t> bytes = f.tensor_bytes(tensor);
+                const size_t n = bytes.size();
+                return owned_numpy(std::move(bytes), {n});
             },
             nb::arg("name"), "A tensor's bytes as stored (numpy u8; block formats as they are).")
         .def(
             "dequantize",
             [](const GgufFile& f, const std::string& tensor) {
-                auto* values = new std::vector<float>(f.dequantize(tensor));
-                nb::capsule owner(
-                    values, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
                 std::vector<size_t> shape;
                 for (int64_t e : f.tensor(tensor).shape()) shape.push_back(static_cast<size_t>(e));
-                return nb::ndarray<nb::numpy, float>(values->data(), shape.size(), shape.data(),
-                                                     owner);
+                return owned_numpy(f.dequantize(tensor), shape);
             },
             nb::arg("name"),
             "A tensor's values as numpy f32 (row-major): F32, F16, BF16, and Q8_0, Q4_K, Q6_K "

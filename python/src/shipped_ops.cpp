@@ -17,6 +17,7 @@
 #include "kiln/ops/matvec_q8.hpp"
 #include "kiln/ops/rms_norm.hpp"
 #include "kiln/tune.hpp"
+#include "owned_numpy.hpp"
 
 namespace kiln::python {
 namespace {
@@ -82,13 +83,10 @@ nb::object quantize_q8(nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu, const 
         fail("ops.quantize_q8: a last axis of {} values; expected a multiple of {}", n,
              ops::kQ8BlockValues);
     std::vector<float> host(values.data(), values.data() + values.size());
-    auto* bytes = new std::vector<uint8_t>(ops::quantize_q8_0(host));
-    nb::capsule owner(bytes,
-                      [](void* p) noexcept { delete static_cast<std::vector<uint8_t>*>(p); });
     std::vector<size_t> shape;
     for (size_t i = 0; i + 1 < values.ndim(); ++i) shape.push_back(values.shape(i));
     shape.push_back(n / ops::kQ8BlockValues * ops::kQ8BlockBytes);
-    return nb::ndarray<nb::numpy, uint8_t>(bytes->data(), shape.size(), shape.data(), owner).cast();
+    return owned_numpy(ops::quantize_q8_0(host), shape).cast();
 }
 
 TuneResult tune(const std::string& op, nb::args inputs, double eps) {
