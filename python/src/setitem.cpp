@@ -5,6 +5,8 @@
 // x[key] reads it (index_key.hpp); value is a number, a Tensor of x's dtype and device, or host
 // data, broadcast to x[key]'s shape. An index tensor is read to the host (so an index out of
 // range is a kiln.Error here); a repeated index takes the last value given for it.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "bindings.hpp"
@@ -70,19 +72,129 @@ Tensor assign_masked(const Tensor& x, const KeyItem& item, const Tensor& v,
     return where(where_x, index_select(values, 0, at).reshape(x.shape()), x);
 }
 
+// The entries of index tensor `index` (for an axis of n) seen with shape b, on the host, each
+// checked and counted from the start.
+std::vector<int64_t> host_index(const Tensor& index, const Shape& b, int64_t n, int64_t axis,
+                                const std::string& key) {
+    const std::vector<int64_t> own = cast(index, DType::i64).to_host<int64_t>();
+    for (size_t p = 0; p < own.size(); ++p)
+        if (own[p] < -n || own[p] >= n)
+            fail(
+                "x[{}] = value: index {} at position {} is out of range for axis {} of {} elements",
+                key, own[p], p, axis, n);
+    // Broadcast: each position of b reads the index at its coordinates (1-extents repeat).
+    const Shape& s = index.shape();
+    int64_t count = 1;
+    for (int64_t e : b) count *= e;
+    std::vector<int64_t> out(static_cast<size_t>(count));
+    for (int64_t flat = 0; flat < count; ++flat) {
+        int64_t rest = flat, at = 0, stride = 1;
+        for (size_t d = b.size(); d-- > 0;) {
+            const int64_t c = rest % b[d];
+            rest /= b[d];
+            const size_t sd = d + s.size() - b.size();
+            if (d + s.size() >= b.size()) {
+                if (s[sd] != 1) at += c * stride;
+                stride *= s[sd];
+            }
+        }
+        const int64_t i = own[static_cast<size_t>(at)];
+        out[static_cast<size_t>(flat)] = i < 0 ? i + n : i;
+    }
+    return out;
+}
+
+// x[i1, i2, ...] = value with several index tensors and whole axes otherwise: each position of
+// the indices' broadcast shape picks one element of their axes (the last value given for an
+// element wins), read on the host.
+Tensor assign_several(const Tensor& x, nb::handle key, const Key& k, const Tensor& v) {
+    std::vector<int64_t> axes, rest;
+    std::vector<Tensor> indices;
+    for (const KeyItem& item : k.items) {
+        if (item.kind == KeyItem::Kind::index) {
+            axes.push_back(item.axis);
+            indices.push_back(item.tensor);
+        } else if (item.kind != KeyItem::Kind::whole &&
+                   !(item.kind == KeyItem::Kind::slice && item.start == 0 && item.step == 1 &&
+                     item.count == x.size(item.axis))) {
+            fail(
+                "x[{}] = value: several index tensors with ints, slices or None; an assignment "
+                "combines several index tensors only with whole axes (':')",
+                k.text);
+        }
+    }
+    for (int64_t a = 0; a < static_cast<int64_t>(x.rank()); ++a)
+        if (std::find(axes.begin(), axes.end(), a) == axes.end()) rest.push_back(a);
+    const Shape selection = getitem(x, key).shape();
+    Tensor values = broadcast(v, selection, k.text);
+    for (int64_t e : selection)
+        if (e == 0) return x;
+    // The selection is [before, B, after] (indices side by side) or [B, rest]: make it [B, rest].
+    const int64_t b_rank = static_cast<int64_t>(selection.size() - rest.size());
+    const Shape b(selection.begin() + (k.advanced_first ? 0 : axes.front()),
+                  selection.begin() + (k.advanced_first ? 0 : axes.front()) + b_rank);
+    if (!k.advanced_first) {
+        std::vector<int64_t> order;
+        for (int64_t a = 0; a < b_rank; ++a) order.push_back(axes.front() + a);
+        for (int64_t a = 0; a < static_cast<int64_t>(selection.size()); ++a)
+            if (a < axes.front() || a >= axes.front() + b_rank) order.push_back(a);
+        values = values.permute(order);
+    }
+    int64_t positions = 1, extent = 1;
+    for (int64_t e : b) positions *= e;
+    for (int64_t a : axes) extent *= x.size(a);
+    Shape rest_shape;
+    for (int64_t a : rest) rest_shape.push_back(x.size(a));
+    Shape flat_values{positions};
+    flat_values.insert(flat_values.end(), rest_shape.begin(), rest_shape.end());
+    values = values.reshape(flat_values);
+    // Each element of the indices' axes: the position whose value it takes (-1: none).
+    std::vector<int64_t> source(static_cast<size_t>(extent), -1);
+    std::vector<int64_t> at(static_cast<size_t>(positions), 0);
+    int64_t stride = 1;
+    for (size_t j = axes.size(); j-- > 0;) {
+        const int64_t n = x.size(axes[j]);
+        const std::vector<int64_t> index = host_index(indices[j], b, n, axes[j], k.text);
+        for (size_t p = 0; p < at.size(); ++p) at[p] += index[p] * stride;
+        stride *= n;
+    }
+    for (size_t p = 0; p < at.size(); ++p)
+        source[static_cast<size_t>(at[p])] = static_cast<int64_t>(p);
+    std::vector<uint8_t> assigned(source.size());
+    std::vector<int64_t> from(source.size());
+    for (size_t c = 0; c < source.size(); ++c) {
+        assigned[c] = source[c] >= 0;
+        from[c] = source[c] < 0 ? 0 : source[c];
+    }
+    std::vector<int64_t> order(axes.begin(), axes.end());
+    order.insert(order.end(), rest.begin(), rest.end());
+    Shape flat_x{extent};
+    flat_x.insert(flat_x.end(), rest_shape.begin(), rest_shape.end());
+    const Tensor moved = x.permute(order).reshape(flat_x);
+    Shape line(flat_x.size(), 1);
+    line[0] = extent;
+    const Tensor hit = Tensor::from_host(assigned, line, x.device()).to(DType::boolean);
+    const Tensor placed = index_select(values, 0, Tensor::from_host(from, {extent}, x.device()));
+    Tensor updated = where(hit.expand(flat_x), placed, moved);
+    // Back to x's axes.
+    Shape unflat;
+    for (int64_t a : axes) unflat.push_back(x.size(a));
+    unflat.insert(unflat.end(), rest_shape.begin(), rest_shape.end());
+    std::vector<int64_t> inverse(order.size());
+    for (size_t i = 0; i < order.size(); ++i)
+        inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+    return updated.reshape(unflat).permute(inverse);
+}
+
 }  // namespace
 
 Tensor setitem(const Tensor& x, nb::handle key, nb::handle value) {
     const Key k = parse_key(x, key);
-    if (k.indices > 1)
-        fail(
-            "x[{}] = value: {} index tensors; an assignment takes one index tensor or a mask "
-            "(x[key] reads through several)",
-            k.text, k.indices);
     const Tensor v = value_tensor(x, value, k.text);
     if (&v.device() != &x.device())
         fail("x[{}] = value: value is on {} and x on {}; expected one device (move it with .to())",
              k.text, v.device().info().id, x.device().info().id);
+    if (k.indices > 1) return assign_several(x, key, k, v);
     if (k.advanced >= 0 && k.items[static_cast<size_t>(k.advanced)].kind == KeyItem::Kind::mask) {
         if (k.items.size() != x.rank() - k.items[size_t(k.advanced)].tensor.rank() + 1 ||
             k.advanced != 0)

@@ -103,6 +103,12 @@ def test_setitem_matches_numpy_and_rebinds_only_this_object(device):
         ((slice(None), kiln.tensor(np.array([3, 1], np.int32), device=device)), [[100, 200]]),
         ((Ellipsis, None, 0), -0.0),
         ((1, [2, 0]), kiln.tensor(np.array([-5, -6], np.float32), device=device)),
+        # Several index tensors: one element per position of their broadcast shape; a repeated
+        # element takes the last value.
+        (([0, 2, -1, 0], [1, 3, 0, 1]), kiln.tensor(np.array([10, 20, 30, 40], np.float32),
+                                                    device=device)),
+        ((kiln.tensor(np.array([[4], [1]]), device=device), [0, 2]), [[-1, -2], [-3, -4]]),
+        ((np.array([3, 1]), slice(None)), 0.5),
     ]
     for key, value in steps:
         x[key] = value
@@ -110,6 +116,13 @@ def test_setitem_matches_numpy_and_rebinds_only_this_object(device):
         np_key = tuple(k.numpy() if isinstance(k, kiln.Tensor) else k for k in key)
         want[np_key] = host_value
         np.testing.assert_array_equal(bits(x.numpy()), bits(want), err_msg=repr(key))
+    cube = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5)
+    c = kiln.tensor(cube, device=device)
+    c[[2, 0], :, [4, 1]] = kiln.tensor(-np.ones((2, 4), np.float32), device=device)
+    cube[[2, 0], :, [4, 1]] = -1
+    c[:, [3, 0], [0, 2]] = [[7, 8]]
+    cube[:, [3, 0], [0, 2]] = [[7, 8]]
+    np.testing.assert_array_equal(c.numpy(), cube)
     m = want > 10
     x[kiln.tensor(m, device=device)] = 1
     want[m] = 1
@@ -153,8 +166,11 @@ def test_bad_input_is_an_error_naming_it():
         x[kiln.tensor([0, 1]), kiln.tensor([1, 2, 3])]
     with pytest.raises(kiln.Error, match="index 4 at position 1"):  # not row 1's element 0
         x[[0, 0], [1, 4]].numpy()
-    with pytest.raises(kiln.Error, match="2 index tensors; an assignment takes one"):
-        x[[0], [1]] = 1
+    with pytest.raises(kiln.Error, match="combines several index tensors only with whole axes"):
+        cube = kiln.zeros((2, 3, 4))
+        cube[[0], 1:3, [1]] = 1
+    with pytest.raises(kiln.Error, match="index 4 at position 0 is out of range for axis 1"):
+        x[[0], [4]] = 1
     with pytest.raises(kiln.Error, match="index 3 at position 1 is out of range"):
         x[[0, 3]] = 1
     with pytest.raises(kiln.Error, match=r"\[3\] does not broadcast to the selection \[3, 2\]"):
