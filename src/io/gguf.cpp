@@ -39,9 +39,9 @@ constexpr auto u8 = DType::u8;
 constexpr TypeRow kTypes[] = {
     {GgufType::f32, "F32", 1, 4, DType::f32, oracle::QuantFormat::f32},
     {GgufType::f16, "F16", 1, 2, DType::f16, oracle::QuantFormat::f16},
-    {GgufType::q4_0, "Q4_0", 32, 18, u8, std::nullopt},
+    {GgufType::q4_0, "Q4_0", 32, 18, u8, oracle::QuantFormat::q4_0},
     {GgufType::q4_1, "Q4_1", 32, 20, u8, std::nullopt},
-    {GgufType::q5_0, "Q5_0", 32, 22, u8, std::nullopt},
+    {GgufType::q5_0, "Q5_0", 32, 22, u8, oracle::QuantFormat::q5_0},
     {GgufType::q5_1, "Q5_1", 32, 24, u8, std::nullopt},
     {GgufType::q8_0, "Q8_0", 32, 34, u8, oracle::QuantFormat::q8_0},
     {GgufType::q8_1, "Q8_1", 32, 36, u8, std::nullopt},
@@ -471,8 +471,8 @@ std::vector<float> GgufFile::dequantize(std::string_view name) const {
     const TypeRow& row = type_row(info.type);
     if (!row.format)
         fail(
-            "GGUF file {}: tensor '{}' is {}; kiln dequantizes F32, F16, BF16, Q8_0, Q4_K and "
-            "Q6_K",
+            "GGUF file {}: tensor '{}' is {}; kiln dequantizes F32, F16, BF16, Q4_0, Q5_0, Q8_0, "
+            "Q4_K and Q6_K",
             path_.string(), info.name, row.name);
     return oracle::dequantize(*row.format, tensor_bytes(name));
 }

@@ -21,6 +21,28 @@ void q8_0_block(const uint8_t* b, float* y) {
     for (int i = 0; i < 32; ++i) y[i] = d * static_cast<float>(static_cast<int8_t>(b[2 + i]));
 }
 
+// Q4_0: f16 d, 16 bytes of nibbles; value j the low nibble of byte j, value j + 16 the high one.
+void q4_0_block(const uint8_t* b, float* y) {
+    const float d = half_at(b);
+    for (int j = 0; j < 16; ++j) {
+        y[j] = static_cast<float>((b[2 + j] & 0xF) - 8) * d;
+        y[j + 16] = static_cast<float>((b[2 + j] >> 4) - 8) * d;
+    }
+}
+
+// Q5_0: f16 d, 4 bytes of fifth bits (bit j of the u32 for value j), 16 bytes of nibbles.
+void q5_0_block(const uint8_t* b, float* y) {
+    const float d = half_at(b);
+    uint32_t high;
+    std::memcpy(&high, b + 2, 4);
+    for (int j = 0; j < 16; ++j) {
+        const int lo = (b[6 + j] & 0xF) | (((high >> j) & 1) << 4);
+        const int hi = (b[6 + j] >> 4) | (((high >> (j + 16)) & 1) << 4);
+        y[j] = static_cast<float>(lo - 16) * d;
+        y[j + 16] = static_cast<float>(hi - 16) * d;
+    }
+}
+
 // Sub-block j's 6-bit scale and min from Q4_K's 12 packed bytes (llama.cpp's get_scale_min_k4).
 void q4_k_scale_min(int j, const uint8_t* s, int& scale, int& min) {
     if (j < 4) {
@@ -96,6 +118,10 @@ FormatRow row_of(QuantFormat format) {
             return {1, 2, f16_value};
         case QuantFormat::bf16:
             return {1, 2, bf16_value};
+        case QuantFormat::q4_0:
+            return {32, 18, q4_0_block};
+        case QuantFormat::q5_0:
+            return {32, 22, q5_0_block};
         case QuantFormat::q8_0:
             return {32, 34, q8_0_block};
         case QuantFormat::q4_k:

@@ -1,6 +1,8 @@
 // GGUF's block formats dequantized on the host, each format's arithmetic written once, in f32
 // with every operation rounded to nearest even and nothing contracted (the oracle a device's
 // kernels are held to, and the values llama.cpp's reference rows and the gguf package give):
+//   Q4_0 (32 values, 18 bytes: f16 d, 16 bytes of 4-bit q): y = (q - 8) * d
+//   Q5_0 (32 values, 22 bytes: f16 d, 32 fifth bits, 16 bytes of 4-bit q): y = (q - 16) * d
 //   Q8_0 (32 values, 34 bytes: f16 d, 32 int8 q):           y = d * q
 //   Q4_K (256 values, 144 bytes: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes
 //        of 4-bit q): for each sub-block j of 32, with its scale s_j and min m_j (6 bits each),
@@ -17,7 +19,7 @@
 
 namespace kiln::oracle {
 
-enum class QuantFormat { f32, f16, bf16, q8_0, q4_k, q6_k };
+enum class QuantFormat { f32, f16, bf16, q4_0, q5_0, q8_0, q4_k, q6_k };
 
 // Values and bytes per block of a format (1 and the element size for the plain ones).
 int64_t quant_block_values(QuantFormat format);
