@@ -21,7 +21,6 @@
 
 #include <fmt/format.h>
 
-#include "ir/hash.hpp"
 #include "kiln/error.hpp"
 #include "kiln/tune.hpp"
 #include "plan/choose.hpp"
@@ -189,7 +188,7 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
             cl.kernel = compiled[k];
             cl.grid = cands.lowered[k].grid;
             cl.buffers = cands.lowered[k].buffers;
-            cl.fault_sites = cands.lowered[k].fault_sites;
+            cl.scalars = cands.lowered[k].scalars;
             cl.empty = empty;
             cl.record.name = cl.kernel->kernel().name;
             cl.record.schedule = to_string(l.kind, l.domain[point]);
@@ -209,9 +208,8 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
             const auto t1 = Clock::now();
             progress.step(fmt::format("racing launch {} of {} ({}): {} schedules", ++racing,
                                       raced_launches, made[0].record.name, made.size()));
-            const uint64_t signature =
-                ir::structural_hash(cands.lowered[cands.kernel[li][0]].kernel);
-            chosen = race_launch(device, l, made, signature, point_budget_ms, buffers, us);
+            chosen = race_launch(device, l, made, cands.lowered[cands.kernel[li][0]],
+                                 point_budget_ms, buffers, us);
             report.race_us += us_since(t1);
         }
         exec->launches.push_back(std::move(chosen));
