@@ -121,5 +121,25 @@ TEST(GraphRuntimeSizes, OneBucketSharesKernelsAndRaces) {
     }
 }
 
+// With racing, a size range's first resolve races (or finds its Tuner decision) and remembers
+// its winner; another size of the range runs that winner alone, unraced, whatever points the cost
+// model ranks first there. On the CPU: the mechanism is the backends' alike.
+TEST(GraphRuntimeSizes, ASizeRangeRacesOnce) {
+    struct Racing {
+        Racing() { plan::options().race = true; }
+        ~Racing() { plan::options().race = false; }
+    } racing;
+    auto softmax_at = [](int64_t batch) {
+        std::vector<Tensor> y{softmax(values(cpu_device(), {batch, 96}, 3), -1)};
+        expect_oracle_bits(y);
+        return plan::last_executable();
+    };
+    softmax_at(36);
+    for (const plan::CompiledLaunch& l : softmax_at(40)->launches) {
+        EXPECT_FALSE(l.record.raced) << l.record.name;
+        EXPECT_EQ(l.record.not_raced, "its size range's raced winner") << l.record.name;
+    }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -100,21 +100,29 @@ void print_launch_times(uint64_t first, const Executable& e, const std::vector<d
 
 // Each launch's candidate points, lowered: the model's best first, then the next ones when
 // racing; every candidate's kernel in `kernels`, in launch order.
+// A launch whose size range has a raced winner (race.hpp) runs it alone.
 struct Candidates {
     std::vector<std::vector<size_t>> points;  // per launch: indices into its domain
     std::vector<std::vector<size_t>> kernel;  // per launch: indices into `kernels`, `lowered`
     std::vector<ir::Kernel> kernels;
     std::vector<LoweredLaunch> lowered;
+    std::vector<std::string> range_keys;  // per launch: range_key ("" unless racing)
+    std::vector<char> range_winner;       // per launch: its one point is the range's winner
 };
 
 Candidates lower_candidates(const GraphView& g, const std::vector<char>& materialized, Plan& plan,
-                            const DeviceFacts& facts, bool race) {
+                            const DeviceFacts& facts, Device& device, bool race) {
     Candidates c;
     for (Launch& l : plan.launches) {
         const auto order = rank_points(g, materialized, l, facts);
         l.chosen = order[0];
         const size_t count = race ? std::min<size_t>(kRaceTop, order.size()) : 1;
         c.points.emplace_back(order.begin(), order.begin() + long(count));
+        c.range_keys.push_back(race ? range_key(lower_launch(g, materialized, l, l.domain[0]))
+                                    : "");
+        const auto winner = range_winner(device, l, c.range_keys.back());
+        if (winner) c.points.back() = {*winner};
+        c.range_winner.push_back(winner ? 1 : 0);
         c.kernel.emplace_back();
         for (size_t p : c.points.back()) {
             c.lowered.push_back(lower_launch(g, materialized, l, l.domain[p]));
@@ -143,7 +151,7 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
     Plan plan = choose_plan(g, facts, options.fuse, &decisions);
     const auto materialized = materialized_set(g, plan);
     // Costs and lowering: each launch's points ranked by the roofline, the candidates lowered.
-    Candidates cands = lower_candidates(g, materialized, plan, facts, options.race);
+    Candidates cands = lower_candidates(g, materialized, plan, facts, device, options.race);
     report.extract_us = us_since(t0);
 
     // Compiling: every candidate of every launch in one batch.
@@ -197,11 +205,13 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
         }
         double* us = launch_us ? &(*launch_us)[li] : nullptr;
         CompiledLaunch chosen = made[0];
-        chosen.record.winner_by_model = chosen.record.schedule;
+        chosen.record.winner_by_model = to_string(l.kind, l.domain[l.chosen]);
         if (empty) {
             chosen.record.not_raced = "nothing to compute";
         } else if (made.size() < 2) {
-            chosen.record.not_raced = options.race ? "one point" : "racing is off (KILN_RACE=0)";
+            chosen.record.not_raced = !options.race            ? "racing is off (KILN_RACE=0)"
+                                      : cands.range_winner[li] ? "its size range's raced winner"
+                                                               : "one point";
             const double t = run_launch(device, chosen, buffers, us != nullptr);
             if (us) *us = t;
         } else {
@@ -210,6 +220,7 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
                                       raced_launches, made[0].record.name, made.size()));
             chosen = race_launch(device, l, made, cands.lowered[cands.kernel[li][0]],
                                  point_budget_ms, buffers, us);
+            remember_range_winner(device, l, cands.range_keys[li], chosen.record.schedule);
             report.race_us += us_since(t1);
         }
         exec->launches.push_back(std::move(chosen));

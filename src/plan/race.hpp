@@ -2,6 +2,7 @@
 // race budget by the Tuner (its decision remembered in the device's TSV), and the winner kept.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,17 @@ namespace kiln::plan {
 // pick (`first`) and, for a kernel with runtime sizes, their size bucket ("n<=128"): one decision
 // serves every size of the bucket (the kernels being the same), and another bucket races again.
 std::string race_key(const LoweredLaunch& first);
+
+// A size range's raced winner. A kernel with runtime sizes serves every size, so the Tuner also
+// remembers, per launch structure and size bucket, the point its race chose, and another size of
+// the range runs that point alone, unraced, wherever the cost model ranks the points there. The
+// key is race_key of the launch lowered at its domain's first point (which the ranking does not
+// move); "" for a launch without runtime sizes.
+std::string range_key(const LoweredLaunch& first_point);
+// The domain index of the range's remembered winner, if there is one in l's domain.
+std::optional<size_t> range_winner(Device& device, const Launch& l, const std::string& key);
+void remember_range_winner(Device& device, const Launch& l, const std::string& key,
+                           const std::string& point);
 
 // Runs `l` at each of `candidates` (the model's pick first, lowered as `first`) on `buffers` and
 // returns the winner, its record saying how it was chosen. `budget_ms`: the device time each
