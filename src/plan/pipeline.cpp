@@ -99,8 +99,8 @@ void print_launch_times(uint64_t first, const Executable& e, const std::vector<d
 }
 
 // Each launch's candidate points, lowered: the model's best first, then the next ones when
-// racing; every candidate's kernel in `kernels`, in launch order.
-// A launch whose size range has a raced winner (race.hpp) runs it alone.
+// racing (where the launch's size range has a raced winner, race.hpp, that point alone); every
+// candidate's kernel in `kernels`, in launch order.
 struct Candidates {
     std::vector<std::vector<size_t>> points;  // per launch: indices into its domain
     std::vector<std::vector<size_t>> kernel;  // per launch: indices into `kernels`, `lowered`
