@@ -110,9 +110,28 @@ Expr LaunchWriter::runtime_size(const std::string& name, int64_t value, DType ty
     if (auto found = size_params_.find(name); found != size_params_.end()) return found->second;
     Expr p = k_.scalar(name, type);
     bind_scalar(type == DType::i64 ? Arg(value) : Arg(static_cast<int32_t>(value)));
+    // The kernel serves the sizes of value's range: bounded so, its index arithmetic is known
+    // not to wrap (ir/no_wrap.hpp), and the compilers keep it plain and vectorizable.
+    const int64_t top = size_bucket(value);
+    k_.require(
+        p >= index_const(type, 0) && p <= index_const(type, top),
+        fmt::format("{} is at most {} (the size range the kernel was written for)", name, top));
     largest_size_ = std::max(largest_size_, value);
     size_params_.emplace(name, p);
     return p;
+}
+
+Expr LaunchWriter::runtime_count(const std::string& name, int64_t count, int64_t lead) {
+    if (lead <= 0 || count % lead != 0) return runtime_size(name, count);
+    const Expr p = runtime_size(name, lead);
+    return count == lead ? p : p * it(count / lead);
+}
+
+int64_t LaunchWriter::leading_row_extent() const {
+    for (size_t a = 0; a < l_.full.size(); ++a)
+        if (std::find(l_.axes.begin(), l_.axes.end(), static_cast<int>(a)) == l_.axes.end())
+            return l_.full[a];
+    return 1;
 }
 
 void LaunchWriter::bind_scalar(Arg value) {
@@ -260,7 +279,7 @@ void LaunchWriter::thread_groups(
     Var raw =
         k_.let(T == 1 ? first + as_index(tid) : first + as_index(tid >> Expr(log2_of(T))), "group");
     Var t = k_.let(T == 1 ? Expr(ir::int_const(DType::i32, 0)) : tid & Expr(T - 1), "t");
-    const Expr groups = runtime_size("groups", count);
+    const Expr groups = runtime_count("lead", count, leading_row_extent());
     const Expr inside = raw < groups;
     if (T == 1) {
         k_.if_(inside, [&] { body(raw, t, inside); });

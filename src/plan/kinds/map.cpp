@@ -13,9 +13,9 @@ using graph::Node;
 
 void LaunchWriter::write_map() {
     const graph::Shape& shape = g_.node(l_.outputs[0]).shape;
-    // The element count and the grid are runtime values: a launch of this structure at another
-    // leading extent is the same kernel.
-    const Expr E = runtime_size("elements", graph::element_count(shape));
+    // The element count (the leading extent, a runtime size, times the rest) and the grid are
+    // runtime values: a launch of this structure at another leading extent is the same kernel.
+    const Expr E = runtime_count("lead", graph::element_count(shape), shape.empty() ? 1 : shape[0]);
     const int V = s_.vector;
     Expr gid = as_index(k_.block_index()) * it(s_.block) + as_index(k_.thread_index());
     k_.unroll(0, s_.per_thread, [&](Expr q) {
