@@ -143,4 +143,13 @@ std::string kernel_identity(Backend backend, const ir::Kernel& kernel,
 // Forgets the in-memory cache (the disk cache stays).
 void clear_memory_cache();
 
+// What compile and compile_all found in the memory cache since the process started: kernels it
+// served, and kernels put in it (built, or loaded from the disk cache). Tests and profiles read
+// them to see which launches share kernels.
+struct CompileCounters {
+    uint64_t memory_hits = 0;
+    uint64_t memory_misses = 0;
+};
+CompileCounters compile_counters();
+
 }  // namespace kiln

@@ -44,6 +44,7 @@ const codegen::Dialect& dialect_for(Backend b) {
 struct MemoryCache {
     std::mutex mutex;
     std::unordered_map<std::string, std::shared_ptr<CompiledKernel>> kernels;
+    CompileCounters counters;
 };
 MemoryCache& memory_cache() {
     static MemoryCache cache;
@@ -291,6 +292,8 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
             else
                 repeats.emplace_back(i, first->second);
         }
+        memory_cache().counters.memory_misses += missing.size();
+        memory_cache().counters.memory_hits += kernels.size() - missing.size();
     }
     if (missing.empty()) return result;
 
@@ -391,6 +394,11 @@ std::shared_ptr<CompiledKernel> compile(Device& device, const ir::Kernel& kernel
 void clear_memory_cache() {
     std::lock_guard lock(memory_cache().mutex);
     memory_cache().kernels.clear();
+}
+
+CompileCounters compile_counters() {
+    std::lock_guard lock(memory_cache().mutex);
+    return memory_cache().counters;
 }
 
 }  // namespace kiln

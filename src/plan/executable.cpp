@@ -49,8 +49,8 @@ std::vector<Arg> arguments(const CompiledLaunch& l, const RunBuffers& buffers) {
             args.emplace_back(*buffers.nodes[size_t(b)]);
         else if (b == kFaultBuffer)
             args.emplace_back(*buffers.faults);
-        else if (b <= kFaultSiteBase)
-            args.emplace_back(l.fault_sites[size_t(kFaultSiteBase - b)]);
+        else if (b <= kScalarBase)
+            args.push_back(l.scalars[size_t(kScalarBase - b)]);
         else
             args.emplace_back(*buffers.scratch[size_t(-2 - b)]);
     }

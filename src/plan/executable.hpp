@@ -29,9 +29,9 @@ struct CompiledLaunch {
     LaunchKind kind = LaunchKind::map;
     std::shared_ptr<CompiledKernel> kernel;
     int64_t grid = 0;
-    std::vector<int> buffers;          // LoweredLaunch::buffers' bindings
-    std::vector<int64_t> fault_sites;  // LoweredLaunch::fault_sites
-    bool empty = false;                // nothing to compute (zero elements)
+    std::vector<int> buffers;  // LoweredLaunch::buffers' bindings
+    std::vector<Arg> scalars;  // LoweredLaunch::scalars
+    bool empty = false;        // nothing to compute (zero elements)
     LaunchRecord record;
 };
 

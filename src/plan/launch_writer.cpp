@@ -61,7 +61,8 @@ LoweredLaunch LaunchWriter::lower() {
         buffer_for(o, inout ? Access::read_write : Access::write);
     }
     (this->*rules(l_.kind).write)();
-    LoweredLaunch out{k_.finish(), grid_of(l_, g_, s_), std::move(bound_), std::move(fault_sites_)};
+    LoweredLaunch out{k_.finish(), grid_of(l_, g_, s_), std::move(bound_), std::move(scalars_),
+                      size_bucket(largest_size_)};
     return out;
 }
 
@@ -99,12 +100,43 @@ Memory LaunchWriter::faults() {
 Expr LaunchWriter::fault_site(int n) {
     if (auto found = fault_site_params_.find(n); found != fault_site_params_.end())
         return found->second;
-    const int j = static_cast<int>(fault_sites_.size());
-    Expr p = k_.scalar(fmt::format("fault_site{}", j), DType::i64);
-    fault_sites_.push_back(int64_t{n} + 1);
-    bound_.push_back(fault_site_binding(j));
+    Expr p = k_.scalar(fmt::format("fault_site{}", fault_site_params_.size()), DType::i64);
+    bind_scalar(int64_t{n} + 1);
     fault_site_params_.emplace(n, p);
     return p;
+}
+
+Expr LaunchWriter::runtime_size(const std::string& name, int64_t value, DType type) {
+    if (auto found = size_params_.find(name); found != size_params_.end()) return found->second;
+    Expr p = k_.scalar(name, type);
+    bind_scalar(type == DType::i64 ? Arg(value) : Arg(static_cast<int32_t>(value)));
+    // The kernel serves the sizes of value's range: bounded so, its index arithmetic is known
+    // not to wrap (ir/no_wrap.hpp), and the compilers keep it plain and vectorizable.
+    const int64_t top = size_bucket(value);
+    k_.require(
+        p >= index_const(type, 0) && p <= index_const(type, top),
+        fmt::format("{} is at most {} (the size range the kernel was written for)", name, top));
+    largest_size_ = std::max(largest_size_, value);
+    size_params_.emplace(name, p);
+    return p;
+}
+
+Expr LaunchWriter::runtime_count(const std::string& name, int64_t count, int64_t lead) {
+    if (lead <= 0 || count % lead != 0) return runtime_size(name, count);
+    const Expr p = runtime_size(name, lead);
+    return count == lead ? p : p * it(count / lead);
+}
+
+int64_t LaunchWriter::leading_row_extent() const {
+    for (size_t a = 0; a < l_.full.size(); ++a)
+        if (std::find(l_.axes.begin(), l_.axes.end(), static_cast<int>(a)) == l_.axes.end())
+            return l_.full[a];
+    return 1;
+}
+
+void LaunchWriter::bind_scalar(Arg value) {
+    bound_.push_back(scalar_binding(static_cast<int>(scalars_.size())));
+    scalars_.push_back(value);
 }
 
 // The scratch buffer of lane partials k.
@@ -247,11 +279,12 @@ void LaunchWriter::thread_groups(
     Var raw =
         k_.let(T == 1 ? first + as_index(tid) : first + as_index(tid >> Expr(log2_of(T))), "group");
     Var t = k_.let(T == 1 ? Expr(ir::int_const(DType::i32, 0)) : tid & Expr(T - 1), "t");
-    const Expr inside = raw < it(count);
+    const Expr groups = runtime_count("lead", count, leading_row_extent());
+    const Expr inside = raw < groups;
     if (T == 1) {
         k_.if_(inside, [&] { body(raw, t, inside); });
     } else {
-        Var group = k_.let(min(raw.expr(), it(count - 1)), "group_c");
+        Var group = k_.let(min(raw.expr(), groups - it(1)), "group_c");
         body(group, t, inside);
     }
 }

@@ -64,6 +64,25 @@ class LaunchWriter {
     Memory faults();
     // The i64 scalar parameter holding n + 1 for the fault record (declared on first use).
     Expr fault_site(int n);
+    // A runtime size: the index-typed scalar parameter `name` (declared on first use) holding
+    // `value`, an extent that only bounds the launch's iteration (rows, elements, columns), so
+    // that launches of one structure at another size of value's power-of-two range
+    // (size_bucket, a requirement of the kernel) are the same kernel. Extents inside the index
+    // arithmetic (inner extents and strides, fold lengths, tiles) stay constants.
+    Expr runtime_size(const std::string& name, int64_t value) {
+        return runtime_size(name, value, index_type_);
+    }
+    // The same as a parameter of `type` (i32 or i64), for an op's body that takes sizes so.
+    Expr runtime_size(const std::string& name, int64_t value, DType type);
+    // `count`, an iteration count that is `lead` (a leading extent: the runtime size `name`)
+    // times the other extents (constants), as that product: launches of one structure whose
+    // leading extents lie in one range are one kernel whatever their other extents' product.
+    Expr runtime_count(const std::string& name, int64_t count, int64_t lead);
+    // The leading extent of a row or segments launch's rows: its first axis not reduced (1 when
+    // every axis is).
+    int64_t leading_row_extent() const;
+    // A scalar argument bound to the parameter just declared.
+    void bind_scalar(Arg value);
 
     // The scratch buffer of lane partials k.
     Memory scratch(int k, DType dtype, Access access);
@@ -154,7 +173,9 @@ class LaunchWriter {
     std::map<int, Memory> buffers_;
     std::map<int, int> local_numbers_;  // node_name's numbering
     std::map<int, Expr> fault_site_params_;
-    std::vector<int64_t> fault_sites_;
+    std::map<std::string, Expr> size_params_;
+    std::vector<Arg> scalars_;
+    int64_t largest_size_ = 0;
     std::optional<Memory> faults_;
     std::map<int, Memory> scratch_;
     std::vector<int> bound_;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/compile.hpp"
 #include "kiln/ir.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/plan.hpp"
@@ -17,20 +18,26 @@ struct LoweredLaunch {
     ir::Kernel kernel;
     int64_t grid = 0;
     // What each parameter binds to, in parameter order: a node's buffer (>= 0), the plan's
-    // fault record (kFaultBuffer), its scratch buffer k (scratch_binding(k)), or the i64 scalar
-    // fault_sites[j] (fault_site_binding(j)).
+    // fault record (kFaultBuffer), its scratch buffer k (scratch_binding(k)), or the scalar
+    // scalars[j] (scalar_binding(j)).
     std::vector<int> buffers;
-    // Each fault site's node + 1, what a kernel writes to the fault record where that node meets
-    // a bad index: arguments, so that launches of one structure are one kernel.
-    std::vector<int64_t> fault_sites;
+    // The scalar arguments, each of its parameter's dtype: a fault site's node + 1 (i64, what a
+    // kernel writes to the fault record where that node meets a bad index) and the runtime sizes
+    // (the index type: the extents that only bound the iteration, launch_writer.hpp). Arguments,
+    // so that launches of one structure are one kernel whatever their place in the graph and
+    // their number of rows.
+    std::vector<Arg> scalars;
+    // The power of two at or above the largest runtime size (0: the kernel has none): the range
+    // of sizes its race decision serves (race.hpp).
+    int64_t size_bucket = 0;
 };
 inline constexpr int kFaultBuffer = -1;
 inline constexpr int scratch_binding(int k) {
     return -2 - k;
 }
-inline constexpr int kFaultSiteBase = -(1 << 20);
-inline constexpr int fault_site_binding(int j) {
-    return kFaultSiteBase - j;
+inline constexpr int kScalarBase = -(1 << 20);
+inline constexpr int scalar_binding(int j) {
+    return kScalarBase - j;
 }
 
 // The fault record gather and scatter launches write when an index is out of range: element 0 is

@@ -21,7 +21,6 @@
 
 #include <fmt/format.h>
 
-#include "ir/hash.hpp"
 #include "kiln/error.hpp"
 #include "kiln/tune.hpp"
 #include "plan/choose.hpp"
@@ -100,17 +99,21 @@ void print_launch_times(uint64_t first, const Executable& e, const std::vector<d
 }
 
 // Each launch's candidate points, lowered: the model's best first, then the next ones when
-// racing; every candidate's kernel in `kernels`, in launch order.
+// racing (where the launch's size range has a raced winner, race.hpp, that point alone); every
+// candidate's kernel in `kernels`, in launch order.
 struct Candidates {
     std::vector<std::vector<size_t>> points;  // per launch: indices into its domain
     std::vector<std::vector<size_t>> kernel;  // per launch: indices into `kernels`, `lowered`
     std::vector<ir::Kernel> kernels;
     std::vector<LoweredLaunch> lowered;
+    std::vector<std::string> range_keys;  // per launch: range_key ("" unless racing)
+    std::vector<char> range_winner;       // per launch: its one point is the range's winner
 };
 
 // The time ranking and lowering take goes to report.rank_us and report.lower_us.
 Candidates lower_candidates(const GraphView& g, const std::vector<char>& materialized, Plan& plan,
-                            const DeviceFacts& facts, bool race, ResolveReport& report) {
+                            const DeviceFacts& facts, Device& device, bool race,
+                            ResolveReport& report) {
     Candidates c;
     for (Launch& l : plan.launches) {
         auto t0 = Clock::now();
@@ -119,6 +122,11 @@ Candidates lower_candidates(const GraphView& g, const std::vector<char>& materia
         l.chosen = order[0];
         const size_t count = race ? std::min<size_t>(kRaceTop, order.size()) : 1;
         c.points.emplace_back(order.begin(), order.begin() + long(count));
+        c.range_keys.push_back(race ? range_key(lower_launch(g, materialized, l, l.domain[0]))
+                                    : "");
+        const auto winner = range_winner(device, l, c.range_keys.back());
+        if (winner) c.points.back() = {*winner};
+        c.range_winner.push_back(winner ? 1 : 0);
         c.kernel.emplace_back();
         t0 = Clock::now();
         for (size_t p : c.points.back()) {
@@ -150,7 +158,7 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
     const auto materialized = materialized_set(g, plan);
     report.choose_us = us_since(t0);
     // Costs and lowering: each launch's points ranked by the roofline, the candidates lowered.
-    Candidates cands = lower_candidates(g, materialized, plan, facts, options.race, report);
+    Candidates cands = lower_candidates(g, materialized, plan, facts, device, options.race, report);
     report.extract_us = us_since(t0);
 
     // Compiling: every candidate of every launch in one batch.
@@ -195,7 +203,7 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
             cl.kernel = compiled[k];
             cl.grid = cands.lowered[k].grid;
             cl.buffers = cands.lowered[k].buffers;
-            cl.fault_sites = cands.lowered[k].fault_sites;
+            cl.scalars = cands.lowered[k].scalars;
             cl.empty = empty;
             cl.record.name = cl.kernel->kernel().name;
             cl.record.schedule = to_string(l.kind, l.domain[point]);
@@ -204,20 +212,22 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
         }
         double* us = launch_us ? &(*launch_us)[li] : nullptr;
         CompiledLaunch chosen = made[0];
-        chosen.record.winner_by_model = chosen.record.schedule;
+        chosen.record.winner_by_model = to_string(l.kind, l.domain[l.chosen]);
         if (empty) {
             chosen.record.not_raced = "nothing to compute";
         } else if (made.size() < 2) {
-            chosen.record.not_raced = options.race ? "one point" : "racing is off (KILN_RACE=0)";
+            chosen.record.not_raced = !options.race            ? "racing is off (KILN_RACE=0)"
+                                      : cands.range_winner[li] ? "its size range's raced winner"
+                                                               : "one point";
             const double t = run_launch(device, chosen, buffers, us != nullptr);
             if (us) *us = t;
         } else {
             const auto t1 = Clock::now();
             progress.step(fmt::format("racing launch {} of {} ({}): {} schedules", ++racing,
                                       raced_launches, made[0].record.name, made.size()));
-            const uint64_t signature =
-                ir::structural_hash(cands.lowered[cands.kernel[li][0]].kernel);
-            chosen = race_launch(device, l, made, signature, point_budget_ms, buffers, us);
+            chosen = race_launch(device, l, made, cands.lowered[cands.kernel[li][0]],
+                                 point_budget_ms, buffers, us);
+            remember_range_winner(device, l, cands.range_keys[li], chosen.record.schedule);
             report.race_us += us_since(t1);
         }
         exec->launches.push_back(std::move(chosen));

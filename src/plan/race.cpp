@@ -11,9 +11,42 @@
 
 namespace kiln::plan {
 
+std::string race_key(const LoweredLaunch& first) {
+    const std::string key = fmt::format("{}:{}", first.kernel.name,
+                                        ir::hex(ir::structural_hash(first.kernel)).substr(0, 16));
+    return first.size_bucket ? fmt::format("{}:n<={}", key, first.size_bucket) : key;
+}
+
+std::string range_key(const LoweredLaunch& first_point) {
+    return first_point.size_bucket ? race_key(first_point) : "";
+}
+
+namespace {
+
+std::string range_op(const Launch& l) {
+    return fmt::format("graph_{}_range", name(l.kind));
+}
+
+}  // namespace
+
+std::optional<size_t> range_winner(Device& device, const Launch& l, const std::string& key) {
+    if (key.empty()) return std::nullopt;
+    const auto point = Tuner::process_default().winner(device.info().id, range_op(l), key);
+    if (!point) return std::nullopt;
+    for (size_t i = 0; i < l.domain.size(); ++i)
+        if (to_string(l.kind, l.domain[i]) == *point) return i;
+    return std::nullopt;
+}
+
+void remember_range_winner(Device& device, const Launch& l, const std::string& key,
+                           const std::string& point) {
+    if (!key.empty()) Tuner::process_default().record(device.info().id, range_op(l), key, point);
+}
+
 CompiledLaunch race_launch(Device& device, const Launch& l,
-                           const std::vector<CompiledLaunch>& candidates, uint64_t signature,
-                           double budget_ms, RunBuffers& buffers, double* us) {
+                           const std::vector<CompiledLaunch>& candidates,
+                           const LoweredLaunch& first_lowered, double budget_ms,
+                           RunBuffers& buffers, double* us) {
     // In-place launches (scatter) are raced on a copy of their output's state before the
     // launch, restored before every timed run.
     std::shared_ptr<Buffer> saved;
@@ -30,9 +63,7 @@ CompiledLaunch race_launch(Device& device, const Launch& l,
             device.copy(b.memory(), saved->memory(), b.bytes());
         };
     const CompiledLaunch& first = candidates.at(0);
-    Tuned<bool> race(fmt::format("graph_{}", name(l.kind)),
-                     fmt::format("{}:{}", first.record.name, ir::hex(signature).substr(0, 16)),
-                     device);
+    Tuned<bool> race(fmt::format("graph_{}", name(l.kind)), race_key(first_lowered), device);
     for (const CompiledLaunch& cl : candidates)
         race.variant(
             cl.record.schedule,

@@ -3,6 +3,7 @@
 #include "plan/read_index.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 
 #include "kiln/error.hpp"
@@ -26,10 +27,14 @@ Expr as_index(DType type, const Expr& e) {
     return e.type() == type ? e : cast(type, e);
 }
 
+int64_t size_bucket(int64_t size) {
+    return size <= 0 ? 0 : static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(size)));
+}
+
 DType index_type_of(const GraphView& g, const Launch& l, const Schedule& s) {
-    return options().wide_index ||
-                   largest_extent(g, l) + int64_t{s.block} * s.per_thread * s.vector * 4 >=
-                       int64_t{INT32_MAX}
+    return options().wide_index || size_bucket(largest_extent(g, l)) +
+                                           int64_t{s.block} * s.per_thread * s.vector * 4 >=
+                                       int64_t{INT32_MAX}
                ? DType::i64
                : DType::i32;
 }

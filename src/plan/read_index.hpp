@@ -17,8 +17,13 @@ namespace kiln::plan {
 // e in the index type `type` (cast where it has another type).
 Expr as_index(DType type, const Expr& e);
 
-// The index type of a launch at a schedule: i64 where some count could pass 2^31 (with a margin
-// for the threads past the end) or where the options ask for it, else i32.
+// The range of sizes one kernel with runtime sizes serves for a race decision and an index type:
+// the power of two at or above `size` (0 for 0).
+int64_t size_bucket(int64_t size);
+
+// The index type of a launch at a schedule: i64 where some count's size bucket could pass 2^31
+// (with a margin for the threads past the end) or where the options ask for it, else i32. Chosen
+// from the bucket rather than the exact count, so every size of a bucket gets the same kernel.
 DType index_type_of(const GraphView& g, const Launch& l, const Schedule& s);
 
 // View n's input at element idx of n; for a pad, `inside` (when set) says whether the element

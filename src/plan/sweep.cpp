@@ -121,7 +121,7 @@ int sweep(const std::vector<graph::NodeRef>& outputs,
             cl.kernel = compiled[k + point];
             cl.grid = lowered[li][point].grid;
             cl.buffers = lowered[li][point].buffers;
-            cl.fault_sites = lowered[li][point].fault_sites;
+            cl.scalars = lowered[li][point].scalars;
             cl.empty = is_empty(plan.launches[li], g);
             return cl;
         };

@@ -44,15 +44,20 @@ void LaunchWriter::write_contract() {
     const ContractShape sh = contract_shape(g_, c);
     const ContractOperand a = contract_operand(g_, materialized_, c, 0);
     const ContractOperand b = contract_operand(g_, materialized_, c, 1);
+    // The batch count and m (the rows of a's matrices: tokens, a batch of rows) are runtime
+    // sizes, so one kernel serves every batch; n and k, the other operand's extents, stay
+    // constants.
+    const Expr batches = runtime_size("batches", sh.batch, DType::i32);
+    const Expr m = runtime_size("m", sh.m, DType::i32);
     const ops::MatmulViews views{elements(a.source),
                                  elements(b.source),
-                                 i32(sh.batch),
-                                 i32(sh.m),
+                                 batches,
+                                 m,
                                  i32(sh.n),
                                  i32(sh.k),
                                  i32(0),
-                                 i32(a.shared ? 0 : sh.m * sh.k),
-                                 i32(a.transposed ? sh.m : sh.k),
+                                 a.shared ? i32(0) : m * i32(sh.k),
+                                 a.transposed ? m : i32(sh.k),
                                  i32(0),
                                  i32(b.shared ? 0 : sh.k * sh.n),
                                  i32(b.transposed ? sh.k : sh.n)};
@@ -62,7 +67,7 @@ void LaunchWriter::write_contract() {
         k_, views, types, point,
         [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& acc) {
             store_contraction(
-                (as_index(batch) * it(sh.m) + as_index(row)) * it(sh.n) + as_index(col), acc);
+                (as_index(batch) * as_index(m) + as_index(row)) * it(sh.n) + as_index(col), acc);
         });
 }
 
@@ -71,9 +76,10 @@ void LaunchWriter::write_conv1d() {
     const int c = l_.contraction;
     const ops::Conv1dShape sh = conv1d_shape(g_, c);
     const int x = g_.inputs[size_t(c)][0], w = g_.inputs[size_t(c)][1];
+    // The batch count is a runtime size; channels, lengths and the kernel stay constants.
     const ops::Conv1dViews views{elements(x),
                                  elements(w),
-                                 i32(sh.batch),
+                                 runtime_size("batches", sh.batch, DType::i32),
                                  i32(sh.in_channels),
                                  i32(sh.length),
                                  i32(sh.out_channels),
@@ -101,10 +107,11 @@ void LaunchWriter::write_attention() {
     const ops::AttentionShape sh = attention_shape(g_, c);
     const ops::AttentionOptions options = attention_options(g_, c);
     const auto& in = g_.inputs[size_t(c)];
+    // The batch count is a runtime size; heads, sequence lengths and head_dim stay constants.
     ops::AttentionViews views{elements(in[0]),
                               elements(in[1]),
                               elements(in[2]),
-                              i32(sh.batch),
+                              runtime_size("batches", sh.batch, DType::i32),
                               i32(sh.heads),
                               i32(sh.kv_heads),
                               i32(sh.seq_q),

@@ -13,18 +13,19 @@ using graph::Node;
 
 void LaunchWriter::write_map() {
     const graph::Shape& shape = g_.node(l_.outputs[0]).shape;
-    const int64_t E = graph::element_count(shape);
-    const int64_t G = grid_of(l_, g_, s_);
+    // The element count (the leading extent, a runtime size, times the rest) and the grid are
+    // runtime values: a launch of this structure at another leading extent is the same kernel.
+    const Expr E = runtime_count("lead", graph::element_count(shape), shape.empty() ? 1 : shape[0]);
     const int V = s_.vector;
     Expr gid = as_index(k_.block_index()) * it(s_.block) + as_index(k_.thread_index());
     k_.unroll(0, s_.per_thread, [&](Expr q) {
         int64_t qv = 0;
         ir::is_const(q.node(), &qv);
         if (qv > 0 && break_switch("map_tiling")) return;  // tests of the sweep
-        Expr first = qv ? gid + it(qv * G * s_.block) : gid;
+        Expr first = qv ? gid + as_index(k_.grid_size()) * it(qv * s_.block) : gid;
         if (V > 1) first = first * it(V);
         Var e = k_.let(first, "e");
-        k_.if_(e < it(E), [&] {
+        k_.if_(e < E, [&] {
             memo_.clear();
             vector_loads_.clear();
             if (V == 1) {

@@ -21,7 +21,7 @@ void LaunchWriter::write_scatter() {
     Memory out = buffers_.at(s);
     Var col =
         k_.let(as_index(k_.block_index()) * it(s_.block) + as_index(k_.thread_index()), "column");
-    k_.if_(col < it(columns), [&] {
+    k_.if_(col < runtime_size("columns", columns), [&] {
         Index o(outer, index_type_, col);
         const std::vector<Expr> oc = o.coords();
         k_.for_(it(0), it(ishape[axis]), [&](Expr i) {
