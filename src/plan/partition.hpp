@@ -43,7 +43,7 @@ struct FusionRefusal {
     std::string reason;
 };
 
-// The fold groups of a graph, in topological order of their first fold.
+// The fold groups of a graph, in topological order of their first fold (fold_groups.cpp).
 std::vector<FoldGroup> fold_groups(const GraphView& g);
 
 // The launches computing the graph's outputs with group i in forms[i] (one entry per
@@ -72,5 +72,8 @@ std::set<int> folds_needed(const GraphView& g, int n, const std::vector<char>& m
 
 // Whether node i is computed by inlining wherever it is needed (map, view, constant, generator).
 bool inlineable(const graph::Node& n);
+
+// Whether node i is computed by a group's launch: a fold or a contraction.
+bool is_grouped(const GraphView& g, int i);
 
 }  // namespace kiln::plan
