@@ -20,7 +20,7 @@
 #include "minilm/model.hpp"
 #include "minilm/model_dir.hpp"
 #include "plan/profile.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 
 namespace {
 

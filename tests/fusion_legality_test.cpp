@@ -15,7 +15,7 @@
 #include "plan/fusion_legality.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 
 namespace kiln {
 namespace {

@@ -10,7 +10,7 @@
 #include "plan/choose.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 #include "plan/sweep.hpp"
 #include "support/errors.hpp"
 #include "support/graph_check.hpp"

@@ -12,7 +12,7 @@
 #include "ops/attention/attention.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 #include "support/errors.hpp"
 #include "support/graph_check.hpp"
 

@@ -9,7 +9,7 @@
 #include "plan/choose.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 #include "plan/sweep.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"

@@ -91,7 +91,7 @@ class Tensor {
     int64_t numel() const;
     int64_t size(int64_t axis) const;
     bool defined() const { return node_ != nullptr; }
-    bool realized() const;
+    bool resolved() const;
 
     // Computes this tensor now (and whatever it needs that is not computed yet).
     Tensor& resolve();

@@ -126,7 +126,7 @@ void bind_tensor(nb::module_& m, TensorClass& cls) {
                 return nb::int_(t.size(to_int64(axis, "size")));
             },
             nb::arg("axis") = nb::none())
-        .def_prop_ro("realized", &Tensor::realized, "Whether the data is computed.")
+        .def_prop_ro("resolved", &Tensor::resolved, "Whether the data is computed.")
         .def(
             "resolve",
             [](Tensor& t) -> Tensor& {

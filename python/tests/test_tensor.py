@@ -509,11 +509,11 @@ def test_every_device_gives_the_cpus_bits(device):
 
 def test_resolve_and_repr():
     x = kiln.arange(4) * 2
-    assert not x.realized
-    assert x.resolve() is x and x.realized
+    assert not x.resolved
+    assert x.resolve() is x and x.resolved
     y, z = x + 1, x + 2
     kiln.resolve(y, z)
-    assert y.realized and z.realized
+    assert y.resolved and z.resolved
     assert "shape=(4,)" in repr(x) and "i32" in repr(x)
     assert kiln.cpu_device() in kiln.devices() and kiln.cpu_device().backend == "cpu"
     assert kiln.best_device() in kiln.devices()
@@ -699,7 +699,7 @@ def test_repr_shows_values_and_reads_only_the_corners_of_a_large_tensor():
     assert repr(kiln.zeros((0, 3))) == "kiln.Tensor([], shape=(0, 3), dtype=f32)"
     big = kiln.arange(100 * 100).reshape(100, 100)
     text = repr(big)
-    assert not big.realized  # only the corners were computed and copied
+    assert not big.resolved  # only the corners were computed and copied
     lines = text.splitlines()
     assert lines[0] == "kiln.Tensor([[   0,    1,    2, ...,   97,   98,   99],"
     assert lines[3] == "             ...,"

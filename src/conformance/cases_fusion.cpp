@@ -1,6 +1,6 @@
 // The fusion area: random small graphs built from the run's seed (maps, broadcasts of keepdim
 // reductions, views), resolved fused and compared with the graph oracle and with the same graph
-// resolved unfused (every op its own plan, each intermediate realized), so a fusion that changes
+// resolved unfused (every op its own plan, each intermediate resolved), so a fusion that changes
 // a bit shows against both.
 #include <fmt/format.h>
 
@@ -11,10 +11,10 @@ namespace kiln::conformance {
 namespace {
 
 // One random graph over inputs of shape `s`: `steps` ops, each on earlier values; with
-// `realize_each`, every value is resolved as soon as it is built (the unfused evaluation).
+// `resolve_each`, every value is resolved as soon as it is built (the unfused evaluation).
 // The generator draws only from `rng`, so two calls with equal seeds build the same graph.
 std::vector<Tensor> random_graph(Rng rng, const std::vector<Tensor>& inputs, int steps,
-                                 bool realize_each) {
+                                 bool resolve_each) {
     std::vector<Tensor> values = inputs;
     auto pick = [&]() -> Tensor { return values[rng() % values.size()]; };
     const int64_t last = static_cast<int64_t>(inputs[0].rank()) - 1;
@@ -65,7 +65,7 @@ std::vector<Tensor> random_graph(Rng rng, const std::vector<Tensor>& inputs, int
                 v = maximum(a, b) * 2.0;
                 break;
         }
-        if (realize_each) v.resolve();
+        if (resolve_each) v.resolve();
         values.push_back(v);
     }
     // Outputs: the last value and one earlier derived value.

@@ -8,7 +8,7 @@
 #include "conformance/compare.hpp"
 #include "graph/oracle.hpp"
 #include "kiln/semantics.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 #include "plan/sweep.hpp"
 
 namespace kiln::conformance {

@@ -8,7 +8,7 @@
 
 #include "conformance/case.hpp"
 #include "kiln/error.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 
 namespace kiln::conformance {
 

@@ -112,7 +112,7 @@ void label_graph(const NodeRef& root, const std::vector<NodeRef>& inputs,
     std::unordered_set<const Node*> stop, seen;
     for (const auto& i : inputs) stop.insert(i.get());
     std::function<void(const NodeRef&)> walk = [&](const NodeRef& n) {
-        if (stop.count(n.get()) || !seen.insert(n.get()).second || n->realized()) return;
+        if (stop.count(n.get()) || !seen.insert(n.get()).second || n->resolved()) return;
         if (n->label.empty()) n->label = label;
         for (const auto& i : n->inputs) walk(i);
     };

@@ -28,10 +28,10 @@
 //   - Attention: o [b, heads, seq_q, d] = softmax(q·kᵀ·scale (+ causal mask))·v from q [b, heads,
 //     seq_q, d] and k, v [b, kv_heads, seq_k, d]: kiln/ops/attention.hpp's exact class (online
 //     softmax over key blocks of a size the op fixes), rounded once to the node's dtype.
-//   - Leaf: data on a device (from the host, or a node already realized).
+//   - Leaf: data on a device (from the host, or a node already resolved).
 //   - Constant / Generate: values computed from the element's coordinates alone (full, arange,
 //     seeded rand/randn: the same bits on every device).
-// Nodes are shared by pointer. A node that has been realized keeps its buffer and is a Leaf to
+// Nodes are shared by pointer. A node that has been resolved keeps its buffer and is a Leaf to
 // every later graph; its inputs are dropped so upstream memory can be freed.
 #pragma once
 
@@ -119,12 +119,12 @@ struct Node {
     Shape shape;
     std::vector<NodeRef> inputs;
     Device* device = nullptr;
-    // Leaves and realized nodes: the data, contiguous in row-major order.
+    // Leaves and resolved nodes: the data, contiguous in row-major order.
     std::shared_ptr<Buffer> buffer;
     // The composite op this node belongs to ("softmax"), for names in profiles; may be empty.
     std::string label;
 
-    bool realized() const { return buffer != nullptr; }
+    bool resolved() const { return buffer != nullptr; }
     template <typename T>
     const T* as() const {
         return std::get_if<T>(&payload);

@@ -476,7 +476,7 @@ class Evaluator {
 
   private:
     HostTensor compute(const Node& n) {
-        if (n.realized())
+        if (n.resolved())
             return from_bytes(
                 n.dtype, n.shape,
                 n.buffer->count() ? n.buffer->download_bytes() : std::vector<uint8_t>{});

@@ -23,7 +23,7 @@ struct HostTensor {
     std::vector<uint8_t> bytes() const;
 };
 
-// Evaluates `outputs` (realized nodes are read from their buffers). An index out of range in a
+// Evaluates `outputs` (resolved nodes are read from their buffers). An index out of range in a
 // gather or scatter is a kiln::Error, as on the devices.
 std::vector<HostTensor> evaluate(const std::vector<NodeRef>& outputs);
 

@@ -29,7 +29,7 @@ bool swaps_last_two(const std::vector<int64_t>& order) {
 }  // namespace
 
 bool is_contraction(const graph::Node& n) {
-    return !n.realized() &&
+    return !n.resolved() &&
            (n.as<graph::op::Matmul>() || n.as<graph::op::Conv1d>() || n.as<graph::op::Attention>());
 }
 
@@ -119,7 +119,7 @@ bool prologue_fusible(const GraphView& g, const std::vector<char>& materialized,
         const graph::Node& node = g.node(n);
         const auto* map = node.as<graph::op::Map>();
         const bool fits =
-            !node.realized() && ((map && graph::info(map->op).prologue) ||
+            !node.resolved() && ((map && graph::info(map->op).prologue) ||
                                  node.as<graph::op::View>() || node.as<graph::op::Constant>());
         if (!fits || ++nodes > kMaxPrologueNodes) return false;
         maps = maps || map;

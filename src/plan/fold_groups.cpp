@@ -12,7 +12,7 @@ namespace kiln::plan {
 namespace op = graph::op;
 
 bool inlineable(const graph::Node& n) {
-    return !n.realized() && (n.as<op::Map>() || n.as<op::View>() || n.as<op::Concat>() ||
+    return !n.resolved() && (n.as<op::Map>() || n.as<op::View>() || n.as<op::Concat>() ||
                              n.as<op::Constant>() || n.as<op::Generate>());
 }
 

@@ -77,7 +77,7 @@ class Reads {
     std::optional<std::string> compute(int n, Index& idx) {
         const graph::Node& node = g_.node(n);
         const auto& in = g_.inputs[size_t(n)];
-        if (node.realized() || node.as<op::Constant>() || node.as<op::Generate>())
+        if (node.resolved() || node.as<op::Constant>() || node.as<op::Generate>())
             return std::nullopt;
         if (node.as<op::Map>()) {
             for (int i : in)

@@ -97,7 +97,7 @@ GraphView view_graph(const std::vector<graph::NodeRef>& outputs) {
         std::vector<Frame> stack{{out}};
         while (!stack.empty()) {
             Frame& f = stack.back();
-            const bool leaf = f.node->realized();
+            const bool leaf = f.node->resolved();
             if (!leaf && f.next < f.node->inputs.size()) {
                 const graph::NodeRef& in = f.node->inputs[f.next++];
                 if (!position.count(in.get())) stack.push_back({in});
@@ -123,8 +123,8 @@ GraphView view_graph(const std::vector<graph::NodeRef>& outputs) {
     Hasher h;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         const graph::Node& n = *g.nodes[i];
-        h.add(n.realized());
-        if (!n.realized()) add_payload(h, n);
+        h.add(n.resolved());
+        if (!n.resolved()) add_payload(h, n);
         h.add(n.dtype);
         h.add(n.shape);
         h.add(g.inputs[i]);
@@ -139,7 +139,7 @@ std::string print(const GraphView& g) {
     for (size_t i = 0; i < g.nodes.size(); ++i) {
         const graph::Node& n = *g.nodes[i];
         out += fmt::format(
-            "%{} = {} {} {}{}{}\n", i, n.realized() ? "leaf" : graph::describe(n), name(n.dtype),
+            "%{} = {} {} {}{}{}\n", i, n.resolved() ? "leaf" : graph::describe(n), name(n.dtype),
             graph::to_string(n.shape),
             g.inputs[i].empty() ? "" : fmt::format(" (%{})", fmt::join(g.inputs[i], ", %")),
             n.label.empty() ? "" : " [" + n.label + "]");

@@ -1,5 +1,5 @@
-// The graph a resolve works on: every node the requested outputs need that is not realized yet,
-// plus the realized nodes they read (leaves), in one deterministic topological order. Plans
+// The graph a resolve works on: every node the requested outputs need that is not resolved yet,
+// plus the resolved nodes they read (leaves), in one deterministic topological order. Plans
 // refer to nodes by their position in this order, so one plan serves every graph of the same
 // structure (same ops, dtypes and shapes), whatever buffers its leaves hold.
 #pragma once
@@ -19,15 +19,15 @@ struct GraphView {
     std::vector<std::vector<int>> inputs;     // per node: positions of its inputs
     std::vector<std::vector<int>> consumers;  // per node: positions of its consumers
     std::vector<int> outputs;                 // the requested nodes' positions
-    std::vector<int> leaves;                  // realized nodes, in order
+    std::vector<int> leaves;                  // resolved nodes, in order
     uint64_t hash = 0;                        // structure, dtypes, shapes, constants
 
     const graph::Node& node(int i) const { return *nodes[static_cast<size_t>(i)]; }
     size_t size() const { return nodes.size(); }
-    bool is_leaf(int i) const { return node(i).realized(); }
+    bool is_leaf(int i) const { return node(i).resolved(); }
 };
 
-// The graph behind `outputs` (duplicates allowed; realized outputs are leaves).
+// The graph behind `outputs` (duplicates allowed; resolved outputs are leaves).
 GraphView view_graph(const std::vector<graph::NodeRef>& outputs);
 
 // A readable listing of the graph, one node per line (for dumps and errors).

@@ -217,7 +217,7 @@ Expr LaunchWriter::compute(int n, Index& idx) {
     const Node& node = g_.node(n);
     const auto& in = g_.inputs[static_cast<size_t>(n)];
     namespace op = graph::op;
-    if (node.realized()) return load(n, idx);
+    if (node.resolved()) return load(n, idx);
     if (const auto* c = node.as<op::Constant>()) return constant(node.dtype, c->value);
     if (const auto* gen = node.as<op::Generate>()) return generate(*gen, node.dtype, idx.linear());
     if (const auto* m = node.as<op::Map>()) {

@@ -1,4 +1,4 @@
-// pipeline: realize() (realize.hpp), the passes a resolve's graph goes through, in order:
+// pipeline: resolve() (resolve.hpp), the passes a resolve's graph goes through, in order:
 //   view          the graph behind the outputs, in one order, with its hash (graph_view.cpp)
 //   replay        a cached executable for the hash, device and options runs at once; else:
 //   partition     fold groups, each in the form the cost model estimates cheapest among those
@@ -10,7 +10,7 @@
 //   compile       every candidate in one batch (compile_all)
 //   race          each launch's candidates timed within the budget, the winner kept (race.cpp)
 // KILN_DUMP=plan prints the graph, the fusion decisions and every point's estimate.
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -239,7 +239,7 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
     return exec;
 }
 
-void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
+void resolve_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
     const auto t_start = Clock::now();
     const GraphView g = view_graph(outputs);
     bool pending = false;
@@ -253,7 +253,7 @@ void realize_on(Device& device, const std::vector<graph::NodeRef>& outputs) {
     check_faults(g, buffers);
     for (int o : g.outputs) {
         graph::Node& n = *g.nodes[size_t(o)];
-        if (n.realized()) continue;
+        if (n.resolved()) continue;
         n.buffer = buffers.nodes[size_t(o)];
         n.inputs.clear();
     }
@@ -339,18 +339,18 @@ Options& options() {
     return o;
 }
 
-void realize(const std::vector<graph::NodeRef>& outputs) {
+void resolve(const std::vector<graph::NodeRef>& outputs) {
     // One plan per device: a resolve of tensors on several devices plans each device's apart.
     bool one_device = true;
     for (const auto& o : outputs) one_device = one_device && o->device == outputs.front()->device;
-    if (one_device && !outputs.empty()) return realize_on(*outputs.front()->device, outputs);
+    if (one_device && !outputs.empty()) return resolve_on(*outputs.front()->device, outputs);
     std::map<Device*, std::vector<graph::NodeRef>> by_device;
     std::vector<Device*> order;
     for (const auto& o : outputs) {
         if (!by_device.count(o->device)) order.push_back(o->device);
         by_device[o->device].push_back(o);
     }
-    for (Device* d : order) realize_on(*d, by_device[d]);
+    for (Device* d : order) resolve_on(*d, by_device[d]);
 }
 
 Counters counters() {

@@ -32,7 +32,7 @@ bool resolve_profile_enabled();
 bool time_range_on();
 bool time_launch(uint64_t index);
 
-// The report of the last resolve on this thread, and the slot realize fills.
+// The report of the last resolve on this thread, and the slot resolve fills.
 ResolveReport& last_report();
 
 void print_report(const ResolveReport& r);

@@ -7,7 +7,7 @@
 #include <climits>
 
 #include "kiln/error.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 
 namespace kiln::plan {
 

@@ -2,7 +2,7 @@
 // fused and split, its generators inlined and stored, and every schedule point of every launch —
 // and hands each run's outputs to a
 // check. Outputs are filled with a poison pattern before every run, so a member that leaves an
-// element unwritten is caught. Nothing is realized and no cache or tuner is touched.
+// element unwritten is caught. Nothing is resolved and no cache or tuner is touched.
 #pragma once
 
 #include <cstdint>

@@ -11,7 +11,7 @@
 #include "graph/node.hpp"
 #include "graph/shape.hpp"
 #include "kiln/error.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 #include "tensor/program_replay.hpp"
 
 namespace kiln {
@@ -80,7 +80,7 @@ plan::GraphView structure_of(const plan::GraphView& g) {
 void resolve_inputs(const std::vector<Tensor>& inputs) {
     std::vector<Tensor> lazy;
     for (const Tensor& t : inputs)
-        if (!t.realized()) lazy.push_back(t);
+        if (!t.resolved()) lazy.push_back(t);
     if (!lazy.empty()) resolve(lazy);
 }
 
@@ -168,7 +168,7 @@ std::unique_ptr<Compiled> trace(const ProgramFunction& fn, const std::vector<Ten
         plan::check_faults(g, run);
         for (int o : g.outputs) {
             graph::Node& n = *g.nodes[size_t(o)];
-            if (n.realized()) continue;
+            if (n.resolved()) continue;
             n.buffer = run.nodes[size_t(o)];
             n.inputs.clear();
         }

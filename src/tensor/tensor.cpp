@@ -1,5 +1,5 @@
 // kiln::Tensor's handle, creation and data access. Realizing a graph is the planner's job
-// (plan/realize.hpp).
+// (plan/resolve.hpp).
 #include "kiln/tensor.hpp"
 
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "graph/node.hpp"
 #include "kiln/error.hpp"
 #include "kiln/program.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 
 namespace kiln {
 
@@ -138,8 +138,8 @@ int64_t Tensor::numel() const {
 int64_t Tensor::size(int64_t axis) const {
     return shape()[static_cast<size_t>(graph::normalize_axis(axis, rank(), "size"))];
 }
-bool Tensor::realized() const {
-    return node_of(node_).realized();
+bool Tensor::resolved() const {
+    return node_of(node_).resolved();
 }
 const std::shared_ptr<graph::Node>& Tensor::node() const {
     node_of(node_);
@@ -149,7 +149,7 @@ const std::shared_ptr<graph::Node>& Tensor::node() const {
 Tensor& Tensor::resolve() {
     node_of(node_);
     if (tracing()) return *this;  // the program's trace plans everything at once
-    plan::realize({node_});
+    plan::resolve({node_});
     return *this;
 }
 
@@ -157,18 +157,18 @@ void resolve(std::span<Tensor> tensors) {
     std::vector<NodeRef> nodes;
     for (auto& t : tensors) nodes.push_back(t.node());
     if (tracing()) return;
-    plan::realize(nodes);
+    plan::resolve(nodes);
 }
 
 const Buffer& Tensor::buffer() const {
     node_of(node_);
-    if (!node_->realized()) {
+    if (!node_->resolved()) {
         if (tracing())
             fail(
                 "a compiled program's function read a tensor's data ({} {}) while being traced; "
                 "expected it to compute tensors only (its data exists when the program runs)",
                 name(dtype()), graph::to_string(shape()));
-        plan::realize({node_});
+        plan::resolve({node_});
     }
     return *node_->buffer;
 }

@@ -15,7 +15,7 @@
 #include "plan/device_facts.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/partition.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 #include "plan/sweep.hpp"
 
 namespace kiln::test {

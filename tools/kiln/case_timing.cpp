@@ -9,7 +9,7 @@
 #include "graph/oracle.hpp"
 #include "kiln/program.hpp"
 #include "plan/graph_view.hpp"
-#include "plan/realize.hpp"
+#include "plan/resolve.hpp"
 
 namespace kiln::cli {
 namespace {

@@ -1,4 +1,4 @@
-// realize: what Tensor::resolve() runs. The graph behind the requested tensors is looked up in
+// resolve: what Tensor::resolve() runs. The graph behind the requested tensors is looked up in
 // the plan replay cache (its structure, dtypes, shapes, the device and the options); on a miss it
 // is partitioned into launches (fusion chosen per fold group by the cost model), each launch's
 // schedule ranked by the cost model and the best few raced by the Tuner (remembered in the
@@ -17,7 +17,7 @@
 
 namespace kiln::plan {
 
-void realize(const std::vector<graph::NodeRef>& outputs);
+void resolve(const std::vector<graph::NodeRef>& outputs);
 
 // The passes without the outputs' bookkeeping: runs `g` (pending nodes on one device) with the
 // replay cache's executable for its structure, or plans, compiles and races one now (running g
