@@ -109,8 +109,9 @@ TEST_F(CacheTest, AKernelListedTwiceIsCompiledOnce) {
 }
 
 TEST_F(CacheTest, UnoptimizedBuildsAreEntriesOfTheirOwnWithTheSameResults) {
-    // CompileOptions::optimize (KILN_OPTIMIZE): OpenCL's -cl-opt-disable build and the CPU's -O1
-    // build are cache entries of their own; CUDA ignores the option and shares one entry.
+    // CompileOptions::optimize (KILN_OPTIMIZE): the CPU's -O1 build and OpenCL's -cl-opt-disable
+    // build (PoCL 3 only: PoCL 5 miscompiles without its optimizer) are cache entries of their
+    // own; CUDA ignores the option and shares one entry.
     size_t separate_builds = 0;
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);
@@ -121,7 +122,9 @@ TEST_F(CacheTest, UnoptimizedBuildsAreEntriesOfTheirOwnWithTheSameResults) {
         check_runs(*plain, run_id() + 3);
         const bool separate = d->has_unoptimized_build();
         separate_builds += separate ? 1 : 0;
-        EXPECT_EQ(separate, d->info().backend != Backend::cuda);
+        if (d->info().backend != Backend::opencl) {
+            EXPECT_EQ(separate, d->info().backend == Backend::cpu);
+        }
         EXPECT_EQ(plain.get() != optimized.get(), separate);
         EXPECT_EQ(plain->info().cache_key != optimized->info().cache_key, separate);
     }
