@@ -17,6 +17,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -122,15 +123,23 @@ Candidates lower_candidates(const GraphView& g, const std::vector<char>& materia
         l.chosen = order[0];
         const size_t count = race ? std::min<size_t>(kRaceTop, order.size()) : 1;
         c.points.emplace_back(order.begin(), order.begin() + long(count));
-        c.range_keys.push_back(race ? range_key(lower_launch(g, materialized, l, l.domain[0]))
-                                    : "");
+        t0 = Clock::now();
+        // The range key is read from the domain's first point, lowered once: a candidate too
+        // where the ranking kept it.
+        std::optional<LoweredLaunch> first;
+        if (race) first = lower_launch(g, materialized, l, l.domain[0]);
+        c.range_keys.push_back(first ? range_key(*first) : "");
         const auto winner = range_winner(device, l, c.range_keys.back());
         if (winner) c.points.back() = {*winner};
         c.range_winner.push_back(winner ? 1 : 0);
         c.kernel.emplace_back();
-        t0 = Clock::now();
         for (size_t p : c.points.back()) {
-            c.lowered.push_back(lower_launch(g, materialized, l, l.domain[p]));
+            if (p == 0 && first) {
+                c.lowered.push_back(std::move(*first));
+                first.reset();
+            } else {
+                c.lowered.push_back(lower_launch(g, materialized, l, l.domain[p]));
+            }
             c.kernels.push_back(c.lowered.back().kernel);
             c.kernel.back().push_back(c.kernels.size() - 1);
         }
