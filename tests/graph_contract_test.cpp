@@ -83,6 +83,21 @@ TEST(GraphContract, AnEpilogueReadingTheProductElsewhereRunsAfterIt) {
     EXPECT_EQ(launch_kinds(), (std::vector{plan::LaunchKind::contract, plan::LaunchKind::map}));
 }
 
+TEST(GraphContract, AResidualNormalizedAroundALinearPlansWithoutACycle) {
+    // Gemma's sandwich norms: h2 = h + rms_norm(a), then h2 + linear(rms_norm(h2)). Both folds
+    // share a row group; the residual sum needs the linear, which needs the group's rms_norm(h2),
+    // so the sum is written after the linear, not by the group's launch.
+    expect_graph_everywhere([](Device& d) {
+        Tensor h = finite_tensor(d, DType::f32, {6, 24}, 40).resolve();
+        Tensor a = finite_tensor(d, DType::f32, {6, 24}, 41).resolve();
+        Tensor g1 = finite_tensor(d, DType::f32, {24}, 42).resolve();
+        Tensor g2 = finite_tensor(d, DType::f32, {24}, 43).resolve();
+        Tensor w = finite_tensor(d, DType::f32, {24, 24}, 44, 0.5f).resolve();
+        Tensor h2 = h + rms_norm(a, g1);
+        return std::vector<Tensor>{h2 + linear(rms_norm(h2, g2), w)};
+    });
+}
+
 Tensor q8_values(Device& d, int64_t n, int64_t k, uint64_t seed) {
     std::vector<int8_t> v(static_cast<size_t>(n * k));
     for (size_t i = 0; i < v.size(); ++i)

@@ -99,22 +99,40 @@ struct Builder {
         // materialized; a group's launch needs those of other groups materialized and can write
         // only values that fit its spaces. Materializing more can only move nodes to map
         // launches, so this ends.
+        // A node that reads a buffer another launch writes after group w's launch stays out of
+        // that launch (it would wait for itself): `after[n]`, the groups whose launches node n's
+        // writer runs after, its own included.
         std::vector<int> writer;  // per node: group index, or -1 for a map launch
+        std::vector<std::set<int>> after;
         for (bool changed = true; changed;) {
             changed = false;
             writer.assign(g.size(), -2);
+            after.assign(g.size(), {});
             for (size_t i = 0; i < g.size(); ++i) {
                 const int n = static_cast<int>(i);
                 if (!materialized[i] || g.is_leaf(n)) continue;
                 const graph::Node& node = g.node(n);
+                std::vector<int> buffers;  // the computed buffers its launch would read
+                for (int b : reach(g, n, [&](int x) { return materialized[size_t(x)] && x != n; }))
+                    if (b != n && materialized[size_t(b)] && !g.is_leaf(b)) buffers.push_back(b);
+                // Whether one of those is written by another launch after group w's.
+                auto waits_for = [&](int w) {
+                    for (int b : buffers)
+                        if (writer[size_t(b)] != w && after[size_t(b)].count(w)) return true;
+                    return false;
+                };
                 int w = -1;
                 const std::set<int> needed = folds_needed(g, n, materialized);
                 if (is_grouped(g, n))
                     w = static_cast<int>(group_of.at(n));
                 else if (!node.as<op::Gather>() && !node.as<op::ScatterAdd>())
                     w = owner_of(needed);
-                if (w >= 0 && !is_grouped(g, n) && !fits(groups[size_t(w)], n)) w = -1;
+                if (w >= 0 && !is_grouped(g, n) && (!fits(groups[size_t(w)], n) || waits_for(w)))
+                    w = -1;
                 writer[i] = w;
+                for (int b : buffers)
+                    after[i].insert(after[size_t(b)].begin(), after[size_t(b)].end());
+                if (w >= 0) after[i].insert(w);
                 for (int f : needed) {
                     if (f == n) continue;
                     if (w < 0 || group_of.at(f) != size_t(w)) {
