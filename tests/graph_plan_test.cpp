@@ -276,6 +276,17 @@ TEST(GraphPlan, ALongSumFoldsInTwoLaunchesWithTheOraclesBits) {
     }
 }
 
+// An argmax has no segments form: a row launch folds the segments and their values itself,
+// its threads sharing the last level (4 lanes over the 16 segments of 2^16 elements).
+TEST(GraphPlan, ALongArgmaxRunsEveryPointItsLastLevelAllows) {
+    expect_graph_everywhere(
+        [](Device& d) {
+            Tensor x = finite_tensor(d, DType::f32, {int64_t{1} << 16}, 11);
+            return std::vector<Tensor>{argmax(x)};
+        },
+        true);
+}
+
 // CUDA without a GPU: every member kernel of a set of graphs, compiled by NVRTC for sm_90.
 TEST(GraphPlan, EveryMemberKernelCompilesForCuda) {
     std::string why;

@@ -35,4 +35,11 @@ inline int64_t segment_count(int64_t n) {
     return (n + kSegment - 1) / kSegment;
 }
 
+// The lanes of the order's last level over n elements: the one level, or that of the segment
+// values (of their segment values, and so on). Threads sharing a fold's last level divide them.
+inline int last_level_lanes(int64_t n) {
+    while (segmented(n)) n = segment_count(n);
+    return level_lanes(n);
+}
+
 }  // namespace kiln::graph

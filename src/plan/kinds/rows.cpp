@@ -171,11 +171,11 @@ namespace {
 // a row in place of the row.
 std::vector<Schedule> rows_domain(const Launch& l, const GraphView&) {
     std::vector<Schedule> d;
-    // The fold's outermost level: the segments' values in a row launch after a segments
-    // launch, a segment (256 lanes) in a segments launch.
+    // The fold's level its threads share: a segment (256 lanes) in a segments launch; in a row
+    // launch the order's last level, over the segments' values after a segments launch.
     const int64_t n = l.partials.empty() ? l.extent : graph::segment_count(l.extent);
-    const int W = l.kind == LaunchKind::segments || graph::segmented(n) ? graph::kSegmentLanes
-                                                                        : graph::level_lanes(n);
+    const int W =
+        l.kind == LaunchKind::segments ? graph::kSegmentLanes : graph::last_level_lanes(n);
     d.push_back({.block = 64, .threads = 1});
     d.push_back({.block = 256, .threads = 1});
     // Threads sharing a row, each with one round of loads in flight a step or four.
