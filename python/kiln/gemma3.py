@@ -1,0 +1,315 @@
+"""Gemma 3 text generation from a GGUF file with kiln's graph API.
+
+The weights, hyperparameters and vocabulary come from the file (kiln.GgufFile); quantized
+weights are dequantized on the host in each format's defined arithmetic and run as f32. The
+forward pass is Gemma 3's, as llama.cpp runs it (its GGUF norm weights already hold Gemma's
+1 + w):
+
+    embeddings  token_embd[ids] * sqrt(d)
+    each layer  x = rms_norm(h) (attn_norm); q, k, v = linear(x); q, k rms_norm'd per head
+                (attn_q_norm, attn_k_norm); rotary positions (the halves rotated, base 10^4 on
+                local layers and rope.freq_base on every sixth, global, layer); grouped-query
+                attention, causal, scaled 1/sqrt(key_length); linear (attn_output), rms_norm
+                (post_attention_norm); h += that
+                x = rms_norm(h) (ffn_norm); linear(gelu_tanh(linear(x, gate)) * linear(x, up),
+                down), rms_norm (post_ffw_norm); h += that
+    logits      rms_norm(h) (output_norm) @ token_embd^T
+
+A context holds at most `max_context` tokens, at most the sliding window (512 for Gemma 3), so
+local layers see the same keys as global ones; a longer prompt or generation is a kiln.Error.
+The prompt runs in one pass; each later token is one call of a compiled program (kiln.compile)
+that reads and writes a fixed-size key/value cache on the device, so every step replays the same
+kernels.
+
+    from kiln import gemma3
+    model = gemma3.Gemma3("gemma-3-270m-q4_k_m.gguf", device="cpu")
+    print(model.generate("The capital of France is", max_new_tokens=8))
+"""
+
+import math
+import re
+
+import numpy as np
+
+from . import _kiln
+from ._compile import compile as _compile
+from ._host import tensor as _tensor
+
+_LOCAL_ROPE_BASE = 10000.0  # Gemma 3's local layers (llama.cpp's rope_freq_base_train_swa)
+_GLOBAL_EVERY = 6  # every sixth layer attends globally (llama.cpp's swa pattern for gemma3)
+
+
+def _error(message):
+    return _kiln.Error(message)
+
+
+class Tokenizer:
+    """The GGUF's SentencePiece vocabulary (tokenizer.ggml.model "llama"): text to ids by merging
+    the adjacent pair of pieces whose union is in the vocabulary with the highest score, the
+    leftmost first among equals; pieces not in it as byte tokens <0xNN>. Spaces are "▁". Control
+    and user-defined pieces written in the text (<start_of_turn>) are those tokens."""
+
+    _CONTROL, _USER, _BYTE = 3, 4, 6
+
+    def __init__(self, metadata):
+        if metadata.get("tokenizer.ggml.model") != "llama":
+            raise _error(f"gemma3: tokenizer.ggml.model is {metadata.get('tokenizer.ggml.model')!r}; "
+                         "expected 'llama' (SentencePiece)")
+        self.pieces = list(metadata["tokenizer.ggml.tokens"])
+        self.scores = list(metadata["tokenizer.ggml.scores"])
+        self.types = list(metadata.get("tokenizer.ggml.token_type", [1] * len(self.pieces)))
+        self.bos = int(metadata.get("tokenizer.ggml.bos_token_id", -1))
+        self.eos = int(metadata.get("tokenizer.ggml.eos_token_id", -1))
+        self.add_bos = bool(metadata.get("tokenizer.ggml.add_bos_token", False))
+        self.space_prefix = bool(metadata.get("tokenizer.ggml.add_space_prefix", False))
+        self.ids = {}
+        for i, p in enumerate(self.pieces):
+            self.ids.setdefault(p, i)
+        specials = sorted((p for p, t in zip(self.pieces, self.types)
+                           if t in (self._CONTROL, self._USER) and p), key=len, reverse=True)
+        self._specials = re.compile("|".join(map(re.escape, specials))) if specials else None
+
+    def encode(self, text):
+        ids = [self.bos] if self.add_bos and self.bos >= 0 else []
+        at = 0
+        for match in self._specials.finditer(text) if self._specials else ():
+            ids += self._encode_plain(text[at:match.start()], at == 0)
+            ids.append(self.ids[match.group()])
+            at = match.end()
+        return ids + self._encode_plain(text[at:], at == 0)
+
+    def _encode_plain(self, text, starts_text):
+        if not text:
+            return []
+        text = text.replace(" ", "\u2581")
+        if self.space_prefix and starts_text:
+            text = "\u2581" + text
+        symbols = list(text)
+        while len(symbols) > 1:
+            best, best_score = -1, -math.inf
+            for i in range(len(symbols) - 1):
+                piece = self.ids.get(symbols[i] + symbols[i + 1])
+                if piece is not None and self.scores[piece] > best_score:
+                    best, best_score = i, self.scores[piece]
+            if best < 0:
+                break
+            symbols[best:best + 2] = [symbols[best] + symbols[best + 1]]
+        ids = []
+        for s in symbols:
+            if s in self.ids:
+                ids.append(self.ids[s])
+                continue
+            for byte in s.encode("utf-8"):
+                piece = self.ids.get(f"<0x{byte:02X}>")
+                if piece is None:
+                    raise _error(f"gemma3: the vocabulary has neither {s!r} nor its byte "
+                                 f"<0x{byte:02X}>")
+                ids.append(piece)
+        return ids
+
+    def decode(self, ids):
+        out = bytearray()
+        for i in ids:
+            if not 0 <= i < len(self.pieces):
+                raise _error(f"gemma3: token id {i} is outside the vocabulary of "
+                             f"{len(self.pieces)}")
+            piece, kind = self.pieces[i], self.types[i]
+            if kind == self._CONTROL:
+                continue
+            if kind == self._BYTE and piece.startswith("<0x") and piece.endswith(">"):
+                out.append(int(piece[3:-1], 16))
+            else:
+                out += piece.replace("\u2581", " ").encode("utf-8")
+        return out.decode("utf-8", errors="replace")
+
+
+class Gemma3:
+    """A Gemma 3 GGUF on one kiln device: weights uploaded once as f32, the decode step compiled
+    once (kiln.compile) and replayed for every generated token."""
+
+    def __init__(self, path, device=None, max_context=None):
+        self.device = _kiln.find_device(device) if device is not None else _kiln.cpu_device()
+        self.file = _kiln.GgufFile(str(path))
+        md = self.file.metadata
+        arch = md.get("general.architecture")
+        if arch != "gemma3":
+            raise _error(f"gemma3: {path} holds a {arch!r} model; expected 'gemma3'")
+
+        def hp(key):
+            if f"gemma3.{key}" not in md:
+                raise _error(f"gemma3: {path} lacks the metadata gemma3.{key}")
+            return md[f"gemma3.{key}"]
+
+        self.layers = int(hp("block_count"))
+        self.width = int(hp("embedding_length"))
+        self.heads = int(hp("attention.head_count"))
+        self.kv_heads = int(hp("attention.head_count_kv"))
+        self.head_dim = int(hp("attention.key_length"))
+        self.eps = float(hp("attention.layer_norm_rms_epsilon"))
+        self.rope_base = float(md.get("gemma3.rope.freq_base", 1000000.0))
+        window = int(md.get("gemma3.attention.sliding_window", 512))
+        self.max_context = int(max_context or window)
+        if not 1 <= self.max_context <= window:
+            raise _error(f"gemma3: max_context {self.max_context} must be 1 to the sliding window "
+                         f"({window}): longer contexts need the window's mask, not built yet")
+        if self.heads % self.kv_heads:
+            raise _error(f"gemma3: {self.heads} query heads over {self.kv_heads} key heads; "
+                         "expected a multiple")
+        self.tokenizer = Tokenizer(md)
+        self.vocab = len(self.tokenizer.pieces)
+        names = {t[0] for t in self.file.tensors}
+        for name in self._required():
+            if name not in names:
+                raise _error(f"gemma3: {path} lacks the tensor {name}")
+        self.weights = {}
+        for name in sorted(names):
+            self.weights[name] = _tensor(np.ascontiguousarray(self.file.dequantize(name)),
+                                         device=self.device)
+        self._rope = {base: self._rope_tables(base)
+                      for base in {_LOCAL_ROPE_BASE, self.rope_base}}
+        self._step = _compile(self._decode_step)
+
+    def _required(self):
+        per_layer = ["attn_norm", "attn_q", "attn_k", "attn_v", "attn_q_norm", "attn_k_norm",
+                     "attn_output", "post_attention_norm", "ffn_norm", "ffn_gate", "ffn_up",
+                     "ffn_down", "post_ffw_norm"]
+        return ["token_embd.weight", "output_norm.weight"] + [
+            f"blk.{layer}.{name}.weight" for layer in range(self.layers) for name in per_layer]
+
+    # -- pieces of the forward ---------------------------------------------------------------
+
+    def _w(self, name):
+        if name not in self.weights:
+            raise _error(f"gemma3: the file lacks the tensor {name}")
+        return self.weights[name]
+
+    def _rope_tables(self, base):
+        half = self.head_dim // 2
+        inv = base ** (-np.arange(half, dtype=np.float64) * 2 / self.head_dim)
+        angles = np.arange(self.max_context, dtype=np.float64)[:, None] * inv[None, :]
+        return (_tensor(np.cos(angles).astype(np.float32), device=self.device),
+                _tensor(np.sin(angles).astype(np.float32), device=self.device))
+
+    def _is_global(self, layer):
+        return (layer + 1) % _GLOBAL_EVERY == 0
+
+    def _rotate(self, x, cos, sin):
+        """Rotary positions on x [..., seq, heads, head_dim] with cos, sin [seq, head_dim/2]."""
+        half = self.head_dim // 2
+        seq = cos.shape[0]
+        c, s = cos.reshape(seq, 1, half), sin.reshape(seq, 1, half)
+        x1, x2 = x[..., :half], x[..., half:]
+        return _kiln.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+
+    def _norm(self, x, name):
+        return _kiln.rms_norm(x, self._w(name), self.eps)
+
+    def _attention_inputs(self, p, h, cos, sin):
+        """q [1, heads, seq, hd], k and v [1, kv_heads, seq, hd] of h [seq, width]."""
+        seq = h.shape[0]
+        x = self._norm(h, p + "attn_norm.weight")
+
+        def project(name, heads):
+            return _kiln.linear(x, self._w(p + name)).reshape(seq, heads, self.head_dim)
+
+        q = self._norm(project("attn_q.weight", self.heads), p + "attn_q_norm.weight")
+        k = self._norm(project("attn_k.weight", self.kv_heads), p + "attn_k_norm.weight")
+        v = project("attn_v.weight", self.kv_heads)
+        q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
+
+        def heads_first(t):
+            return t.permute(1, 0, 2).reshape(1, t.shape[1], seq, self.head_dim)
+
+        return heads_first(q), heads_first(k), heads_first(v)
+
+    def _after_attention(self, p, h, context):
+        """h plus the attention's output and the MLP's, for context [1, heads, seq, hd]."""
+        seq = h.shape[0]
+        context = context.reshape(self.heads, seq, self.head_dim).permute(1, 0, 2)
+        attended = _kiln.linear(context.reshape(seq, self.heads * self.head_dim),
+                                self._w(p + "attn_output.weight"))
+        h = h + self._norm(attended, p + "post_attention_norm.weight")
+        x = self._norm(h, p + "ffn_norm.weight")
+        inner = _kiln.gelu(_kiln.linear(x, self._w(p + "ffn_gate.weight")), "tanh") * \
+            _kiln.linear(x, self._w(p + "ffn_up.weight"))
+        out = _kiln.linear(inner, self._w(p + "ffn_down.weight"))
+        return h + self._norm(out, p + "post_ffw_norm.weight")
+
+    def _embed(self, ids):
+        return _kiln.embedding(self._w("token_embd.weight"), ids) * math.sqrt(self.width)
+
+    def _logits(self, h):
+        return _kiln.linear(self._norm(h, "output_norm.weight"), self._w("token_embd.weight"))
+
+    # -- prefill and decode ------------------------------------------------------------------
+
+    def prefill(self, ids):
+        """Runs the prompt: the logits [len(ids), vocab] and the key/value caches, each
+        [1, kv_heads, max_context, head_dim] holding the prompt's positions."""
+        seq = len(ids)
+        if not 1 <= seq <= self.max_context:
+            raise _error(f"gemma3: a prompt of {seq} tokens; expected 1 to {self.max_context} "
+                         "(max_context)")
+        h = self._embed(_tensor(np.asarray(ids, np.int32), device=self.device))
+        caches = []
+        for layer in range(self.layers):
+            p = f"blk.{layer}."
+            cos, sin = self._rope[self.rope_base if self._is_global(layer) else _LOCAL_ROPE_BASE]
+            q, k, v = self._attention_inputs(p, h, cos[:seq], sin[:seq])
+            context = _kiln.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                         scale=self.head_dim ** -0.5)
+            h = self._after_attention(p, h, context).resolve()
+            pad = [(0, 0), (0, 0), (0, self.max_context - seq), (0, 0)]
+            caches += [_kiln.pad(k, pad).resolve(), _kiln.pad(v, pad).resolve()]
+        return self._logits(h), caches
+
+    def _decode_step(self, token, position, *caches):
+        """One token: token i32 [1], position i32 [1]; the logits [1, vocab] and the caches with
+        this position's keys and values written."""
+        h = self._embed(token)
+        slots = _kiln.arange(self.max_context, device=self.device)
+        here = (slots == position).reshape(1, 1, self.max_context, 1)
+        lengths = position + 1
+        out = []
+        for layer in range(self.layers):
+            p = f"blk.{layer}."
+            cos, sin = self._rope[self.rope_base if self._is_global(layer) else _LOCAL_ROPE_BASE]
+            cos, sin = _kiln.embedding(cos, position), _kiln.embedding(sin, position)
+            q, k, v = self._attention_inputs(p, h, cos, sin)
+            keys = _kiln.where(here, k, caches[2 * layer])
+            values = _kiln.where(here, v, caches[2 * layer + 1])
+            context = _kiln.scaled_dot_product_attention(q, keys, values, key_lengths=lengths,
+                                                         scale=self.head_dim ** -0.5)
+            h = self._after_attention(p, h, context)
+            out += [keys, values]
+        return (self._logits(h), *out)
+
+    def decode(self, token, position, caches):
+        """The logits [1, vocab] after `token` at `position` (0-based), and the updated caches."""
+        if not 0 <= position < self.max_context:
+            raise _error(f"gemma3: position {position} is past max_context {self.max_context}")
+        token = _tensor(np.asarray([token], np.int32), device=self.device)
+        position = _tensor(np.asarray([position], np.int32), device=self.device)
+        logits, *caches = self._step(token, position, *caches)
+        return logits, caches
+
+    def generate_ids(self, ids, max_new_tokens, stop_at_eos=True):
+        """Greedy continuation of the token ids: the new ids (at most max_new_tokens)."""
+        if len(ids) + max_new_tokens > self.max_context:
+            raise _error(f"gemma3: {len(ids)} prompt tokens and {max_new_tokens} new ones exceed "
+                         f"max_context {self.max_context}")
+        logits, caches = self.prefill(ids)
+        token = int(_kiln.argmax(logits[len(ids) - 1]).numpy())
+        new = []
+        for position in range(len(ids), len(ids) + max_new_tokens):
+            new.append(token)
+            if (stop_at_eos and token == self.tokenizer.eos) or len(new) == max_new_tokens:
+                break
+            logits, caches = self.decode(token, position, caches)
+            token = int(_kiln.argmax(logits).numpy())
+        return new
+
+    def generate(self, prompt, max_new_tokens=16):
+        """The prompt's greedy continuation as text (without the prompt)."""
+        ids = self.tokenizer.encode(prompt)
+        return self.tokenizer.decode(self.generate_ids(ids, max_new_tokens))
