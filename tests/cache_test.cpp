@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 
 #include "cache/kernel_cache.hpp"
@@ -106,6 +107,24 @@ TEST_F(CacheTest, AKernelListedTwiceIsCompiledOnce) {
         check_runs(*compiled[0], run_id() + 1);
         check_runs(*compiled[1], run_id() + 2);
     }
+}
+
+TEST_F(CacheTest, ManyKernelsOnTheCpuAreBuiltInUnitsOfAtMost48) {
+    // 100 kernels: three compiler processes (48, 48, 4 kernels), run at once where the machine
+    // has the threads; every kernel from its own unit's module.
+    Device& d = cpu_device();
+    std::vector<ir::Kernel> kernels;
+    for (int i = 0; i < 100; ++i) kernels.push_back(kernel_with(run_id() + 10 + float(i)));
+    const auto compiled = compile_all(d, kernels, {.optimize = false});
+    std::map<std::string, int> per_unit;
+    for (const auto& k : compiled) ++per_unit[k->info().cache_key];
+    std::vector<int> sizes;
+    for (const auto& [key, n] : per_unit) sizes.push_back(n);
+    std::sort(sizes.begin(), sizes.end());
+    EXPECT_EQ(sizes, (std::vector<int>{4, 48, 48}));
+    EXPECT_EQ(entries().size(), 3u);
+    for (int i = 0; i < 100; i += 33) check_runs(*compiled[size_t(i)], run_id() + 10 + float(i));
+    check_runs(*compiled[99], run_id() + 109);
 }
 
 TEST_F(CacheTest, UnoptimizedBuildsAreEntriesOfTheirOwnWithTheSameResults) {

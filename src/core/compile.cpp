@@ -7,7 +7,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <future>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -267,6 +270,72 @@ std::string kernel_identity(Backend backend, const ir::Kernel& kernel,
                        0);
 }
 
+namespace {
+
+// On the CPU at most this many kernels share a compile unit: one compiler process per unit keeps
+// a large program's first call within the compiler's time limit and spreads its units over the
+// cores. NVRTC and the OpenCL drivers build in this process, a unit at a time, so one unit is
+// cheapest there (a unit costs about 0.75 s of PoCL's start-up before its kernels' own work).
+constexpr size_t kCpuUnitKernels = 48;
+
+// One compile unit of compile_all: its kernels (indices into compile_all's list), their entries,
+// the source, and the binary from the disk cache or the device's compiler.
+struct Unit {
+    std::vector<size_t> kernels;
+    std::vector<std::string> entries;
+    codegen::SourceParts parts;
+    std::string source;
+    CompileInfo info;
+    std::vector<uint8_t> binary;
+    std::exception_ptr failure;
+};
+
+std::string cache_key_of(const Device& device, const std::string& source, bool without_optimizer) {
+    const std::string toolchain = device.toolchain_id();
+    XXH3_state_t* state = XXH3_createState();
+    XXH3_64bits_reset(state);
+    XXH3_64bits_update(state, source.data(), source.size());
+    XXH3_64bits_update(state, toolchain.data(), toolchain.size() + 1);
+    XXH3_64bits_update(state, KILN_VERSION, sizeof(KILN_VERSION));
+    if (without_optimizer) XXH3_64bits_update(state, "O0", 2);
+    const std::string key = ir::hex(XXH3_64bits_digest(state));
+    XXH3_freeState(state);
+    return key;
+}
+
+// Builds each unit the disk cache did not have: on the CPU, a compiler process per unit, as
+// many at once as the machine has threads; elsewhere one after another. A unit that fails keeps
+// its exception.
+void build_units(Device& device, std::vector<Unit>& units, bool without_optimizer) {
+    auto build = [&](Unit& u) {
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+            u.binary =
+                without_optimizer ? device.compile_unoptimized(u.source) : device.compile(u.source);
+        } catch (...) {
+            u.failure = std::current_exception();
+        }
+        u.info.compile_ms = ms_since(t0);
+    };
+    std::vector<Unit*> todo;
+    for (Unit& u : units)
+        if (!u.info.disk_hit) todo.push_back(&u);
+    const size_t at_once = device.info().backend == Backend::cpu
+                               ? std::max<size_t>(1, std::thread::hardware_concurrency())
+                               : 1;
+    for (size_t first = 0; first < todo.size(); first += at_once) {
+        std::vector<std::future<void>> running;
+        for (size_t i = first; i < std::min(todo.size(), first + at_once); ++i)
+            if (at_once == 1)
+                build(*todo[i]);
+            else
+                running.push_back(std::async(std::launch::async, build, std::ref(*todo[i])));
+        for (auto& r : running) r.get();
+    }
+}
+
+}  // namespace
+
 std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
                                                          std::span<const ir::Kernel> kernels,
                                                          const CompileOptions& options) {
@@ -297,90 +366,89 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
     }
     if (missing.empty()) return result;
 
-    CompileInfo info;
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<ir::Kernel> todo;
-    std::vector<const ir::Kernel*> todo_ptrs;
-    std::vector<std::string> entries;
-    for (size_t i : missing) {
-        todo.push_back(kernels[i]);
-        todo_ptrs.push_back(&kernels[i]);
-        entries.push_back(codegen::entry_name(kernels[i], hashes[i]));
-    }
-    const codegen::SourceParts parts =
-        generate_parts(device.info().backend, todo_ptrs, entries, options);
-    const std::string source = parts.joined();
-    dump_source(device, todo, source);
-    info.codegen_ms = ms_since(t0);
-
-    const std::string toolchain = device.toolchain_id();
-    XXH3_state_t* state = XXH3_createState();
-    XXH3_64bits_reset(state);
-    XXH3_64bits_update(state, source.data(), source.size());
-    XXH3_64bits_update(state, toolchain.data(), toolchain.size() + 1);
-    XXH3_64bits_update(state, KILN_VERSION, sizeof(KILN_VERSION));
+    // The units: source, cache key and disk lookup each.
     const bool without_optimizer = unoptimized(device, options);
-    if (without_optimizer) XXH3_64bits_update(state, "O0", 2);
-    info.cache_key = ir::hex(XXH3_64bits_digest(state));
-    XXH3_freeState(state);
-    auto build = [&] {
-        return without_optimizer ? device.compile_unoptimized(source) : device.compile(source);
-    };
-
     auto& disk = cache::process_kernel_cache();
-    std::vector<uint8_t> binary;
-    if (auto hit = disk.load(device.info().id, info.cache_key)) {
-        binary = std::move(*hit);
-        info.disk_hit = true;
-    } else {
-        t0 = std::chrono::steady_clock::now();
-        try {
-            binary = build();
-        } catch (const Error& e) {
-            const std::string path = disk.save_failed_source(
-                device.info().id, info.cache_key, std::string(device.source_suffix()), source);
-            std::vector<std::string> names;
-            for (const auto& k : todo) names.push_back(k.name);
-            fail("kernel {} failed to compile for {}:\n{}\nsource saved at {}",
-                 fmt::join(names, ", "), device.info().id, e.what(),
-                 path.empty() ? "(nowhere)" : path);
+    const size_t per_unit =
+        device.info().backend == Backend::cpu ? kCpuUnitKernels : missing.size();
+    const size_t unit_count = (missing.size() + per_unit - 1) / per_unit;
+    std::vector<Unit> units(unit_count);
+    for (size_t u = 0; u < unit_count; ++u) {
+        Unit& unit = units[u];
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<ir::Kernel> todo;
+        std::vector<const ir::Kernel*> todo_ptrs;
+        for (size_t j = u * per_unit; j < std::min(missing.size(), (u + 1) * per_unit); ++j) {
+            const size_t i = missing[j];
+            unit.kernels.push_back(i);
+            todo.push_back(kernels[i]);
+            todo_ptrs.push_back(&kernels[i]);
+            unit.entries.push_back(codegen::entry_name(kernels[i], hashes[i]));
         }
-        info.compile_ms = ms_since(t0);
-        disk.store(device.info().id, info.cache_key, binary);
+        unit.parts = generate_parts(device.info().backend, todo_ptrs, unit.entries, options);
+        unit.source = unit.parts.joined();
+        dump_source(device, todo, unit.source);
+        unit.info.codegen_ms = ms_since(t0);
+        unit.info.cache_key = cache_key_of(device, unit.source, without_optimizer);
+        if (auto hit = disk.load(device.info().id, unit.info.cache_key)) {
+            unit.binary = std::move(*hit);
+            unit.info.disk_hit = true;
+        }
     }
-    t0 = std::chrono::steady_clock::now();
-    std::shared_ptr<Module> module;
-    try {
-        module = device.load(binary);
-        // A cached binary built from other source lacks the kernels' entries.
-        if (info.disk_hit)
-            for (const std::string& entry : entries) module->require_entry(entry);
-    } catch (const Error& e) {
-        if (!info.disk_hit) throw;
-        // A cached binary the device rejects: rebuild it from source.
-        warn_once(
-            "reload:" + info.cache_key,
-            fmt::format("kernel cache entry {} was rejected ({}); rebuilding it",
-                        disk.entry_path(device.info().id, info.cache_key).string(), e.what()));
-        module.reset();
-        binary = build();
-        disk.store(device.info().id, info.cache_key, binary);
-        info.disk_hit = false;
-        module = device.load(binary);
-    }
-    info.load_ms = ms_since(t0);
+    build_units(device, units, without_optimizer);
 
-    // Each kernel's identity from its part of the unit (a unit writes an entry once).
-    std::unordered_map<std::string, std::string> identity;
-    for (size_t p = 0; p < parts.entries.size(); ++p)
-        identity.emplace(parts.entries[p], identity_of(parts, p));
-    std::lock_guard lock(memory_cache().mutex);
-    for (size_t j = 0; j < missing.size(); ++j) {
-        const ir::Kernel& k = kernels[missing[j]];
-        auto compiled = std::make_shared<CompiledKernel>(
-            device, k, module, entries[j], info, options.check_bounds, identity.at(entries[j]));
-        memory_cache().kernels[memory_key(device, hashes[missing[j]], options)] = compiled;
-        result[missing[j]] = compiled;
+    for (Unit& unit : units) {
+        if (unit.failure) {
+            const std::string path =
+                disk.save_failed_source(device.info().id, unit.info.cache_key,
+                                        std::string(device.source_suffix()), unit.source);
+            std::vector<std::string> names;
+            for (size_t i : unit.kernels) names.push_back(kernels[i].name);
+            try {
+                std::rethrow_exception(unit.failure);
+            } catch (const Error& e) {
+                fail("kernel {} failed to compile for {}:\n{}\nsource saved at {}",
+                     fmt::join(names, ", "), device.info().id, e.what(),
+                     path.empty() ? "(nowhere)" : path);
+            }
+        }
+        if (!unit.info.disk_hit) disk.store(device.info().id, unit.info.cache_key, unit.binary);
+        const auto t0 = std::chrono::steady_clock::now();
+        std::shared_ptr<Module> module;
+        try {
+            module = device.load(unit.binary);
+            // A cached binary built from other source lacks the kernels' entries.
+            if (unit.info.disk_hit)
+                for (const std::string& entry : unit.entries) module->require_entry(entry);
+        } catch (const Error& e) {
+            if (!unit.info.disk_hit) throw;
+            // A cached binary the device rejects: rebuild it from source.
+            warn_once("reload:" + unit.info.cache_key,
+                      fmt::format("kernel cache entry {} was rejected ({}); rebuilding it",
+                                  disk.entry_path(device.info().id, unit.info.cache_key).string(),
+                                  e.what()));
+            module.reset();
+            unit.binary = without_optimizer ? device.compile_unoptimized(unit.source)
+                                            : device.compile(unit.source);
+            disk.store(device.info().id, unit.info.cache_key, unit.binary);
+            unit.info.disk_hit = false;
+            module = device.load(unit.binary);
+        }
+        unit.info.load_ms = ms_since(t0);
+
+        // Each kernel's identity from its part of the unit (a unit writes an entry once).
+        std::unordered_map<std::string, std::string> identity;
+        for (size_t p = 0; p < unit.parts.entries.size(); ++p)
+            identity.emplace(unit.parts.entries[p], identity_of(unit.parts, p));
+        std::lock_guard lock(memory_cache().mutex);
+        for (size_t j = 0; j < unit.kernels.size(); ++j) {
+            const size_t i = unit.kernels[j];
+            auto compiled = std::make_shared<CompiledKernel>(
+                device, kernels[i], module, unit.entries[j], unit.info, options.check_bounds,
+                identity.at(unit.entries[j]));
+            memory_cache().kernels[memory_key(device, hashes[i], options)] = compiled;
+            result[i] = compiled;
+        }
     }
     for (const auto& [i, first] : repeats) result[i] = result[first];
     return result;
