@@ -192,14 +192,17 @@ Expr LaunchWriter::load(int n, Index& idx) {
     const Node& node = g_.node(n);
     Memory m = buffer_for(n, Access::read);
     if (idx.lanes && size_of(node.dtype) == 4) {
-        // One wide load per buffer and element group (write_map starts each group afresh).
-        auto found = vector_loads_.find(n);
+        // One wide load per buffer, base and element group (write_map starts each group
+        // afresh).
+        auto found = std::find_if(vector_loads_.begin(), vector_loads_.end(), [&](const auto& v) {
+            return v.node == n && same_expr(v.base, idx.lanes->base);
+        });
         if (found == vector_loads_.end())
-            found = vector_loads_
-                        .emplace(n, k_.load_vector(m, idx.lanes->base, idx.lanes->width,
-                                                   node_name(n, "v")))
-                        .first;
-        return found->second[static_cast<size_t>(idx.lanes->lane)];
+            found = vector_loads_.insert(
+                vector_loads_.end(),
+                {n, idx.lanes->base,
+                 k_.load_vector(m, idx.lanes->base, idx.lanes->width, node_name(n, "v"))});
+        return found->lanes[static_cast<size_t>(idx.lanes->lane)];
     }
     if (!caching_ || !idx.has_linear()) return m[idx.linear()];
     // A cached row: the element's load is made once, at the row's scope.
