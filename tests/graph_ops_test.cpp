@@ -234,5 +234,32 @@ TEST(GraphPlans, VectorWidthFourReadsAndWritesEveryElement) {
         true);
 }
 
+// Broadcast reads at every map point: runs of kept axes that a block's span (256 or 1024
+// elements) divides and ones it does not, a vector group inside a run, one node expanded two ways
+// in one group (its wide loads at two bases), and a broadcast last axis.
+TEST(GraphPlans, BroadcastReadsEveryElementAtEveryPoint) {
+    expect_graph_everywhere(
+        [](Device& d) {
+            Tensor x = finite_tensor(d, DType::f32, {2, 1, 512}, 19).resolve();
+            Tensor y = finite_tensor(d, DType::f32, {2, 3, 512}, 20).resolve();
+            Tensor z = finite_tensor(d, DType::f32, {1, 1024}, 21).resolve();
+            Tensor w = finite_tensor(d, DType::f32, {3, 1024}, 22).resolve();
+            Tensor q = finite_tensor(d, DType::f32, {4, 4}, 23).resolve();
+            Tensor a = finite_tensor(d, DType::f32, {3, 1, 2, 256}, 24).resolve();
+            Tensor b = finite_tensor(d, DType::f32, {3, 4, 2, 256}, 25).resolve();
+            Tensor r = finite_tensor(d, DType::f32, {5, 1, 7}, 26).resolve();
+            Tensor c = finite_tensor(d, DType::f32, {6, 1}, 27).resolve();
+            return std::vector<Tensor>{
+                x * y,
+                z + w,
+                q.reshape({1, 4, 4}) - q.reshape({4, 1, 4}),
+                (a * b).reshape({3, 4, 512}) + x.slice(0, 0, 1).reshape({512}),
+                r * r.expand({5, 3, 7}),
+                c * w.slice(0, 0, 1).expand({6, 1024}),
+                (q.reshape({4, 1, 1, 4}) * 2.0).expand({4, 2, 4, 4}) + 1.0};
+        },
+        true);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -190,12 +190,13 @@ TEST(Interpret, MatvecQ8EveryVariantGivesTheOraclesBits) {
     for (auto& v : xf) v = dist(rng);
     const std::vector<uint8_t> wq = ops::quantize_q8_0(wf), xq = ops::quantize_q8_0(xf);
     const HostBuffer want = HostBuffer::of(oracle::matvec_q8(wq, xq, rows, k));
-    const std::vector<HostBuffer> args = {
-        {DType::u32, wq}, {DType::u32, xq}, test::poisoned(DType::f32, rows)};
     size_t on_devices = 0;
     for (const ops::MatvecVariant& v : ops::matvec_q8_variants()) {
         if (!ops::matvec_q8_serves(v.schedule, k)) continue;
         SCOPED_TRACE(v.name);
+        const DType word = ops::matvec_q8_word_type(v.schedule);
+        const std::vector<HostBuffer> args = {
+            {word, wq}, {word, xq}, test::poisoned(DType::f32, rows)};
         const ir::Kernel kernel = ops::matvec_q8_kernel(v.schedule);
         const int64_t grid = ops::matvec_q8_grid(rows, v.schedule, 4);
         const auto got = interpret(kernel, grid, args);

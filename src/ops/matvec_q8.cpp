@@ -21,7 +21,7 @@ namespace {
 
 using enum MatvecForm;
 
-constexpr std::array<MatvecVariant, 19> kVariants{{
+constexpr std::array<MatvecVariant, 21> kVariants{{
     {"b64_v1", {.block = 64, .form = pair_per_lane}},
     {"b64_v4", {.block = 64, .unroll = 4, .form = pair_per_lane}},
     {"b128_v2", {.block = 128, .unroll = 2, .form = pair_per_lane}},
@@ -41,6 +41,8 @@ constexpr std::array<MatvecVariant, 19> kVariants{{
     {"w256_v1_r2", {.block = 256, .form = warp_words, .rows_per_warp = 2}},
     {"p256_v1_c2_k16k", {.block = 256, .form = streamed, .blocks_per_unit = 2, .max_k = 16384}},
     {"p512_v1_c1_k4k", {.block = 512, .form = streamed, .blocks_per_unit = 1, .max_k = 4096}},
+    {"c4", {.block = 4, .threads = 1, .form = cpu_rows}},
+    {"c16", {.block = 16, .threads = 1, .form = cpu_rows}},
 }};
 
 // Shared memory a staged block may use (the portable static limit).
@@ -56,6 +58,8 @@ const char* form_name(MatvecForm f) {
             return "warp_words";
         case streamed:
             return "streamed";
+        case cpu_rows:
+            return "cpu_rows";
     }
     return "?";
 }
@@ -81,6 +85,8 @@ int64_t shared_bytes(const MatvecSchedule& s) {
             return rows_per_block * 2 * round_words(s) * 4;
         case streamed:  // a round of W per warp, and all of x
             return (rows_per_block * round_words(s) + x_tile_words(s)) * 4;
+        case cpu_rows:
+            return 0;
     }
     return 0;
 }
@@ -94,9 +100,12 @@ void check_schedule(const MatvecSchedule& s) {
             s.threads, kMatvecQ8Lanes, s.block);
     if (s.unroll < 1 || s.unroll > 16)
         fail("matvec_q8: schedule unroll {}; expected 1 to 16", s.unroll);
-    if (s.form != pair_per_lane && s.threads != kMatvecQ8Lanes)
+    const int form_threads = s.form == cpu_rows ? 1 : kMatvecQ8Lanes;
+    if (s.form != pair_per_lane && s.threads != form_threads)
         fail("matvec_q8: schedule form {} with {} threads per row; expected {}", form_name(s.form),
-             s.threads, kMatvecQ8Lanes);
+             s.threads, form_threads);
+    if (s.form == cpu_rows && s.unroll != 1)
+        fail("matvec_q8: cpu_rows schedule with unroll {}; expected 1", s.unroll);
     if (s.rows_per_warp < 1 || s.rows_per_warp > 64 ||
         (s.form != warp_words && s.rows_per_warp != 1))
         fail("matvec_q8: {} schedule with {} rows per warp; expected {}", form_name(s.form),
@@ -243,6 +252,25 @@ void copy_words(KernelBuilder& k, const std::vector<WordCopy>& runs, int words) 
     }
 }
 
+// The parameters w, x (Q8_0 bytes viewed as `word`: u32, or i8 for cpu_rows) and y, with the
+// launch contract: x is whole block pairs and w a row of x's length per y element.
+struct Params {
+    Memory w, x, y;
+};
+
+Params q8_params(KernelBuilder& k, const MatvecSchedule& s, DType word) {
+    auto w = k.input("w", word);
+    if (s.streaming) k.streaming(w);
+    auto x = k.input("x", word);
+    auto y = k.output("y", DType::f32);
+    const int64_t pair = word == DType::i8 ? 2 * kQ8BlockBytes : kQ8PairWords;
+    k.require(x.len() % pair == 0 && w.len() == y.len() * x.len(),
+              fmt::format("w holds rows of x's Q8_0 block pairs ({} {} each), one row per y "
+                          "element",
+                          pair, word == DType::i8 ? "bytes" : "words"));
+    return {w, x, y};
+}
+
 // What the staged and warp_words forms share: the parameters, and a warp per row (slot `slot`
 // of the block's rows_per_block), the row clamped so every thread reaches the barriers.
 struct WarpRow {
@@ -251,12 +279,7 @@ struct WarpRow {
 };
 
 WarpRow warp_row(KernelBuilder& k, int rows_per_block, const MatvecSchedule& s) {
-    auto w = k.input("w", DType::u32);
-    if (s.streaming) k.streaming(w);
-    auto x = k.input("x", DType::u32);
-    auto y = k.output("y", DType::f32);
-    k.require(x.len() % kQ8PairWords == 0 && w.len() == y.len() * x.len(),
-              "w holds rows of x's Q8_0 block pairs (17 words each), one row per y element");
+    auto [w, x, y] = q8_params(k, s, DType::u32);
     Var pairs = k.let(x.len() / kQ8PairWords, "pairs");
     Var last = k.let(max(x.len() - 1, 0), "last");
     Var lane = k.let(k.thread_index() & (kMatvecQ8Lanes - 1), "lane");
@@ -556,6 +579,50 @@ ir::Kernel streamed_kernel(const MatvecSchedule& s) {
     return k.finish();
 }
 
+// The cpu_rows form (see MatvecForm::cpu_rows): thread t of block b takes row b*block + t. W and
+// x are int8 (the Q8_0 bytes), a pair 68 bytes: block i's f16 scale at bytes 34i, 34i + 1 (low
+// byte first) and its 32 quants from 34i + 2 on. Each block's isum is a loop over its 32 bytes
+// (exact in int32, as the dp4a sum of the other forms); lane p % 32 adds pair p's value, in
+// order, from +0, then the fold's halving tree: the canonical fold of 32 lanes, chunk 1.
+ir::Kernel cpu_rows_kernel(const MatvecSchedule& s) {
+    constexpr int kPairBytes = 2 * kQ8BlockBytes;
+    KernelBuilder k(fmt::format("matvec_q8_c{}", s.block), s.block);
+    auto [w, x, y] = q8_params(k, s, DType::i8);
+    Var pairs = k.let(x.len() / kPairBytes, "pairs");
+    Var row = k.let(k.absolute_pos(), "row");
+    k.if_(row < y.len(), [&] {
+        Var w_row = k.let(cast(DType::i64, row.expr()) * cast(DType::i64, x.len()), "w_row");
+        auto lanes = k.local_array(DType::f32, kMatvecQ8Lanes, "lanes");
+        k.unroll(0, kMatvecQ8Lanes, [&](Expr j) { lanes[j] = Expr(0.0f); });
+        // The f16 scale at byte `at` of m, as f32 (exact).
+        auto scale = [&](const Memory& m, const Expr& at) {
+            auto byte = [&](const Expr& i) { return cast(DType::u32, bitcast(DType::u8, m[i])); };
+            return half_scale(byte(at) | (byte(at + 1) << 8u));
+        };
+        k.for_(0, pairs, [&](Expr p) {
+            Var x_at = k.let(cast(DType::i64, p * kPairBytes), "x_at");
+            Var w_at = k.let(w_row + x_at, "w_at");
+            std::array<Expr, 2> value{Expr(0.0f), Expr(0.0f)};
+            for (int b = 0; b < 2; ++b) {
+                const int64_t first = int64_t{b} * kQ8BlockBytes;
+                Var isum = k.let(DType::i32, 0, "isum");
+                k.for_(0, kQ8BlockValues, [&](Expr i) {
+                    Expr at = cast(DType::i64, i) + (first + 2);
+                    isum = isum + cast(DType::i32, w[w_at + at]) * cast(DType::i32, x[x_at + at]);
+                });
+                Expr d = scale(w, w_at + first) * scale(x, x_at + first);
+                value[static_cast<size_t>(b)] = k.let(d * cast(DType::f32, isum.expr()), "p");
+            }
+            Var lane = k.let(p & (kMatvecQ8Lanes - 1), "lane");
+            lanes[lane] = lanes[lane] + (value[0] + value[1]);
+        });
+        for (int half = kMatvecQ8Lanes / 2; half >= 1; half /= 2)
+            k.unroll(0, half, [&](Expr j) { lanes[j] = lanes[j] + lanes[j + half]; });
+        y[row] = lanes[0];
+    });
+    return k.finish();
+}
+
 // The memo key of a schedule's kernel: every field the kernel is built from.
 std::string schedule_key(const MatvecSchedule& s) {
     return fmt::format("matvec_q8/b{}t{}v{}f{}r{}c{}k{}s{}m{}", s.block, s.threads, s.unroll,
@@ -578,13 +645,9 @@ ir::Kernel matvec_q8_kernel(const MatvecSchedule& s) {
     if (s.form == staged) return staged_kernel(s);
     if (s.form == warp_words) return warp_words_kernel(s);
     if (s.form == streamed) return streamed_kernel(s);
+    if (s.form == cpu_rows) return cpu_rows_kernel(s);
     KernelBuilder k(fmt::format("matvec_q8_b{}_t{}_v{}", s.block, s.threads, s.unroll), s.block);
-    auto w = k.input("w", DType::u32);
-    if (s.streaming) k.streaming(w);
-    auto x = k.input("x", DType::u32);
-    auto y = k.output("y", DType::f32);
-    k.require(x.len() % kQ8PairWords == 0 && w.len() == y.len() * x.len(),
-              "w holds rows of x's Q8_0 block pairs (17 words each), one row per y element");
+    auto [w, x, y] = q8_params(k, s, DType::u32);
     Var pairs = k.let(x.len() / kQ8PairWords, "pairs");
     Var group = k.let(k.absolute_pos() / s.threads, "group");
     // Clamp instead of branching: every thread of the block must reach the fold's barriers.
@@ -600,6 +663,10 @@ ir::Kernel matvec_q8_kernel(const MatvecSchedule& s) {
     });
     k.if_(group < y.len() && (k.thread_index() % s.threads) == 0, [&] { y[row] = acc; });
     return k.finish();
+}
+
+DType matvec_q8_word_type(const MatvecSchedule& s) {
+    return s.form == cpu_rows ? DType::i8 : DType::u32;
 }
 
 int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& s, int compute_units) {
@@ -652,7 +719,8 @@ Timed<Buffer> matvec_q8_bench(Device& device, const Buffer& w_q8, const Buffer& 
     check_schedule(schedule);
     auto kernel = memo_compiled(device, schedule_key(schedule), builder(schedule));
     Buffer y(device, DType::f32, static_cast<size_t>(rows));
-    const Buffer w = w_q8.view(DType::u32), x = x_q8.view(DType::u32);
+    const DType word = matvec_q8_word_type(schedule);
+    const Buffer w = w_q8.view(word), x = x_q8.view(word);
     const int64_t grid = matvec_q8_grid(rows, schedule, device.info().compute_units);
     const double ms = time_dispatches(device, iters, [&] { kernel->launch(grid, {w, x, y}); });
     return {std::move(y), ms};

@@ -114,6 +114,7 @@ const std::vector<Expr>& Index::coords() {
 Index Index::reshaped(const graph::Shape& shape) {
     Index r(shape, type_, linear());
     r.lanes = lanes;
+    r.split = split;
     return r;
 }
 

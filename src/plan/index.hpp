@@ -34,6 +34,17 @@ class Index {
     };
     std::optional<Lanes> lanes;
 
+    // A block's part: this element's linear index is base + offset, `base` the same for every
+    // thread of the block (a multiple of span) and 0 <= offset < span. A read whose index is
+    // base's own index plus offset (an expand's input, where span divides the run it keeps) is
+    // then a uniform value plus the thread's offset: contiguous across the block's threads.
+    struct Split {
+        Expr base;
+        Expr offset;
+        int64_t span = 1;
+    };
+    std::optional<Split> split;
+
     // The same element seen as a node of another shape with the same linear layout.
     Index reshaped(const graph::Shape& shape);
 

@@ -188,20 +188,38 @@ Expr LaunchWriter::value_at(int n, Index idx) {
     return v;
 }
 
+namespace {
+
+// Where a load reads element idx, or its vector group (from `lane` elements before it). A
+// block's part (Index::Split) in i32 is added in i64: g++ sees a uniform value plus the thread's
+// offset as contiguous only so (an i32 sum of the two is not affine to it) and loads it without
+// a gather.
+Expr load_at(Index& idx, bool group) {
+    if (!idx.split || idx.type() != DType::i32) return group ? idx.lanes->base : idx.linear();
+    Expr offset = idx.split->offset;
+    if (group && idx.lanes->lane) offset = offset - index_const(DType::i32, idx.lanes->lane);
+    return cast(DType::i64, idx.split->base) + cast(DType::i64, offset);
+}
+
+}  // namespace
+
 Expr LaunchWriter::load(int n, Index& idx) {
     const Node& node = g_.node(n);
     Memory m = buffer_for(n, Access::read);
     if (idx.lanes && size_of(node.dtype) == 4) {
-        // One wide load per buffer and element group (write_map starts each group afresh).
-        auto found = vector_loads_.find(n);
+        // One wide load per buffer, base and element group (write_map starts each group
+        // afresh).
+        auto found = std::find_if(vector_loads_.begin(), vector_loads_.end(), [&](const auto& v) {
+            return v.node == n && same_expr(v.base, idx.lanes->base);
+        });
         if (found == vector_loads_.end())
-            found = vector_loads_
-                        .emplace(n, k_.load_vector(m, idx.lanes->base, idx.lanes->width,
-                                                   node_name(n, "v")))
-                        .first;
-        return found->second[static_cast<size_t>(idx.lanes->lane)];
+            found = vector_loads_.insert(
+                vector_loads_.end(),
+                {n, idx.lanes->base,
+                 k_.load_vector(m, load_at(idx, true), idx.lanes->width, node_name(n, "v"))});
+        return found->lanes[static_cast<size_t>(idx.lanes->lane)];
     }
-    if (!caching_ || !idx.has_linear()) return m[idx.linear()];
+    if (!caching_ || !idx.has_linear()) return m[load_at(idx, false)];
     // A cached row: the element's load is made once, at the row's scope.
     Var v = k_.let(m[idx.linear()], node_name(n, "c"));
     remember(n, idx, v);

@@ -188,7 +188,14 @@ class LaunchWriter {
     // A cached row's element values, kept in locals for the whole row (write_row_cached).
     std::map<std::pair<int, const ir::ExprNode*>, Memo> element_cache_;
     bool caching_ = false;  // loads at an element's index are kept in element_cache_
-    std::map<int, std::vector<Var>> vector_loads_;  // of the current element group
+    // The wide loads of the current element group: a node's elements from `base` on (a node
+    // may be read at more than one base in a group, through different expands).
+    struct VectorLoad {
+        int node;
+        Expr base;
+        std::vector<Var> lanes;
+    };
+    std::vector<VectorLoad> vector_loads_;
 };
 
 }  // namespace kiln::plan

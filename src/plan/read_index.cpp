@@ -21,6 +21,54 @@ int64_t largest_extent(const GraphView& g, const Launch& l) {
     return most;
 }
 
+// An expand's input at element idx of its output. The trailing axes the expand keeps (each of
+// the input's extent in the output too) are one contiguous run in both, of `inner` elements: where
+// the output's linear index v is known, the input's index over them is v % inner, one modulo
+// instead of a division and a modulo per axis, and the axes before the run take their
+// coordinates as before. A vector group of the output (Index::Lanes, width dividing inner) then
+// reads `width` consecutive input elements too: its lanes carry over, from the input's index of
+// the group's first element.
+Index expand_read(const graph::Shape& in_shape, Index& idx) {
+    const DType type = idx.type();
+    auto it = [&](int64_t c) { return index_const(type, c); };
+    const size_t offset = idx.shape().size() - in_shape.size();
+    size_t keep = in_shape.size();  // in_shape[keep..] is the kept run
+    int64_t inner = 1;
+    while (keep > 0 && in_shape[keep - 1] == idx.shape()[keep - 1 + offset])
+        inner *= in_shape[--keep];
+    if (!idx.has_linear() || inner <= 1) {
+        std::vector<Expr> out;
+        for (size_t j = 0; j < in_shape.size(); ++j)
+            out.push_back(in_shape[j] == 1 ? it(0) : idx.coords()[j + offset]);
+        return Index(in_shape, type, out);
+    }
+    const auto strides = graph::contiguous_strides(in_shape);
+    const int64_t total = graph::element_count(idx.shape());
+    // The input's linear index of output element `at` (its linear index v, its coordinates).
+    auto linear_of = [&](Index& at) {
+        Expr sum = inner == total ? at.linear() : at.linear() % it(inner);
+        for (size_t j = keep; j-- > 0;)
+            if (in_shape[j] != 1) sum = at.coords()[j + offset] * it(strides[j]) + sum;
+        return sum;
+    };
+    std::optional<Index> r;
+    if (idx.split && inner % idx.split->span == 0) {
+        // The block's elements lie in one run of the kept axes: a uniform index plus the
+        // thread's offset, a multiple of span again.
+        Index first(idx.shape(), type, idx.split->base);
+        Expr base = linear_of(first);
+        r.emplace(in_shape, type, base + idx.split->offset);
+        r->split = Index::Split{base, idx.split->offset, idx.split->span};
+    } else {
+        r.emplace(in_shape, type, linear_of(idx));
+    }
+    if (idx.lanes && inner % idx.lanes->width == 0) {
+        Index first(idx.shape(), type, idx.lanes->base);
+        r->lanes = Index::Lanes{linear_of(first), idx.lanes->lane, idx.lanes->width};
+    }
+    return *r;
+}
+
 }  // namespace
 
 Expr as_index(DType type, const Expr& e) {
@@ -53,13 +101,8 @@ ViewRead view_read(const GraphView& g, int n, const graph::op::View& v, Index& i
                 out[static_cast<size_t>(v.a[i])] = idx.coords()[i];
             return {Index(in_shape, type, out), std::nullopt};
         }
-        case graph::ViewKind::expand: {
-            const size_t offset = idx.shape().size() - in_shape.size();
-            std::vector<Expr> out;
-            for (size_t j = 0; j < in_shape.size(); ++j)
-                out.push_back(in_shape[j] == 1 ? it(0) : idx.coords()[j + offset]);
-            return {Index(in_shape, type, out), std::nullopt};
-        }
+        case graph::ViewKind::expand:
+            return {expand_read(in_shape, idx), std::nullopt};
         case graph::ViewKind::slice: {
             std::vector<Expr> out;
             for (size_t j = 0; j < in_shape.size(); ++j) {

@@ -53,6 +53,11 @@ enum class MatvecForm {
     // by round, the next round's words loaded into registers (16-byte loads) while this round is
     // summed from the warp's tile. Needs threads == kMatvecQ8Lanes and k <= max_k.
     streamed,
+    // A thread per row (threads == 1), for the CPU: W and x as int8 (the kernel's w and x are
+    // i8 views of the Q8_0 bytes), the row's pairs in order, each block's 32 products summed by a
+    // loop over its bytes that the C++ compiler vectorizes, the 32 lanes' sums in a local array
+    // (pair p to lane p % 32), then the fold's tree. The same numbers as every other form.
+    cpu_rows,
 };
 
 // The schedule: how the one kernel maps onto threads. Never changes the result.
@@ -85,12 +90,15 @@ struct MatvecVariant {
 // The variant table the tuner races: "b<block>_v<unroll>" with a warp (32 threads) per row,
 // "b<block>_t<threads>_v<unroll>" for fewer threads per row, "s<block>_v<unroll>" staged,
 // "w<block>_v<unroll>_r<rows per warp>" warp_words, "p<block>_v<unroll>_c<blocks per compute
-// unit>_k<max_k / 1024>k" streamed; a trailing "_s" marks W as streaming.
+// unit>_k<max_k / 1024>k" streamed, "c<block>" cpu_rows; a trailing "_s" marks W as
+// streaming.
 std::span<const MatvecVariant> matvec_q8_variants();
 
-// The kernel: parameters w (u32 view of W's Q8_0 bytes), x (u32 view of x's), y (f32, rows).
+// The kernel: parameters w (u32 view of W's Q8_0 bytes; i8 for cpu_rows), x (the same view of
+// x's), y (f32, rows); matvec_q8_word_type gives w's and x's dtype.
 // k is read from x's length at run time, so one kernel serves every shape.
 ir::Kernel matvec_q8_kernel(const MatvecSchedule& schedule);
+DType matvec_q8_word_type(const MatvecSchedule& schedule);
 int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& schedule, int compute_units);
 // Whether the schedule serves k (a streamed schedule's x tile holds k <= max_k); the tuned op
 // offers only the variants that do.

@@ -24,13 +24,23 @@ void LaunchWriter::write_map() {
         if (qv > 0 && break_switch("map_tiling")) return;  // tests of the sweep
         Expr first = qv ? gid + as_index(k_.grid_size()) * it(qv * s_.block) : gid;
         if (V > 1) first = first * it(V);
+        // The block's first element of this step, and the thread's offset from it.
+        Expr block_first = as_index(k_.block_index()) * it(s_.block);
+        if (qv) block_first = block_first + as_index(k_.grid_size()) * it(qv * s_.block);
+        if (V > 1) block_first = block_first * it(V);
+        const Expr offset = as_index(k_.thread_index()) * it(V);
+        auto split = [&](Index idx, int lane) {
+            idx.split =
+                Index::Split{block_first, lane ? offset + it(lane) : offset, int64_t{s_.block} * V};
+            return idx;
+        };
         Var e = k_.let(first, "e");
         k_.if_(e < E, [&] {
             memo_.clear();
             vector_loads_.clear();
             if (V == 1) {
                 for (int o : l_.outputs) {
-                    Expr v = value_at(o, Index(shape, index_type_, e));
+                    Expr v = value_at(o, split(Index(shape, index_type_, e), 0));
                     buffers_.at(o)[e] = v;
                 }
                 return;
@@ -40,7 +50,7 @@ void LaunchWriter::write_map() {
                 for (int lane = 0; lane < V; ++lane) {
                     Index idx(shape, index_type_, lane ? e + it(lane) : Expr(e));
                     idx.lanes = Index::Lanes{e, lane, V};
-                    lanes.push_back(value_at(o, idx));
+                    lanes.push_back(value_at(o, split(idx, lane)));
                 }
                 const Memory out = buffers_.at(o);
                 if (size_of(g_.node(o).dtype) == 4)
