@@ -20,6 +20,8 @@
 using namespace kiln;
 using kiln::test::expect_compiles_for_cuda;
 using kiln::test::expect_distinct_kernels;
+using kiln::test::same_bits;
+using kiln::test::upload_bytes;
 
 namespace {
 
@@ -48,22 +50,6 @@ std::vector<float> download(const Buffer& b) {
     return b.download<float>();
 }
 
-Buffer upload(Device& d, const Bytes& bytes) {
-    Buffer b(d, DType::u8, bytes.size());
-    b.upload_bytes(bytes);
-    return b;
-}
-
-::testing::AssertionResult same_bits(const std::vector<float>& got,
-                                     const std::vector<float>& want) {
-    if (got.size() != want.size()) return ::testing::AssertionFailure() << "size differs";
-    for (size_t i = 0; i < got.size(); ++i)
-        if (std::memcmp(&got[i], &want[i], 4) != 0 && !(std::isnan(got[i]) && std::isnan(want[i])))
-            return ::testing::AssertionFailure()
-                   << "row " << i << ": got " << got[i] << ", oracle " << want[i];
-    return ::testing::AssertionSuccess();
-}
-
 struct Shape {
     int64_t rows, k;
 };
@@ -85,7 +71,7 @@ TEST(MatvecQ8, EveryVariantMatchesTheOracleBitwiseOnEveryDevice) {
         const Bytes x = random_q8(s.k / 32, seed++);
         const std::vector<float> want = oracle::matvec_q8(w, x, s.rows, s.k);
         for (Device* d : devices()) {
-            const Buffer wb = upload(*d, w), xb = upload(*d, x);
+            const Buffer wb = upload_bytes(*d, w), xb = upload_bytes(*d, x);
             for (const auto& v : ops::matvec_q8_variants()) {
                 if (!ops::matvec_q8_serves(v.schedule, s.k)) continue;  // see StreamedMaxK
                 SCOPED_TRACE(fmt::format("{} {} rows={} k={}", d->info().id, v.name, s.rows, s.k));
@@ -107,7 +93,7 @@ TEST(MatvecQ8, QuantizedRealValuesMatchTheOracleAndTheExactDot) {
     const std::vector<float> want = oracle::matvec_q8(w, x, rows, k);
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);
-        const Buffer wb = upload(*d, w), xb = upload(*d, x);
+        const Buffer wb = upload_bytes(*d, w), xb = upload_bytes(*d, x);
         auto r =
             ops::matvec_q8_bench(*d, wb, xb, rows, k, ops::matvec_q8_variants()[0].schedule, 1);
         EXPECT_TRUE(same_bits(download(r.output), want));
@@ -196,7 +182,7 @@ TEST(MatvecQ8, TunedEntryPointRecordsAWinnerThenHits) {
     const int64_t rows = 7, k = 128;
     const Bytes w = random_q8(rows * k / 32, 55), x = random_q8(k / 32, 56);
     const std::vector<float> want = oracle::matvec_q8(w, x, rows, k);
-    const Buffer wb = upload(cpu, w), xb = upload(cpu, x);
+    const Buffer wb = upload_bytes(cpu, w), xb = upload_bytes(cpu, x);
     EXPECT_TRUE(same_bits(download(ops::matvec_q8(cpu, wb, xb, rows, k, tuner)), want));
     auto c1 = tuner.counters();
     EXPECT_EQ(c1.misses, 1u);
@@ -229,7 +215,7 @@ void expect_error(const std::function<void()>& f, const std::string& needle) {
 TEST(MatvecQ8, BadArgumentsAreErrors) {
     Device& cpu = cpu_device();
     const ops::MatvecSchedule s;
-    const Buffer w = upload(cpu, random_q8(4 * 2, 1)), x = upload(cpu, random_q8(2, 2));
+    const Buffer w = upload_bytes(cpu, random_q8(4 * 2, 1)), x = upload_bytes(cpu, random_q8(2, 2));
     expect_error([&] { ops::matvec_q8_bench(cpu, w, x, 4, 100, s, 1); }, "k = 100");
     expect_error([&] { ops::matvec_q8_bench(cpu, w, x, 4, 32, s, 1); }, "multiple of 64");
     expect_error([&] { ops::matvec_q8_bench(cpu, w, x, 0, 64, s, 1); }, "rows = 0");
@@ -281,7 +267,7 @@ TEST(MatvecQ8, StreamedMaxK) {
     EXPECT_FALSE(ops::matvec_q8_serves(s, 192));
     const int64_t rows = 3, k = 192;
     const Bytes w = random_q8(rows * k / 32, 9), x = random_q8(k / 32, 10);
-    const Buffer wb = upload(cpu, w), xb = upload(cpu, x);
+    const Buffer wb = upload_bytes(cpu, w), xb = upload_bytes(cpu, x);
     try {
         ops::matvec_q8_bench(cpu, wb, xb, rows, k, s, 1);
         ADD_FAILURE() << "no kiln::Error for k above max_k";
@@ -301,7 +287,7 @@ TEST(MatvecQ8, StreamedMaxK) {
     std::filesystem::remove_all(root);
     Tuner tuner(root);
     const Bytes w2 = random_q8(2 * 8192 / 32, 11), x2 = random_q8(8192 / 32, 12);
-    const Buffer w2b = upload(cpu, w2), x2b = upload(cpu, x2);
+    const Buffer w2b = upload_bytes(cpu, w2), x2b = upload_bytes(cpu, x2);
     EXPECT_TRUE(same_bits(download(ops::matvec_q8(cpu, w2b, x2b, 2, 8192, tuner)),
                           oracle::matvec_q8(w2, x2, 2, 8192)));
     EXPECT_EQ(tuner.counters().benched, serving);

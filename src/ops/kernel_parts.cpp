@@ -1,6 +1,10 @@
 // The pieces the ops build their kernels from (kernel_parts.hpp).
 #include "ops/kernel_parts.hpp"
 
+#include <bit>
+
+#include "kiln/error.hpp"
+
 namespace kiln::ops {
 
 ElementRead buffer_elements(const Memory& buffer) {
@@ -29,6 +33,15 @@ std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at,
         for (const Var& v : k.load_vector(tile, at + g, width, name)) out.push_back(v);
     }
     return out;
+}
+
+void check_row_threads(const char* op, int threads, int lanes, int block) {
+    if (threads < 1 || !std::has_single_bit(static_cast<unsigned>(threads)) || threads > lanes ||
+        block % threads != 0)
+        fail(
+            "{}: schedule threads per row {}; expected a power of two up to {} that divides the "
+            "block size {}",
+            op, threads, lanes, block);
 }
 
 }  // namespace kiln::ops

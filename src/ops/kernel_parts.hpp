@@ -40,4 +40,8 @@ Expr to_f32(const Expr& e);
 std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at, int count,
                            const char* name);
 
+// A row-per-group schedule's threads per row: a power of two up to `lanes` (the fold's) that
+// divides `block`; kiln::Error naming `op` otherwise.
+void check_row_threads(const char* op, int threads, int lanes, int block);
+
 }  // namespace kiln::ops

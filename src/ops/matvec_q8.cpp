@@ -3,6 +3,7 @@
 #include "base/ceil_div.hpp"
 #include "base/checked_mul.hpp"
 #include "ops/kernel_memo.hpp"
+#include "ops/kernel_parts.hpp"
 
 #include <fmt/format.h>
 
@@ -92,12 +93,7 @@ int64_t shared_bytes(const MatvecSchedule& s) {
 }
 
 void check_schedule(const MatvecSchedule& s) {
-    const auto pow2 = [](int v) { return v >= 1 && std::has_single_bit(static_cast<unsigned>(v)); };
-    if (!pow2(s.threads) || s.threads > kMatvecQ8Lanes || s.block % s.threads != 0)
-        fail(
-            "matvec_q8: schedule threads per row {}; expected a power of two up to {} that "
-            "divides the block size {}",
-            s.threads, kMatvecQ8Lanes, s.block);
+    check_row_threads("matvec_q8", s.threads, kMatvecQ8Lanes, s.block);
     if (s.unroll < 1 || s.unroll > 16)
         fail("matvec_q8: schedule unroll {}; expected 1 to 16", s.unroll);
     const int form_threads = s.form == cpu_rows ? 1 : kMatvecQ8Lanes;

@@ -43,53 +43,21 @@ void q5_0_block(const uint8_t* b, float* y) {
     }
 }
 
-// Sub-block j's 6-bit scale and min from Q4_K's 12 packed bytes (llama.cpp's get_scale_min_k4).
-void q4_k_scale_min(int j, const uint8_t* s, int& scale, int& min) {
-    if (j < 4) {
-        scale = s[j] & 63;
-        min = s[j + 4] & 63;
-    } else {
-        scale = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-        min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-}
-
 void q4_k_block(const uint8_t* b, float* y) {
-    const float d = half_at(b), dmin = half_at(b + 2);
-    const uint8_t* scales = b + 4;
-    const uint8_t* q = b + 16;
-    // Four runs of 64 values: 32 bytes, their low nibbles sub-block 2r, high nibbles 2r + 1.
-    for (int r = 0; r < 4; ++r) {
-        for (int half = 0; half < 2; ++half) {
-            int scale = 0, min = 0;
-            q4_k_scale_min(2 * r + half, scales, scale, min);
-            const float dj = d * static_cast<float>(scale);
-            const float nj = dmin * static_cast<float>(min);
-            for (int l = 0; l < 32; ++l) {
-                const int v = half == 0 ? (q[32 * r + l] & 0xF) : (q[32 * r + l] >> 4);
-                y[64 * r + 32 * half + l] = dj * static_cast<float>(v) - nj;  // never an fma
-            }
-        }
+    const Q4KBlock u = unpack_q4_k(b);
+    for (int j = 0; j < 8; ++j) {
+        const float dj = u.d * static_cast<float>(u.scale[j]);
+        const float nj = u.dmin * static_cast<float>(u.min[j]);
+        for (int l = 0; l < 32; ++l)
+            y[32 * j + l] = dj * static_cast<float>(u.q[32 * j + l]) - nj;  // never an fma
     }
 }
 
 void q6_k_block(const uint8_t* b, float* y) {
-    const uint8_t* ql = b;
-    const uint8_t* qh = b + 128;
-    const auto* scales = reinterpret_cast<const int8_t*>(b + 192);
-    const float d = half_at(b + 208);
-    // Two halves of 128 values; in each, l < 32 gives four values 32 apart.
-    for (int h = 0; h < 2; ++h) {
-        for (int l = 0; l < 32; ++l) {
-            const uint8_t lo0 = ql[64 * h + l], lo1 = ql[64 * h + l + 32], hi = qh[32 * h + l];
-            const int q[4] = {
-                (lo0 & 0xF) | (((hi >> 0) & 3) << 4), (lo1 & 0xF) | (((hi >> 2) & 3) << 4),
-                (lo0 >> 4) | (((hi >> 4) & 3) << 4), (lo1 >> 4) | (((hi >> 6) & 3) << 4)};
-            for (int k = 0; k < 4; ++k) {
-                const float dj = d * static_cast<float>(scales[8 * h + l / 16 + 2 * k]);
-                y[128 * h + 32 * k + l] = dj * static_cast<float>(q[k] - 32);
-            }
-        }
+    const Q6KBlock u = unpack_q6_k(b);
+    for (int i = 0; i < 256; ++i) {
+        const float dj = u.d * static_cast<float>(u.scale[i / 16]);
+        y[i] = dj * static_cast<float>(u.q[i]);
     }
 }
 
@@ -133,6 +101,53 @@ FormatRow row_of(QuantFormat format) {
 }
 
 }  // namespace
+
+// Q4_K: f16 d, f16 dmin, 12 bytes of packed 6-bit scales and mins (sub-blocks 0..3 in the low 6
+// bits of bytes 0..3 and 4..7; 4..7 in the nibbles of bytes 8..11 with their top 2 bits in the
+// high bits of bytes 0..7), then four runs of 32 bytes: run r's low nibbles are sub-block 2r,
+// its high nibbles sub-block 2r + 1.
+Q4KBlock unpack_q4_k(const uint8_t* b) {
+    Q4KBlock u{};
+    u.d = half_at(b);
+    u.dmin = half_at(b + 2);
+    const uint8_t* s = b + 4;
+    for (int j = 0; j < 8; ++j) {
+        if (j < 4) {
+            u.scale[j] = s[j] & 63;
+            u.min[j] = s[j + 4] & 63;
+        } else {
+            u.scale[j] = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+            u.min[j] = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+        }
+    }
+    const uint8_t* q = b + 16;
+    for (int r = 0; r < 4; ++r)
+        for (int l = 0; l < 32; ++l) {
+            u.q[64 * r + l] = q[32 * r + l] & 0xF;
+            u.q[64 * r + 32 + l] = q[32 * r + l] >> 4;
+        }
+    return u;
+}
+
+// Q6_K: 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales, f16 d. In each half h
+// of 128 values, for l < 32: low byte 64h + l holds values l (low nibble) and 64 + l (high),
+// byte 64h + 32 + l values 32 + l and 96 + l; high byte 32h + l holds the top 2 bits of values
+// l, 32 + l, 64 + l, 96 + l in bit pairs 0, 2, 4, 6.
+Q6KBlock unpack_q6_k(const uint8_t* b) {
+    Q6KBlock u{};
+    const uint8_t* ql = b;
+    const uint8_t* qh = b + 128;
+    for (int i = 0; i < 16; ++i) u.scale[i] = static_cast<int8_t>(b[192 + i]);
+    u.d = half_at(b + 208);
+    for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < 32; ++l) {
+            const uint8_t lo0 = ql[64 * h + l], lo1 = ql[64 * h + 32 + l], hi = qh[32 * h + l];
+            const int low[4] = {lo0 & 0xF, lo1 & 0xF, lo0 >> 4, lo1 >> 4};
+            for (int c = 0; c < 4; ++c)
+                u.q[128 * h + 32 * c + l] = (low[c] | (((hi >> (2 * c)) & 3) << 4)) - 32;
+        }
+    return u;
+}
 
 int64_t quant_block_values(QuantFormat format) {
     return row_of(format).values;

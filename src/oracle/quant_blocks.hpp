@@ -28,4 +28,20 @@ int64_t quant_block_bytes(QuantFormat format);
 // Every value of `bytes`, a whole number of blocks of `format`; kiln::Error otherwise.
 std::vector<float> dequantize(QuantFormat format, std::span<const uint8_t> bytes);
 
+// A K-quant super-block's integer fields, unpacked (the one reading of each layout, which
+// dequantize and the matvec oracles share): value i is q[i] times its sub-block's scale, less
+// its min (Q4_K); sub-blocks of 32 (Q4_K) or 16 (Q6_K).
+struct Q4KBlock {
+    float d, dmin;
+    int scale[8], min[8];  // 6 bits each
+    int q[256];            // 0..15
+};
+struct Q6KBlock {
+    float d;
+    int scale[16];  // int8
+    int q[256];     // -32..31
+};
+Q4KBlock unpack_q4_k(const uint8_t* block);
+Q6KBlock unpack_q6_k(const uint8_t* block);
+
 }  // namespace kiln::oracle

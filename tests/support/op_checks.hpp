@@ -1,10 +1,13 @@
 // Checks every op's tests make of its schedule points, written once: each point is a kernel of
-// its own, and the points' CUDA C compiles with NVRTC for sm_90 (no GPU needed).
+// its own, the points' CUDA C compiles with NVRTC for sm_90 (no GPU needed), and outputs have the
+// oracle's bits.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +41,25 @@ inline std::vector<uint8_t> expect_compiles_for_cuda(const std::vector<ir::Kerne
                         cuda::nvrtc_compile(generate_source(Backend::cuda, kernels), "sm_90", &log))
         << log;
     return cubin;
+}
+
+// Raw bytes (quantized blocks) as a u8 buffer on `d`.
+inline Buffer upload_bytes(Device& d, const std::vector<uint8_t>& bytes) {
+    Buffer b(d, DType::u8, bytes.size());
+    b.upload_bytes(bytes);
+    return b;
+}
+
+// Every float of `got` has the bits of `want`'s (any NaN matching any NaN); the first row that
+// differs otherwise.
+inline ::testing::AssertionResult same_bits(const std::vector<float>& got,
+                                            const std::vector<float>& want) {
+    if (got.size() != want.size()) return ::testing::AssertionFailure() << "size differs";
+    for (size_t i = 0; i < got.size(); ++i)
+        if (std::memcmp(&got[i], &want[i], 4) != 0 && !(std::isnan(got[i]) && std::isnan(want[i])))
+            return ::testing::AssertionFailure()
+                   << "row " << i << ": got " << got[i] << ", oracle " << want[i];
+    return ::testing::AssertionSuccess();
 }
 
 }  // namespace kiln::test
