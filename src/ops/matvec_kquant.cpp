@@ -95,11 +95,10 @@ Expr dot4(const Expr& a, const Expr& b, const Expr& acc) {
 struct XPair {
     std::array<Expr, 2> d{0, 0};
     std::array<std::vector<Expr>, 2> q;
-    // The sum of block b's quants in words first..first+count-1.
-    Expr bsum(int b, int first, int count) const {
+    // The sum of block b's quants.
+    Expr bsum(int b) const {
         Expr s = Expr(0);
-        for (int m = first; m < first + count; ++m)
-            s = dot4(q[size_t(b)][size_t(m)], Expr(0x01010101u), s);
+        for (const Expr& word : q[size_t(b)]) s = dot4(word, Expr(0x01010101u), s);
         return s;
     }
 };
@@ -148,13 +147,19 @@ void q4_k_super(KernelBuilder& k, const Memory& w, const Expr& w_base, const Mem
                 isum = dot4(nibbles, xp.q[size_t(e)][size_t(m)], isum);
             }
             Var a = k.let(scale[r * 2 + e] * isum, "a");
-            Var b = k.let(min[r * 2 + e] * xp.bsum(e, 0, 8), "b");
+            Var b = k.let(min[r * 2 + e] * xp.bsum(e), "b");
             Var pa = k.let((d * xp.d[size_t(e)]) * cast(DType::f32, a), "pa");
             Var pb = k.let((dmin * xp.d[size_t(e)]) * cast(DType::f32, b), "pb");
             p[size_t(e)] = k.let(pa - pb, "p");
         }
         acc = acc + (p[0] + p[1]);
     });
+}
+
+// The four bytes of `v` (each 0..63, a Q6_K quant as stored) less 32 each, as int8 lanes: the
+// subtraction runs on bytes with their top bit set, so none borrows from the next.
+Expr less_32(const Expr& v) {
+    return ((v | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
 }
 
 // Q6_K's int8 scale in byte `at` of the words, sign-extended.
@@ -188,11 +193,9 @@ void q6_k_super(KernelBuilder& k, const Memory& w, const Expr& w_base, int at, c
                     ((high.at_byte(at + 128 + 4 * m) >> (shift + uint32_t(2 * e))) & 0x03030303u)
                     << 4u;
                 sums[size_t(m / 4)] =
-                    dot4(nibbles | bits, xp.q[size_t(e)][size_t(m)], sums[size_t(m / 4)]);
+                    dot4(less_32(nibbles | bits), xp.q[size_t(e)][size_t(m)], sums[size_t(m / 4)]);
             }
-            // Each sub-block of 16: sum of q*qx less 32 * sum of qx (q is stored 32 up).
-            Var lo = k.let(sums[0] - xp.bsum(e, 0, 4) * 32, "lo");
-            Var hi = k.let(sums[1] - xp.bsum(e, 4, 4) * 32, "hi");
+            Var lo = k.let(sums[0], "lo"), hi = k.let(sums[1], "hi");  // sub-blocks 4i+2e, +1
             const int c = at + 192 + 2 * e;  // scales 4i + 2e and 4i + 2e + 1
             Var a = k.let(q6_k_scale(scales, c) * lo + q6_k_scale(scales, c + 1) * hi, "a");
             p[size_t(e)] = k.let((d * xp.d[size_t(e)]) * cast(DType::f32, a), "p");
