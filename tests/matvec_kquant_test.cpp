@@ -194,6 +194,10 @@ TEST(MatvecKquant, TunedEntryPointRacesEveryVariantThenHits) {
     std::filesystem::remove_all(root);
     Tuner tuner(root);
     Device& cpu = cpu_device();
+    std::vector<ir::Kernel> q6;  // compiled in one unit, before the race finds them compiled
+    for (const auto& v : ops::matvec_kquant_variants())
+        q6.push_back(ops::matvec_kquant_kernel(KQuant::q6_k, v.schedule));
+    compile_all(cpu, q6);
     const int64_t rows = 7, k = 512;
     const Bytes w = random_w(KQuant::q6_k, rows * k / 256, 55), x = random_x(k, 56);
     const std::vector<float> want = oracle::matvec_kquant(KQuant::q6_k, w, x, rows, k);
