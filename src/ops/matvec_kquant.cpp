@@ -46,12 +46,15 @@ int x_unit_words(KQuant f) {
     return supers_per_unit(f) * kXSuperBytes / 4;
 }
 
-// The u32 words of one unit of a buffer, each loaded once (named by k.let) when first used, and
-// the 4-byte values at any even byte offset (two words joined where it is 2 off alignment).
+// The u32 words of a buffer from word `base` on, each loaded once (named by k.let) when first
+// used, and the 4-byte values at even byte offsets from the start of the data. That start is
+// `base`'s first byte, or with `shift` (a u32, 0 or 16 at run time) `shift / 8` bytes into it:
+// two words are joined where a value is 2 bytes off alignment.
 class UnitWords {
   public:
-    UnitWords(KernelBuilder& k, const Memory& m, Expr base, const char* name)
-        : k_(k), m_(m), base_(std::move(base)), name_(name) {}
+    UnitWords(KernelBuilder& k, const Memory& m, Expr base, const char* name,
+              std::optional<Expr> shift = std::nullopt)
+        : k_(k), m_(m), base_(std::move(base)), name_(name), shift_(std::move(shift)) {}
 
     Expr word(int i) {
         auto it = words_.find(i);
@@ -59,21 +62,34 @@ class UnitWords {
             it = words_.emplace(i, k_.let(m_[base_ + i], fmt::format("{}{}", name_, i))).first;
         return it->second;
     }
-    // The 4 bytes from byte `at` (even) on, little-endian.
+    // The 4 bytes from byte `at` (even; a multiple of 4 with a shift) on, little-endian.
     Expr at_byte(int at) {
+        if (shift_) {  // (hi << 1) << (31 - shift): hi << (32 - shift), and 0 for shift 0
+            return (word(at / 4) >> *shift_) | ((word(at / 4 + 1) << 1u) << (31u - *shift_));
+        }
         if (at % 4 == 0) return word(at / 4);
         return (word(at / 4) >> 16u) | (word(at / 4 + 1) << 16u);
     }
     // The 16 bits at byte `at` (even), in the low half of a u32.
-    Expr half(int at) { return (word(at / 4) >> static_cast<uint32_t>(8 * (at % 4))) & 0xffffu; }
+    Expr half(int at) { return bits_at(at, 16) & 0xffffu; }
     // Byte `at` as a u32 in 0..255.
-    Expr byte(int at) { return (word(at / 4) >> static_cast<uint32_t>(8 * (at % 4))) & 0xffu; }
+    Expr byte(int at) { return bits_at(at, 8) & 0xffu; }
 
   private:
+    // The word whose low `bits` bits are those from byte `at` on (higher bits unspecified). With a
+    // shift, a word of its own where they lie in one word whatever the shift (no read past them).
+    Expr bits_at(int at, int bits) {
+        const auto offset = static_cast<uint32_t>(8 * (at % 4));
+        if (!shift_) return word(at / 4) >> offset;
+        if (offset + 16 + bits <= 32) return word(at / 4) >> (*shift_ + offset);
+        return at_byte(at - at % 4) >> offset;
+    }
+
     KernelBuilder& k_;
     const Memory& m_;
     Expr base_;
     const char* name_;
+    std::optional<Expr> shift_;
     std::map<int, Expr> words_;
 };
 
@@ -168,35 +184,38 @@ Expr q6_k_scale(UnitWords& w, int at) {
     return b - ((b & 128) << 1);
 }
 
-// Adds the Q6_K super-block at byte `at` of the unit's pairs q_i (i = 0..3, x blocks 2i and
-// 2i + 1, at byte x_at of x's unit) to `acc` in order. Pair i is half h = i / 2 of the
-// super-block, its quarters c = 2(i % 2) and c + 1 (oracle::unpack_q6_k's layout): low bits at
-// bytes 64h + 32(c % 2) in nibble c / 2, high bits at 128 + 32h in bit pair c.
-void q6_k_super(KernelBuilder& k, const Memory& w, const Expr& w_base, int at, const Memory& x,
-                const Expr& x_base, int x_at, Var& acc) {
-    UnitWords head(k, w, w_base, "h");
-    Var d = k.let(half_scale(head.half(at + 208)), "d");
-    k.for_(0, 4, [&](Expr i) {
-        Var h = k.let(i >> 1, "h");
-        Var shift = k.let(bitcast(DType::u32, (i & 1) * 4), "shift");
-        UnitWords low(k, w, w_base + cast(DType::i64, h * 16), "l");
-        UnitWords high(k, w, w_base + cast(DType::i64, h * 8), "q");
-        UnitWords scales(k, w, w_base + cast(DType::i64, i), "s");
-        UnitWords xw(k, x, x_base + cast(DType::i64, i * 17 + x_at / 4), "x");
+// Adds the Q6_K unit's pairs q_i (i = 0..7, x blocks 2i and 2i + 1) to `acc` in order. Pair i
+// is in super-block s = i / 4, which starts s * 210 bytes in: word 52s, 16s bits into it. Its
+// ii = i % 4 is half h = ii / 2 of the super-block, quarters c = 2(ii % 2) and c + 1
+// (oracle::unpack_q6_k's layout): low bits at bytes 64h + 32(c % 2) in nibble c / 2, high bits
+// at 128 + 32h in bit pair c.
+void q6_k_unit(KernelBuilder& k, const Memory& w, const Expr& w_base, const Memory& x,
+               const Expr& x_base, Var& acc) {
+    k.for_(0, 8, [&](Expr i) {
+        Var s = k.let(i >> 2, "s"), ii = k.let(i & 3, "ii");
+        Var h = k.let(ii >> 1, "h");
+        Var super = k.let(w_base + cast(DType::i64, s * (kQ6KBlockBytes / 4)), "super");
+        Var skew = k.let(bitcast(DType::u32, s * 16), "skew");  // bits into the first word
+        Var shift = k.let(bitcast(DType::u32, (ii & 1) * 4), "shift");
+        UnitWords head(k, w, super, "d", skew.expr());
+        UnitWords low(k, w, super + cast(DType::i64, h * 16), "l", skew.expr());
+        UnitWords high(k, w, super + cast(DType::i64, h * 8), "q", skew.expr());
+        UnitWords scales(k, w, super + cast(DType::i64, ii), "s", skew.expr());
+        UnitWords xw(k, x, x_base + cast(DType::i64, s * (kXSuperBytes / 4) + ii * 17), "x");
+        Var d = k.let(half_scale(head.half(208)), "d");
         const XPair xp = x_pair(k, xw);
         std::array<Expr, 2> p{0, 0};
         for (int e = 0; e < 2; ++e) {
             std::array<Expr, 2> sums{0, 0};
             for (int m = 0; m < 8; ++m) {
-                Expr nibbles = (low.at_byte(at + 32 * e + 4 * m) >> shift) & 0x0F0F0F0Fu;
-                Expr bits =
-                    ((high.at_byte(at + 128 + 4 * m) >> (shift + uint32_t(2 * e))) & 0x03030303u)
-                    << 4u;
+                Expr nibbles = (low.at_byte(32 * e + 4 * m) >> shift) & 0x0F0F0F0Fu;
+                Expr bits = ((high.at_byte(128 + 4 * m) >> (shift + uint32_t(2 * e))) & 0x03030303u)
+                            << 4u;
                 sums[size_t(m / 4)] =
                     dot4(less_32(nibbles | bits), xp.q[size_t(e)][size_t(m)], sums[size_t(m / 4)]);
             }
-            Var lo = k.let(sums[0], "lo"), hi = k.let(sums[1], "hi");  // sub-blocks 4i+2e, +1
-            const int c = at + 192 + 2 * e;  // scales 4i + 2e and 4i + 2e + 1
+            Var lo = k.let(sums[0], "lo"), hi = k.let(sums[1], "hi");  // sub-blocks 4ii+2e, +1
+            const int c = 192 + 2 * e;  // scales 4ii + 2e and 4ii + 2e + 1
             Var a = k.let(q6_k_scale(scales, c) * lo + q6_k_scale(scales, c + 1) * hi, "a");
             p[size_t(e)] = k.let((d * xp.d[size_t(e)]) * cast(DType::f32, a), "p");
         }
@@ -211,8 +230,7 @@ Expr unit_value(KernelBuilder& k, KQuant f, const Memory& w, const Expr& w_base,
     if (f == KQuant::q4_k) {
         q4_k_super(k, w, w_base, x, x_base, acc);
     } else {
-        q6_k_super(k, w, w_base, 0, x, x_base, 0, acc);
-        q6_k_super(k, w, w_base, kQ6KBlockBytes, x, x_base, kXSuperBytes, acc);
+        q6_k_unit(k, w, w_base, x, x_base, acc);
     }
     return acc;
 }
