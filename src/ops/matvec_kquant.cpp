@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <bit>
 #include <functional>
 #include <limits>
 #include <map>
