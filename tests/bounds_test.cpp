@@ -22,6 +22,7 @@
 #include "ir/check_bounds.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "kiln/ops/matvec_kquant.hpp"
 #include "kiln/ops/matvec_q8.hpp"
 #include "kiln/ops/rms_norm.hpp"
 #include "ops/attention/attention.hpp"
@@ -473,6 +474,9 @@ TEST(CheckBounds, UncheckedSourceOfEveryShippedKernelIsPinned) {
         kernels.push_back(ops::rms_norm_kernel(DType::f32, 1000, s));
     for (const auto& v : ops::matvec_q8_variants())
         kernels.push_back(ops::matvec_q8_kernel(v.schedule));
+    for (ops::KQuant f : {ops::KQuant::q4_k, ops::KQuant::q6_k})
+        for (const auto& v : ops::matvec_kquant_variants())
+            kernels.push_back(ops::matvec_kquant_kernel(f, v.schedule));
     for (const ops::MatmulTypes& t :
          {ops::MatmulTypes{}, ops::MatmulTypes{DType::bf16, DType::f32, true, true}})
         for (const auto& s : ops::matmul_variants()) kernels.push_back(ops::matmul_kernel(t, s));
@@ -483,9 +487,9 @@ TEST(CheckBounds, UncheckedSourceOfEveryShippedKernelIsPinned) {
                                          ops::AttentionTypes{DType::bf16, DType::bf16, 128}})
         for (const auto& s : ops::attention_variants())
             kernels.push_back(ops::attention_kernel(t, s));
-    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "509aeac35aa4e172"},
-                                                      {Backend::cuda, "dca79526706f2ccb"},
-                                                      {Backend::opencl, "586301e05e582e79"}};
+    const std::pair<Backend, const char*> pinned[] = {{Backend::cpu, "b6de50bf596fc952"},
+                                                      {Backend::cuda, "69bb42d80395b822"},
+                                                      {Backend::opencl, "a97a45eb559ff60f"}};
     for (const auto& [backend, digest] : pinned) {
         const std::string source = generate_source(backend, kernels, kUnchecked);
         EXPECT_EQ(fmt::format("{:016x}", XXH3_64bits(source.data(), source.size())), digest)
