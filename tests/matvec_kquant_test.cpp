@@ -135,10 +135,12 @@ struct Case {
     KQuant format;
     int64_t rows, k;
 };
-// Ragged rows (not a multiple of any block's rows); unit counts 1, 3, 8 and 10 against 32 lanes.
-constexpr Case kCases[] = {{KQuant::q4_k, 1, 256},   {KQuant::q4_k, 37, 768},
-                           {KQuant::q4_k, 9, 2560},  {KQuant::q6_k, 1, 512},
-                           {KQuant::q6_k, 37, 1536}, {KQuant::q6_k, 5, 4096}};
+// Ragged rows (not a multiple of any block's rows; 70 past a block of the one-thread-per-row
+// variant's 64); unit counts 1, 3, 8 and 10 against 32 lanes.
+constexpr Case kCases[] = {{KQuant::q4_k, 1, 256},  {KQuant::q4_k, 37, 768},
+                           {KQuant::q4_k, 9, 2560}, {KQuant::q4_k, 70, 256},
+                           {KQuant::q6_k, 1, 512},  {KQuant::q6_k, 37, 1536},
+                           {KQuant::q6_k, 5, 4096}, {KQuant::q6_k, 70, 512}};
 
 TEST(MatvecKquant, EveryVariantMatchesTheOracleBitwiseOnEveryDevice) {
     test::compile_together(kernels());
