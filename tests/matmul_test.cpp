@@ -384,6 +384,9 @@ TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {
     ops::MatmulSchedule bad = ops::matmul_variant("s64x64_k8_t4x4");
     bad.tm = 3;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"thread tile 3x4"});
+    bad = ops::matmul_variant("d6x128_t6x4_s");  // 6 rows only in a block of one row of threads
+    bad.bm = 12;
+    expect_error([&] { ops::matmul_kernel({}, bad); }, {"thread tile 6x4"});
     bad = ops::matmul_variant("s64x64_k8_t4x4");
     bad.bk = 12;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"bk 12"});
