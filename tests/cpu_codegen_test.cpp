@@ -4,8 +4,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "codegen/emit_c.hpp"
 #include "ir/lower_folds.hpp"
@@ -19,6 +27,7 @@
 #include "ops/matmul/matmul.hpp"
 #include "ops/test_kernels.hpp"
 #include "ops/user_kernels.hpp"
+#include "runtime/cpu/toolchain.hpp"
 #include "support/everywhere.hpp"
 
 using namespace kiln;
@@ -232,6 +241,44 @@ TEST(CpuCodegen, MatmulsSpreadPointRunsItsThreadsAsLanesInsideTheTermLoop) {
     EXPECT_THAT(body.substr(k_loop, b_load - k_loop), HasSubstr("#pragma omp simd")) << body;
     const size_t load_end = body.find(']', b_load);
     EXPECT_THAT(body.substr(b_load, load_end - b_load), Not(HasSubstr("uint"))) << body;
+}
+
+TEST(CpuCodegen, MatmulsRegisterTilePointKeepsItsAccumulatorsInVectorRegisters) {
+    // d6x128_t6x4_s's term loop in whole tiles: 6 x 4 vector fma (zmm) a term, every operand a
+    // register or B's row in memory, none on the stack (8 x 4 spills 12 accumulators there).
+    // Needs AVX-512 (32 vector registers) and objdump; skipped without them.
+    if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the CPU lacks AVX-512";
+    if (std::system("objdump --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no objdump";
+    const char* cxx = std::getenv("KILN_CXX");
+    const runtime::cpu::Toolchain tc = runtime::cpu::probe_toolchain(cxx && *cxx ? cxx : "c++");
+    if (!tc.usable()) GTEST_SKIP() << tc.error;
+    const ir::Kernel k =
+        ops::matmul_kernel(ops::MatmulTypes{}, ops::matmul_variant("d6x128_t6x4_s"));
+    const std::vector<uint8_t> so = runtime::cpu::compile_shared_object(
+        tc, generate_source(Backend::cpu, std::span<const ir::Kernel>(&k, 1), CompileOptions{}),
+        std::chrono::seconds(120), runtime::cpu::Optimization::full);
+    const std::filesystem::path dir = std::filesystem::temp_directory_path();
+    const std::filesystem::path lib = dir / fmt::format("kiln-regtile-{}.so", getpid());
+    const std::filesystem::path dis = dir / fmt::format("kiln-regtile-{}.txt", getpid());
+    std::ofstream(lib, std::ios::binary)
+        .write(reinterpret_cast<const char*>(so.data()), static_cast<std::streamsize>(so.size()));
+    ASSERT_EQ(
+        std::system(fmt::format("objdump -d --no-show-raw-insn {} > {}", lib.string(), dis.string())
+                        .c_str()),
+        0);
+    std::ifstream in(dis);
+    std::string line;
+    int run = 0, longest = 0;  // consecutive vector fma with no stack operand
+    while (std::getline(in, line)) {
+        if (line.find("vfmadd") == std::string::npos) continue;
+        const bool clean =
+            line.find("%zmm") != std::string::npos && line.find("(%rsp)") == std::string::npos;
+        run = clean ? run + 1 : 0;
+        longest = std::max(longest, run);
+    }
+    std::filesystem::remove(lib);
+    std::filesystem::remove(dis);
+    EXPECT_GE(longest, 24);
 }
 
 namespace {

@@ -222,6 +222,10 @@ TEST_F(CpuRuntime, MemoryBoundsFillAndCopy) {
     EXPECT_EQ(m->bytes(), 24u);
     auto* raw = static_cast<CpuMemory*>(m.get())->data();
     EXPECT_EQ(reinterpret_cast<uintptr_t>(raw) % 64, 0u);
+    // 4 MiB and more (a 1024 x 1024 f32 operand) start on a 2 MiB boundary, for huge pages.
+    auto big = dev.allocate(size_t{4} << 20);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(static_cast<CpuMemory*>(big.get())->data()) % (2u << 20),
+              0u);
     auto empty = dev.allocate(0);
     EXPECT_EQ(empty->bytes(), 0u);
     uint8_t byte = 0;

@@ -68,23 +68,23 @@ Points every_point(int part) {
 }
 
 // Points for the dtype and layout cases (each compile costs seconds on the CPU and PoCL): the
-// direct form, a staged tile with an oblong thread tile and the direct form with spread columns.
-// The same list in every case, so a case with the same types reuses the compiled unit from the disk
-// cache.
+// direct form, a staged tile with an oblong thread tile, the direct form with spread columns and
+// the CPU's register tile (6 rows: a block tile that is no power of two). The same list in every
+// case, so a case with the same types reuses the compiled unit from the disk cache.
 Points some_points() {
     return {&ops::matmul_variant("d1x64"), &ops::matmul_variant("s128x64_k8_t8x4"),
-            &ops::matmul_variant("d8x128_t8x4_s")};
+            &ops::matmul_variant("d8x128_t8x4_s"), &ops::matmul_variant("d6x128_t6x4_s")};
 }
 
-// The quick tier runs each dtype and layout case at one of some_points() (case i at point i % 3,
-// so each form meets half dtypes, views and shared operands); the full tier (FullMatmul) runs
-// each case at the other two.
+// The quick tier runs each dtype and layout case at one of some_points() (case i at point
+// i % 4); the full tier (FullMatmul) runs each case at the other three.
+constexpr size_t kSome = 4;
 Points one_point(size_t i) {
-    return {some_points()[i % 3]};
+    return {some_points()[i % kSome]};
 }
 Points other_points(size_t i) {
     Points points = some_points();
-    points.erase(points.begin() + static_cast<std::ptrdiff_t>(i % 3));
+    points.erase(points.begin() + static_cast<std::ptrdiff_t>(i % kSome));
     return points;
 }
 
@@ -225,11 +225,11 @@ TEST(FullMatmul, StridedViewsOfAAndTransposedOrStridedBMatchTheOracleOnEveryDevi
 }
 
 TEST(Matmul, TransposedAWithBothBLayoutsMatchesTheOracleOnEveryDevice) {
-    expect_views(one_point(1), true, 2000);
+    expect_views(one_point(3), true, 2000);
 }
 
 TEST(FullMatmul, TransposedAWithBothBLayoutsMatchesTheOracleOnEveryDevice) {
-    expect_views(other_points(1), true, 2000);
+    expect_views(other_points(3), true, 2000);
 }
 
 // Batches: B shared by every batch (batch stride 0), products underflowing to subnormals and
@@ -384,6 +384,9 @@ TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {
     ops::MatmulSchedule bad = ops::matmul_variant("s64x64_k8_t4x4");
     bad.tm = 3;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"thread tile 3x4"});
+    bad = ops::matmul_variant("d6x128_t6x4_s");  // 6 rows only in a block of one row of threads
+    bad.bm = 12;
+    expect_error([&] { ops::matmul_kernel({}, bad); }, {"thread tile 6x4"});
     bad = ops::matmul_variant("s64x64_k8_t4x4");
     bad.bk = 12;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"bk 12"});

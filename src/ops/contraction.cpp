@@ -25,10 +25,15 @@ void check_types(const char* op, DType input, DType output) {
 }
 
 void check_tiles(const char* op, const std::string& name, int bm, int bn, int tm, int tn) {
-    if (!pow2(tm) || !pow2(tn) || tm > 8 || tn > 8)
-        fail("{} schedule {}: thread tile {}x{}; expected powers of two from 1 to 8", op, name, tm,
-             tn);
-    if (!pow2(bm) || !pow2(bn) || bm % tm != 0 || bn % tn != 0)
+    // A block of one row of threads (bm == tm) may hold any count of rows from 1 to 8: a CPU's
+    // register tile (6 rows x 4 vectors of accumulators fill 24 of AVX-512's 32 registers).
+    const bool one_row = bm == tm;
+    if ((!pow2(tm) && !one_row) || !pow2(tn) || tm < 1 || tm > 8 || tn > 8)
+        fail(
+            "{} schedule {}: thread tile {}x{}; expected powers of two from 1 to 8 (rows from 1 "
+            "to 8 in a block of one row of threads)",
+            op, name, tm, tn);
+    if ((!pow2(bm) && !one_row) || !pow2(bn) || bm % tm != 0 || bn % tn != 0)
         fail(
             "{} schedule {}: block tile {}x{}; expected powers of two, multiples of the thread "
             "tile {}x{}",

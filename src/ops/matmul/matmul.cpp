@@ -368,6 +368,10 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         staged(8, 32, 64, 1, 1, true),
         staged(32, 32, 64, 2, 2, true),
         staged(64, 64, 16, 8, 8, true),
+        // The CPU's register tile: 6 rows x 4 vectors of 16 lanes (the strip of a 32-thread
+        // block), 24 accumulators with B's 4 vectors and A's broadcasts in AVX-512's 32
+        // registers (8 x 4 spills 12 accumulators to the stack every term).
+        direct(6, 128, 6, 4, true),
     };
     return variants;
 }
@@ -406,6 +410,15 @@ BlockIndex block_index(KernelBuilder& k, const Expr& m, const Expr& n, const Mat
     Var tiles_m = k.let((m + (s.bm - 1)) / s.bm, "tiles_m");
     Var tiles_n = k.let((n + (s.bn - 1)) / s.bn, "tiles_n");
     Var block = k.let(k.block_index(), "block");
+    if (s.spread) {
+        // Down a column panel first: consecutive blocks (one CPU thread's range) share their
+        // bn columns of B, which stay in cache while A's rows stream past.
+        Var tile_m = k.let(block % tiles_m, "tile_m");
+        Var rest = k.let(block / tiles_m, "rest");
+        Var tile_n = k.let(rest % tiles_n, "tile_n");
+        Var batch = k.let(rest / tiles_n, "batch");
+        return {batch, tile_m, tile_n};
+    }
     Var tile_n = k.let(block % tiles_n, "tile_n");
     Var rest = k.let(block / tiles_n, "rest");
     Var tile_m = k.let(rest % tiles_m, "tile_m");

@@ -37,6 +37,15 @@ double staged_share(double tile) {
     return std::clamp(tile / 64.0, 0.1, 1.0);
 }
 
+// A CPU's spread point runs a strip of threads as vectors: its tm x tn accumulators, tn vectors
+// of B and a broadcast of A fit the 32 vector registers of AVX-512 at the full rate; past them
+// the accumulators spill to the stack every term (8 x 4 measured at 0.6-0.8x the time of 6 x 4
+// on a 2-core AVX-512 EPYC, notes/cpu-gemm-2026-12-05.md).
+double spread_register_share(int tm, int tn) {
+    const double registers = tm * tn + tn + 1;
+    return std::min(1.0, 32.0 / registers);
+}
+
 // 2 flops per product term.
 double matmul_flops(const GraphView& g, int node) {
     const ContractShape c = contract_shape(g, node);
@@ -62,7 +71,8 @@ double matmul_rate_share(const Schedule& s, const DeviceFacts& f) {
     // A staged thread reads tm + tn shared values for its tm x tn terms, and a unit reads
     // shared memory at a quarter of its fma rate.
     const double shared_bound = p.tm * p.tn / (4.0 * (p.tm + p.tn));
-    return f.gpu ? (p.staged ? std::clamp(shared_bound, 0.1, 1.0) : 0.02) : (p.spread ? 1.0 : 0.15);
+    return f.gpu ? (p.staged ? std::clamp(shared_bound, 0.1, 1.0) : 0.02)
+                 : (p.spread ? spread_register_share(p.tm, p.tn) : 0.15);
 }
 
 // Each operand once per block tile along the other side for a staged point, once per thread
