@@ -53,8 +53,9 @@ class Tokenizer:
 
     def __init__(self, metadata):
         if metadata.get("tokenizer.ggml.model") != "llama":
-            raise _error(f"gemma3: tokenizer.ggml.model is {metadata.get('tokenizer.ggml.model')!r}; "
-                         "expected 'llama' (SentencePiece)")
+            model = metadata.get("tokenizer.ggml.model")
+            raise _error(f"gemma3: tokenizer.ggml.model is {model!r}; expected 'llama' "
+                         "(SentencePiece)")
         self.pieces = list(metadata["tokenizer.ggml.tokens"])
         self.scores = list(metadata["tokenizer.ggml.scores"])
         self.types = list(metadata.get("tokenizer.ggml.token_type", [1] * len(self.pieces)))
