@@ -146,13 +146,29 @@ void bind_tensor(nb::module_& m, TensorClass& cls) {
     cls.attr("__hash__") = nb::none();  // == builds a tensor
     m.def(
         "resolve",
-        [](nb::args tensors) {
+        [](nb::args args) {
+            // resolve(a, b) or resolve([a, b]) (a list or tuple as the one argument).
+            nb::handle items = args;
+            if (args.size() == 1 &&
+                (nb::isinstance<nb::list>(args[0]) || nb::isinstance<nb::tuple>(args[0])))
+                items = args[0];
             std::vector<Tensor> all;
-            for (nb::handle h : tensors) all.push_back(nb::cast<Tensor>(h));
+            size_t i = 0;
+            for (nb::handle h : items) {
+                if (!nb::isinstance<Tensor>(h))
+                    throw nb::type_error(
+                        fmt::format("kiln.resolve: argument {} is {}; expected kiln.Tensor "
+                                    "arguments or one list of them",
+                                    i, nb::type_name(h.type()).c_str())
+                            .c_str());
+                all.push_back(nb::cast<Tensor>(h));
+                ++i;
+            }
             nb::gil_scoped_release release;
             kiln::resolve(all);
         },
-        "Resolves several tensors in one plan (shared work is computed once).");
+        "Resolves several tensors in one plan (shared work is computed once): resolve(a, b) or "
+        "resolve([a, b]).");
 }
 
 }  // namespace kiln::python

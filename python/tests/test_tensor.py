@@ -514,6 +514,11 @@ def test_resolve_and_repr():
     y, z = x + 1, x + 2
     kiln.resolve(y, z)
     assert y.resolved and z.resolved
+    v, w = x * 3, x * 4
+    kiln.resolve([v, w])  # one list of them too
+    assert v.resolved and w.resolved
+    with pytest.raises(TypeError, match="argument 1 is int; expected kiln.Tensor"):
+        kiln.resolve([x, 5])
     assert "shape=(4,)" in repr(x) and "i32" in repr(x)
     assert kiln.cpu_device() in kiln.devices() and kiln.cpu_device().backend == "cpu"
     assert kiln.best_device() in kiln.devices()
