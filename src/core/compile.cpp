@@ -303,6 +303,12 @@ std::string cache_key_of(const Device& device, const std::string& source, bool w
     return key;
 }
 
+// A unit's source built by the device's compiler, with or without its optimizer.
+std::vector<uint8_t> build_source(Device& device, const std::string& source,
+                                  bool without_optimizer) {
+    return without_optimizer ? device.compile_unoptimized(source) : device.compile(source);
+}
+
 // Builds each unit the disk cache did not have: on the CPU, a compiler process per unit, as
 // many at once as the machine has threads; elsewhere one after another. A unit that fails keeps
 // its exception.
@@ -310,8 +316,7 @@ void build_units(Device& device, std::vector<Unit>& units, bool without_optimize
     auto build = [&](Unit& u) {
         const auto t0 = std::chrono::steady_clock::now();
         try {
-            u.binary =
-                without_optimizer ? device.compile_unoptimized(u.source) : device.compile(u.source);
+            u.binary = build_source(device, u.source, without_optimizer);
         } catch (...) {
             u.failure = std::current_exception();
         }
@@ -428,8 +433,7 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
                                   disk.entry_path(device.info().id, unit.info.cache_key).string(),
                                   e.what()));
             module.reset();
-            unit.binary = without_optimizer ? device.compile_unoptimized(unit.source)
-                                            : device.compile(unit.source);
+            unit.binary = build_source(device, unit.source, without_optimizer);
             disk.store(device.info().id, unit.info.cache_key, unit.binary);
             unit.info.disk_hit = false;
             module = device.load(unit.binary);
