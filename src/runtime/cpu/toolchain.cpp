@@ -50,6 +50,18 @@ std::string march_from_gcc_report(const std::string& report) {
     return "";
 }
 
+// GCC's report of an option: a line "  -mavx512f   [enabled]".
+bool gcc_enables(const std::string& report, const std::string& option) {
+    std::istringstream in(report);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream words(line);
+        std::string key, value;
+        if (words >> key && key == option && words >> value) return value == "[enabled]";
+    }
+    return false;
+}
+
 // Clang: `-### -march=native` shows the driver's cc1 line with "-target-cpu" "znver3".
 std::string march_from_clang_driver(const std::string& report) {
     const std::string key = "\"-target-cpu\" \"";
@@ -69,12 +81,18 @@ std::string hex64(uint64_t value) {
 // No -fwrapv: generated code writes wrapping integer arithmetic through unsigned types, and
 // plain signed arithmetic only where it never wraps (ir/no_wrap.hpp), which the compiler may
 // then treat as affine.
-std::vector<std::string> compile_flags(Optimization level) {
-    return {"-std=c++17",      level == Optimization::full ? "-O3" : "-O1",
-            "-march=native",   "-ffp-contract=off",
-            "-fno-fast-math",  "-fopenmp-simd",
-            "-fno-math-errno", "-fPIC",
-            "-shared",         "-w"};
+std::vector<std::string> compile_flags(const Toolchain& toolchain, Optimization level) {
+    std::vector<std::string> flags = {
+        "-std=c++17",      level == Optimization::full ? "-O3" : "-O1",
+        "-march=native",   "-ffp-contract=off",
+        "-fno-fast-math",  "-fopenmp-simd",
+        "-fno-math-errno", "-fPIC",
+        "-shared",         "-w"};
+    static const std::string prefer_512 = "-mprefer-vector-width=512";
+    static const std::vector<std::string> pressure = {"-fschedule-insns", "-fsched-pressure"};
+    if (toolchain.avx512) flags.push_back(prefer_512);
+    if (toolchain.family == "g++") flags.insert(flags.end(), pressure.begin(), pressure.end());
+    return flags;
 }
 
 std::string Toolchain::compiler_name() const {
@@ -88,7 +106,8 @@ void Toolchain::require() const {
 std::string Toolchain::id() const {
     require();
     std::string flags;
-    for (const std::string& f : compile_flags()) flags += (flags.empty() ? "" : " ") + f;
+    for (const std::string& f : compile_flags(*this, Optimization::full))
+        flags += (flags.empty() ? "" : " ") + f;
     return fmt::format("cxx={}; version={}; flags={}; march={}; target={}", path, version_line,
                        flags, march, target_hash);
 }
@@ -122,12 +141,14 @@ Toolchain probe_toolchain(const std::string& requested) {
             run_process({t.path, "-march=native", "-Q", "--help=target"}, probe_timeout);
         std::string report = target.ok() ? target.output : "";
         t.march = march_from_gcc_report(report);
+        t.avx512 = gcc_enables(report, "-mavx512f");
         if (t.march.empty()) {
             ProcessResult driver = run_process({t.path, "-###", "-march=native", "-x", "c++", "-c",
                                                 "/dev/null", "-o", "/dev/null"},
                                                probe_timeout);
             report = driver.output;
             t.march = march_from_clang_driver(report);
+            t.avx512 = report.find("\"+avx512f\"") != std::string::npos;
         }
         if (t.march.empty()) t.march = "native-unknown";
         // Two hosts with one -march name can still differ in enabled ISA extensions
@@ -151,7 +172,7 @@ std::vector<uint8_t> compile_shared_object(const Toolchain& toolchain, const std
         if (!out) fail("CPU backend: cannot write {}", source_path.string());
     }
     std::vector<std::string> argv = {toolchain.path};
-    for (const std::string& f : compile_flags(level)) argv.push_back(f);
+    for (const std::string& f : compile_flags(toolchain, level)) argv.push_back(f);
     argv.insert(argv.end(), {"-o", object_path.string(), source_path.string()});
 
     ProcessResult result = run_process(argv, timeout);

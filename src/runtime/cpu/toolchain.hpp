@@ -13,9 +13,6 @@ namespace kiln::runtime::cpu {
 // about as fast (explicit SIMD loops are still vectorized) and gives the same bits.
 enum class Optimization { full, short_build };
 
-// The flags every CPU kernel is compiled with (strict IEEE float, wrapping integers).
-std::vector<std::string> compile_flags(Optimization level = Optimization::full);
-
 struct Toolchain {
     std::string requested;     // what was asked for: $KILN_CXX, or "c++"
     std::string path;          // the resolved executable; empty when none was found
@@ -24,6 +21,7 @@ struct Toolchain {
     std::string family;        // "g++" or "clang++"
     std::string march;         // what -march=native resolves to ("skylake-avx512")
     std::string target_hash;   // hash of the compiler's full target-flag report for -march=native
+    bool avx512 = false;       // -march=native enables AVX-512F
     std::string error;         // why the toolchain is unusable; empty when it works
 
     bool usable() const { return error.empty(); }
@@ -34,6 +32,13 @@ struct Toolchain {
     // Throws the kiln::Error in `error` when the toolchain is unusable.
     void require() const;
 };
+
+// The flags every CPU kernel is compiled with by `toolchain` (strict IEEE float, wrapping
+// integers). Register-tiled kernels are written for the whole vector register file: where the CPU
+// has AVX-512, 512-bit vectors are preferred (GCC tunes some AVX-512 CPUs to 256-bit ones), and
+// GCC schedules instructions before register allocation minding register pressure (without it,
+// its Intel tunings hoist a tile's broadcasts and spill accumulators).
+std::vector<std::string> compile_flags(const Toolchain& toolchain, Optimization level);
 
 // Finds and interrogates the compiler: `requested` is a path or a name looked up on $PATH.
 // Never throws; an unusable compiler is reported in Toolchain::error.
