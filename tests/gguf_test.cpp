@@ -178,6 +178,16 @@ TEST_F(GgufTest, AFileWithEveryMetadataKindAndSeveralTypesReadsBackExactly) {
                   static_cast<float>(static_cast<int>(i % 32) - 16 + static_cast<int>(i / 32)));
     EXPECT_EQ(f.dequantize("w.f32"), s.f32);
     test::expect_error_naming("GGUF", [&] { f.dequantize("w.i32"); }, {"'w.i32' is I32"});
+    const GgufBlocks blocks = f.load_blocks("w.q8");  // the quants as i8, a scale of 1 a block
+    EXPECT_EQ(blocks.values.dtype(), DType::i8);
+    EXPECT_EQ(blocks.values.shape(), (Shape{2, 64}));
+    const std::vector<int8_t> quants = blocks.values.to_host<int8_t>();
+    for (size_t i = 0; i < quants.size(); ++i) EXPECT_EQ(static_cast<float>(quants[i]), values[i]);
+    EXPECT_EQ(blocks.scales.shape(), (Shape{2, 2}));
+    EXPECT_EQ(blocks.scales.to_host<float>(), std::vector<float>(4, 1.0f));
+    EXPECT_FALSE(blocks.mins.has_value());
+    test::expect_error_naming("GGUF", [&] { f.load_blocks("w.f32"); },
+                              {"'w.f32' is F32; kiln loads the block formats"});
     test::expect_error_naming("GGUF", [&] { f.tensor("w.absent"); }, {"no tensor 'w.absent'"});
 }
 

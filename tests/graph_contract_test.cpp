@@ -124,15 +124,39 @@ TEST(GraphContract, CastsAndADequantizationFeedingAnOperandRunInTheContractionsL
             matmul(a.to(DType::f16), b.transpose(0, 1).to(DType::f16).transpose(0, 1)),
             plan::LaunchKind::contract);
         // One row reads each element of the weight once: the planner computes it where it is
-        // read on any device.
+        // read on any device (blocks of 16 with mins, as Q6_K's and Q4_K's planar forms).
         Tensor x = finite_tensor(*d, DType::f32, {1, 64}, 35).resolve();
-        Tensor scales = finite_tensor(*d, DType::f32, {24, 2}, 36, 0.05f).resolve();
-        Tensor y = linear(x, dequantize_q8_0(q8_values(*d, 24, 64, 37).resolve(), scales));
+        Tensor scales = finite_tensor(*d, DType::f32, {24, 4}, 36, 0.05f).resolve();
+        Tensor mins = finite_tensor(*d, DType::f16, {24, 4}, 38, 0.5f).resolve();
+        Tensor y = linear(x, dequantize_blocks(q8_values(*d, 24, 64, 37).resolve(), scales, &mins));
         const auto want_y = graph::evaluate({y.node()});
         y.resolve();
         EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::contract});
         EXPECT_EQ(y.to_host_bytes(), want_y[0].bytes());
     }
+}
+
+TEST(GraphContract, BlockDequantizationsOfTheWrongShapesOrDtypesAreErrors) {
+    Device& d = cpu_device();
+    const Tensor values = q8_values(d, 4, 64, 1);
+    const Tensor scales = Tensor::zeros({4, 2}, DType::f32, d);
+    const Tensor wrong_rows = Tensor::zeros({3, 2}, DType::f32, d);
+    const Tensor uneven = Tensor::zeros({4, 3}, DType::f32, d);
+    const Tensor int_scales = Tensor::zeros({4, 2}, DType::i32, d);
+    test::expect_error_naming("dequantize_blocks", [&] { dequantize_blocks(scales, scales); },
+                              {"values are f32 [4, 2]; expected i8"});
+    test::expect_error_naming("dequantize_blocks", [&] { dequantize_blocks(values, wrong_rows); },
+                              {"scales are f32 [3, 2] for values [4, 64]", "k = 64"});
+    test::expect_error_naming("dequantize_blocks", [&] { dequantize_blocks(values, uneven); },
+                              {"scales are f32 [4, 3]", "whole blocks"});
+    test::expect_error_naming("dequantize_blocks", [&] { dequantize_blocks(values, int_scales); },
+                              {"scales are i32 [4, 2]", "a float dtype"});
+    test::expect_error_naming(
+        "dequantize_blocks", [&] { dequantize_blocks(values, scales, &wrong_rows); },
+        {"mins are f32 [3, 2]; expected a float dtype and the scales' shape"});
+    test::expect_error_naming("dequantize_q8_0", [&] { dequantize_q8_0(values, uneven); },
+                              {"scales are f32 [4, 3] for values [4, 64]; expected a float dtype "
+                               "and [4, 2]"});
 }
 
 TEST(GraphContract, ADequantizationThatManyRowTilesWouldRepeatIsWrittenFirst) {

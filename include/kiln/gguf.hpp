@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,6 +107,15 @@ struct GgufTensorInfo {
     Shape shape() const;  // row-major: dims reversed
 };
 
+// A block format's tensor in the planar form dequantize_blocks reads (kiln/tensor.hpp): values
+// i8 with the tensor's shape, scales f32 [..., k/block], and mins of that shape for the formats
+// with mins (Q4_K). dequantize_blocks(values, scales, mins) is GgufFile::dequantize's value bit
+// for bit; the planar form holds 8 bits a value and 4 bytes a block.
+struct GgufBlocks {
+    Tensor values, scales;
+    std::optional<Tensor> mins;
+};
+
 class GgufFile {
   public:
     // Reads and checks the header, the metadata and the tensor infos; data is read on demand.
@@ -132,6 +142,9 @@ class GgufFile {
     // (src/oracle/quant_blocks.hpp, the values of llama.cpp's reference rows). Other types are a
     // kiln::Error naming the type.
     std::vector<float> dequantize(std::string_view name) const;
+    // A tensor of a block format kiln dequantizes (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K) as planar
+    // tensors on `device`; other types are a kiln::Error naming the type.
+    GgufBlocks load_blocks(std::string_view name, Device& device = cpu_device()) const;
 
   private:
     std::filesystem::path path_;

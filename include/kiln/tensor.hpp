@@ -280,6 +280,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias = nullpt
 // f32(value) * f32(scale). A matmul or linear reading it computes each element as it reads it
 // (its prologue, docs/graph.md), so the f32 weights are never written to memory.
 Tensor dequantize_q8_0(const Tensor& values, const Tensor& scales);
+// Block-quantized weights as planar tensors (GgufFile::load_blocks gives any GGUF block format in
+// this form): values i8 [..., k], one scale for each block of k / scales.shape().back() values
+// along k, scales [..., k/block] of a float dtype, and optionally mins of the scales' shape. The
+// dequantized tensor is f32 [..., k]: f32(value) * f32(scale), less f32(min) where mins are given,
+// each operation rounded on its own. As with dequantize_q8_0, a matmul or linear reading it
+// computes each element as it reads it.
+Tensor dequantize_blocks(const Tensor& values, const Tensor& scales, const Tensor* mins = nullptr);
 // torch.nn.functional.conv1d: x [n, c_in, length] (or [c_in, length]), weight [c_out,
 // c_in/groups, kernel], bias [c_out] -> [n, c_out, l_out] (or [c_out, l_out]), with
 // l_out = (length + 2*padding - dilation*(kernel-1) - 1) / stride + 1. Each output is

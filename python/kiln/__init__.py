@@ -23,8 +23,9 @@ _os.environ.setdefault("POCL_WORK_GROUP_SPECIALIZATION", "0")
 from . import _kiln
 from ._kiln import (  # noqa: F401
     DType, Device, Error, Tensor, TuneReport, abs, arange, argmax, argmin, backend_status,
-    best_device, broadcast_to, cast, cat, ceil, concat, conv1d, cos, cpu_device, dequantize_q8_0,
-    devices, embedding, erf, exp, find_device, flatten, floor, full, gather, gelu, index_select, isnan,
+    best_device, broadcast_to, cast, cat, ceil, concat, conv1d, cos, cpu_device, dequantize_blocks,
+    dequantize_q8_0, devices, embedding, erf, exp, find_device, flatten, floor, full, gather, gelu,
+    index_select, isnan,
     layer_norm, linear, log, log_softmax, logical_not, manual_seed, matmul, max, maximum, mean,
     min, minimum,
     neg, ones, ops, pad, permute, pow, prod, rand, randn, recip, relu, reshape, resolve, rms_norm,

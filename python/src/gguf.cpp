@@ -96,6 +96,20 @@ void bind_gguf(nb::module_& m) {
             "Q4_K, Q6_K "
             "blocks dequantized in each format's defined arithmetic.")
         .def(
+            "load_blocks",
+            [](const GgufFile& f, const std::string& tensor, Device* device) {
+                GgufBlocks blocks = [&] {
+                    nb::gil_scoped_release release;
+                    return f.load_blocks(tensor, device != nullptr ? *device : cpu_device());
+                }();
+                return nb::make_tuple(blocks.values, blocks.scales,
+                                      blocks.mins ? nb::cast(*blocks.mins) : nb::none());
+            },
+            nb::arg("name"), nb::arg("device").none() = nb::none(),
+            "A block-format tensor (Q4_0, Q5_0, Q8_0, Q4_K, Q6_K) as planar tensors on a device: "
+            "(values i8, scales f32, mins f32 or None); kiln.dequantize_blocks(*blocks) is "
+            "dequantize's value bit for bit.")
+        .def(
             "load",
             [](const GgufFile& f, const std::string& tensor, Device* device) {
                 nb::gil_scoped_release release;

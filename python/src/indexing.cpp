@@ -1,5 +1,6 @@
-// Contractions (matmul, linear, dequantize_q8_0, conv1d, scaled_dot_product_attention), concat, and
-// indexing ops (index_select, gather, embedding, scatter_add).
+// Contractions (matmul, linear, dequantize_q8_0, dequantize_blocks, conv1d,
+// scaled_dot_product_attention), concat, and indexing ops (index_select, gather, embedding,
+// scatter_add).
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/vector.h>
 
@@ -39,6 +40,16 @@ void bind_indexing(nb::module_& m, TensorClass& cls) {
           "Q8_0 weights: values i8 [..., k] (k a multiple of 32), scales [..., k/32] (a float "
           "dtype), one scale for each 32 values -> f32 value * scale, [..., k]. A matmul or linear "
           "reading it computes it as it reads each element (the f32 weights are never written).");
+    m.def(
+        "dequantize_blocks",
+        [](const Tensor& values, const Tensor& scales, const Tensor* mins) {
+            return dequantize_blocks(values, scales, mins);
+        },
+        arg("values"), arg("scales"), arg("mins").none() = nb::none(),
+        "Block-quantized weights as planar tensors (GgufFile.load_blocks): values i8 [..., k], "
+        "scales [..., k/block] (a float dtype), optional mins of the scales' shape -> f32 "
+        "value * scale (- min), [..., k], each operation rounded on its own. A matmul or linear "
+        "reading it computes it as it reads each element.");
     m.def(
         "conv1d",
         [arithmetic](const Tensor& x, const Tensor& weight, const Tensor* bias, int64_t stride,

@@ -67,11 +67,14 @@ def test_a_file_the_gguf_writer_makes_reads_as_the_gguf_reader_reads_it(tmp_path
     np.testing.assert_array_equal(f16.numpy(), want.tensors[1].data)
     q8 = got.load("w.q8", device)
     assert q8.dtype == kiln.u8 and q8.shape == (4, 68)
+    with pytest.raises(kiln.Error, match="'w.f32' is F32; kiln loads the block formats"):
+        got.load_blocks("w.f32", device)
 
 
-def test_block_formats_dequantize_as_the_gguf_package_computes_them(tmp_path):
-    """Random Q4_0, Q5_0, Q8_0, Q4_K and Q6_K blocks (finite f16 scales): kiln's values equal the gguf
-    package's numpy dequantization bit for bit."""
+def test_block_formats_dequantize_as_the_gguf_package_computes_them(tmp_path, device):
+    """Random Q4_0, Q5_0, Q8_0, Q4_K and Q6_K blocks (finite f16 scales): kiln's values equal the
+    gguf package's numpy dequantization bit for bit, on the host (dequantize) and on the device
+    from the planar blocks (load_blocks, dequantize_blocks)."""
     rng = np.random.default_rng(11)
     path = tmp_path / "blocks.gguf"
     w = gguf.GGUFWriter(str(path), arch="tiny")
@@ -94,12 +97,32 @@ def test_block_formats_dequantize_as_the_gguf_package_computes_them(tmp_path):
     w.close()
     want = gguf.GGUFReader(str(path))
     got = kiln.GgufFile(path)
+    on_device = []
     for t in want.tensors:
         expected = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
         values = got.dequantize(t.name)
         assert values.shape == expected.shape, t.name
         np.testing.assert_array_equal(values.view(np.uint32), expected.view(np.uint32),
                                       err_msg=t.name)
+        values, scales, mins = got.load_blocks(t.name, device)
+        assert values.dtype == kiln.i8 and values.shape == expected.shape, t.name
+        block = 16 if t.name == "q6_k" else 32
+        assert scales.dtype == kiln.f32, t.name
+        assert scales.shape == (3, expected.shape[1] // block), t.name
+        assert (mins is not None) == (t.name == "q4_k"), t.name
+        on_device.append(kiln.dequantize_blocks(values, scales, mins))
+    kiln.resolve(*on_device)
+    for t, got_values in zip(want.tensors, on_device):
+        expected = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        np.testing.assert_array_equal(got_values.numpy().view(np.uint32),
+                                      expected.view(np.uint32), err_msg=t.name)
+    values, scales, _ = got.load_blocks("q4_k", device)
+    with pytest.raises(kiln.Error, match=r"scales are f32 \[2, 16\]"):
+        kiln.dequantize_blocks(values, scales[:2])
+    with pytest.raises(kiln.Error, match=r"values are f32 \[3, 16\]; expected i8"):
+        kiln.dequantize_blocks(scales, scales)
+    with pytest.raises(kiln.Error, match=r"mins are f32 \[3, 8\]"):
+        kiln.dequantize_blocks(values, scales, scales[:, :8])
 
 
 def test_a_cut_or_edited_file_is_an_error(tmp_path):

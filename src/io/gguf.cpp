@@ -477,6 +477,24 @@ std::vector<float> GgufFile::dequantize(std::string_view name) const {
     return oracle::dequantize(*row.format, tensor_bytes(name));
 }
 
+GgufBlocks GgufFile::load_blocks(std::string_view name, Device& device) const {
+    const GgufTensorInfo& info = tensor(name);
+    const TypeRow& row = type_row(info.type);
+    if (!row.format || row.block_values == 1)
+        fail(
+            "GGUF file {}: tensor '{}' is {}; kiln loads the block formats Q4_0, Q5_0, Q8_0, Q4_K "
+            "and Q6_K as planar blocks (a plain type loads with load)",
+            path_.string(), info.name, row.name);
+    const oracle::PlanarBlocks p = oracle::planar(*row.format, tensor_bytes(name));
+    const Shape shape = info.shape();
+    Shape blocks = shape;
+    blocks.back() /= p.block;
+    GgufBlocks out{Tensor::from_bytes(p.values.data(), p.values.size(), DType::i8, shape, device),
+                   Tensor::from_host(p.scales, blocks, device), std::nullopt};
+    if (!p.mins.empty()) out.mins = Tensor::from_host(p.mins, blocks, device);
+    return out;
+}
+
 Tensor GgufFile::load(std::string_view name, Device& device) const {
     const GgufTensorInfo& info = tensor(name);
     const TypeRow& row = type_row(info.type);

@@ -16,54 +16,57 @@ float half_at(const uint8_t* p) {
     return semantics::f16_to_f32(h);
 }
 
-void q8_0_block(const uint8_t* b, float* y) {
-    const float d = half_at(b);
-    for (int i = 0; i < 32; ++i) y[i] = d * static_cast<float>(static_cast<int8_t>(b[2 + i]));
+// Each block format split into its planar parts (quant_blocks.hpp's PlanarBlocks) for one block:
+// the integer part of each value, and each sub-block's scale and min (mins stay untouched by the
+// formats without them).
+void q8_0_split(const uint8_t* b, int8_t* v, float* scale, float*) {
+    scale[0] = half_at(b);
+    for (int i = 0; i < 32; ++i) v[i] = static_cast<int8_t>(b[2 + i]);
 }
 
 // Q4_0: f16 d, 16 bytes of nibbles; value j the low nibble of byte j, value j + 16 the high one.
-void q4_0_block(const uint8_t* b, float* y) {
-    const float d = half_at(b);
+void q4_0_split(const uint8_t* b, int8_t* v, float* scale, float*) {
+    scale[0] = half_at(b);
     for (int j = 0; j < 16; ++j) {
-        y[j] = static_cast<float>((b[2 + j] & 0xF) - 8) * d;
-        y[j + 16] = static_cast<float>((b[2 + j] >> 4) - 8) * d;
+        v[j] = static_cast<int8_t>((b[2 + j] & 0xF) - 8);
+        v[j + 16] = static_cast<int8_t>((b[2 + j] >> 4) - 8);
     }
 }
 
 // Q5_0: f16 d, 4 bytes of fifth bits (bit j of the u32 for value j), 16 bytes of nibbles.
-void q5_0_block(const uint8_t* b, float* y) {
-    const float d = half_at(b);
+void q5_0_split(const uint8_t* b, int8_t* v, float* scale, float*) {
+    scale[0] = half_at(b);
     uint32_t high;
     std::memcpy(&high, b + 2, 4);
     for (int j = 0; j < 16; ++j) {
-        const int lo = (b[6 + j] & 0xF) | (((high >> j) & 1) << 4);
-        const int hi = (b[6 + j] >> 4) | (((high >> (j + 16)) & 1) << 4);
-        y[j] = static_cast<float>(lo - 16) * d;
-        y[j + 16] = static_cast<float>(hi - 16) * d;
+        v[j] = static_cast<int8_t>(((b[6 + j] & 0xF) | (((high >> j) & 1) << 4)) - 16);
+        v[j + 16] = static_cast<int8_t>(((b[6 + j] >> 4) | (((high >> (j + 16)) & 1) << 4)) - 16);
     }
 }
 
-void q4_k_block(const uint8_t* b, float* y) {
+void q4_k_split(const uint8_t* b, int8_t* v, float* scale, float* min) {
     const Q4KBlock u = unpack_q4_k(b);
     for (int j = 0; j < 8; ++j) {
-        const float dj = u.d * static_cast<float>(u.scale[j]);
-        const float nj = u.dmin * static_cast<float>(u.min[j]);
-        for (int l = 0; l < 32; ++l)
-            y[32 * j + l] = dj * static_cast<float>(u.q[32 * j + l]) - nj;  // never an fma
+        scale[j] = u.d * static_cast<float>(u.scale[j]);
+        min[j] = u.dmin * static_cast<float>(u.min[j]);
     }
+    for (int i = 0; i < 256; ++i) v[i] = static_cast<int8_t>(u.q[i]);
 }
 
-void q6_k_block(const uint8_t* b, float* y) {
+void q6_k_split(const uint8_t* b, int8_t* v, float* scale, float*) {
     const Q6KBlock u = unpack_q6_k(b);
-    for (int i = 0; i < 256; ++i) {
-        const float dj = u.d * static_cast<float>(u.scale[i / 16]);
-        y[i] = dj * static_cast<float>(u.q[i]);
-    }
+    for (int j = 0; j < 16; ++j) scale[j] = u.d * static_cast<float>(u.scale[j]);
+    for (int i = 0; i < 256; ++i) v[i] = static_cast<int8_t>(u.q[i]);
 }
 
+// A format's block: its values and bytes, and either how one plain value widens or how one
+// block splits (sub-blocks of `sub_block` values, with mins or not).
 struct FormatRow {
     int64_t values, bytes;
-    void (*block)(const uint8_t*, float*);
+    void (*value)(const uint8_t*, float*) = nullptr;
+    void (*split)(const uint8_t*, int8_t*, float*, float*) = nullptr;
+    int64_t sub_block = 0;
+    bool has_mins = false;
 };
 
 void f32_value(const uint8_t* b, float* y) {
@@ -87,15 +90,15 @@ FormatRow row_of(QuantFormat format) {
         case QuantFormat::bf16:
             return {1, 2, bf16_value};
         case QuantFormat::q4_0:
-            return {32, 18, q4_0_block};
+            return {32, 18, nullptr, q4_0_split, 32};
         case QuantFormat::q5_0:
-            return {32, 22, q5_0_block};
+            return {32, 22, nullptr, q5_0_split, 32};
         case QuantFormat::q8_0:
-            return {32, 34, q8_0_block};
+            return {32, 34, nullptr, q8_0_split, 32};
         case QuantFormat::q4_k:
-            return {256, 144, q4_k_block};
+            return {256, 144, nullptr, q4_k_split, 32, true};
         case QuantFormat::q6_k:
-            return {256, 210, q6_k_block};
+            return {256, 210, nullptr, q6_k_split, 16};
     }
     fail("internal: unknown quant format");
 }
@@ -157,15 +160,51 @@ int64_t quant_block_bytes(QuantFormat format) {
     return row_of(format).bytes;
 }
 
-std::vector<float> dequantize(QuantFormat format, std::span<const uint8_t> bytes) {
-    const FormatRow row = row_of(format);
+namespace {
+
+int64_t whole_blocks(const FormatRow& row, std::span<const uint8_t> bytes, const char* what) {
     const auto size = static_cast<int64_t>(bytes.size());
     if (size % row.bytes != 0)
-        fail("dequantize: {} bytes; expected a whole number of {}-byte blocks", size, row.bytes);
-    const int64_t blocks = size / row.bytes;
-    std::vector<float> out(static_cast<size_t>(blocks * row.values));
+        fail("{}: {} bytes; expected a whole number of {}-byte blocks", what, size, row.bytes);
+    return size / row.bytes;
+}
+
+}  // namespace
+
+PlanarBlocks planar(QuantFormat format, std::span<const uint8_t> bytes) {
+    const FormatRow row = row_of(format);
+    if (!row.split) fail("planar: a plain format has no blocks");
+    const int64_t blocks = whole_blocks(row, bytes, "planar");
+    const int64_t per_block = row.values / row.sub_block;
+    PlanarBlocks out;
+    out.block = row.sub_block;
+    out.values.resize(static_cast<size_t>(blocks * row.values));
+    out.scales.resize(static_cast<size_t>(blocks * per_block));
+    if (row.has_mins) out.mins.resize(out.scales.size());
     for (int64_t b = 0; b < blocks; ++b)
-        row.block(bytes.data() + b * row.bytes, out.data() + b * row.values);
+        row.split(bytes.data() + b * row.bytes, out.values.data() + b * row.values,
+                  out.scales.data() + b * per_block,
+                  row.has_mins ? out.mins.data() + b * per_block : nullptr);
+    return out;
+}
+
+// The block formats' values are their planar parts' (value * scale, less min): each format's
+// one product and, for Q4_K, one difference, never contracted.
+std::vector<float> dequantize(QuantFormat format, std::span<const uint8_t> bytes) {
+    const FormatRow row = row_of(format);
+    const int64_t blocks = whole_blocks(row, bytes, "dequantize");
+    if (row.split) {
+        const PlanarBlocks p = planar(format, bytes);
+        std::vector<float> out(p.values.size());
+        for (size_t i = 0; i < out.size(); ++i) {
+            const size_t j = i / static_cast<size_t>(p.block);
+            out[i] = static_cast<float>(p.values[i]) * p.scales[j];
+            if (!p.mins.empty()) out[i] = out[i] - p.mins[j];
+        }
+        return out;
+    }
+    std::vector<float> out(static_cast<size_t>(blocks));
+    for (int64_t b = 0; b < blocks; ++b) row.value(bytes.data() + b * row.bytes, out.data() + b);
     return out;
 }
 

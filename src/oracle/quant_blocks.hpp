@@ -28,6 +28,20 @@ int64_t quant_block_bytes(QuantFormat format);
 // Every value of `bytes`, a whole number of blocks of `format`; kiln::Error otherwise.
 std::vector<float> dequantize(QuantFormat format, std::span<const uint8_t> bytes);
 
+// A block format as planar arrays a device computes its values from with maps alone: value i is
+// values[i] * scales[i / block] (less mins[i / block] where the format has mins), in f32 with
+// each operation rounded, which is dequantize's value bit for bit (each format's integer part
+// and its per-block factor are the two operands of its one product; Q4_K's d_j and n_j are
+// rounded as dequantize rounds them). Q4_0, Q5_0, Q8_0: blocks of 32 with d; Q4_K: sub-blocks of
+// 32 with d_j and n_j; Q6_K: sub-blocks of 16 with d_j. The plain formats are a kiln::Error.
+struct PlanarBlocks {
+    int64_t block = 0;           // values per scale
+    std::vector<int8_t> values;  // the integer part of each value
+    std::vector<float> scales;   // one per block
+    std::vector<float> mins;     // one per block, or empty
+};
+PlanarBlocks planar(QuantFormat format, std::span<const uint8_t> bytes);
+
 // A K-quant super-block's integer fields, unpacked (the one reading of each layout, which
 // dequantize and the matvec oracles share): value i is q[i] times its sub-block's scale, less
 // its min (Q4_K); sub-blocks of 32 (Q4_K) or 16 (Q6_K).

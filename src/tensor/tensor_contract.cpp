@@ -3,8 +3,8 @@
 // ops::matmul's exact class, or its tensor-core class where the caller asks; its operands reach it
 // as views (transposes and broadcast batches cost no copy where the planner can read them in
 // place). Conv1d and Attention nodes are ops::conv1d's and ops::attention's exact class, reading
-// dense operands. dequantize_q8_0 writes Q8_0 weights' dequantization as maps a matmul's
-// operand can compute as it reads them.
+// dense operands. dequantize_blocks (and dequantize_q8_0) writes block-quantized weights'
+// dequantization as maps a matmul's operand can compute as it reads them.
 #include <fmt/format.h>
 
 #include <limits>
@@ -89,6 +89,34 @@ Tensor matmul(const Tensor& a, const Tensor& b, MatmulClass arithmetic) {
     return c;
 }
 
+Tensor dequantize_blocks(const Tensor& values, const Tensor& scales, const Tensor* mins) {
+    const Shape& shape = values.shape();
+    if (values.dtype() != DType::i8 || values.rank() == 0)
+        fail("dequantize_blocks: values are {} {}; expected i8 with at least one axis",
+             name(values.dtype()), graph::to_string(shape));
+    const int64_t k = shape.back();
+    const int64_t blocks_per_row = scales.rank() == values.rank() ? scales.shape().back() : 0;
+    Shape blocks = shape;
+    blocks.back() = blocks_per_row;
+    if (!is_float(scales.dtype()) || blocks_per_row <= 0 || k % blocks_per_row != 0 ||
+        scales.shape() != blocks)
+        fail(
+            "dequantize_blocks: scales are {} {} for values {}; expected a float dtype and the "
+            "values' shape with its last axis k = {} cut into whole blocks (one scale each)",
+            name(scales.dtype()), graph::to_string(scales.shape()), graph::to_string(shape), k);
+    if (mins && (!is_float(mins->dtype()) || mins->shape() != scales.shape()))
+        fail("dequantize_blocks: mins are {} {}; expected a float dtype and the scales' shape {}",
+             name(mins->dtype()), graph::to_string(mins->shape()),
+             graph::to_string(scales.shape()));
+    Shape per_value = blocks, per_block = blocks;
+    per_value.push_back(k / blocks_per_row);
+    per_block.push_back(1);
+    Tensor dequantized =
+        values.to(DType::f32).reshape(per_value) * scales.to(DType::f32).reshape(per_block);
+    if (mins) dequantized = dequantized - mins->to(DType::f32).reshape(per_block);
+    return dequantized.reshape(shape);
+}
+
 Tensor dequantize_q8_0(const Tensor& values, const Tensor& scales) {
     constexpr int64_t kBlock = 32;
     if (values.dtype() != DType::i8 || values.rank() == 0 || values.shape().back() % kBlock != 0)
@@ -102,12 +130,7 @@ Tensor dequantize_q8_0(const Tensor& values, const Tensor& scales) {
         fail("dequantize_q8_0: scales are {} {} for values {}; expected a float dtype and {}",
              name(scales.dtype()), graph::to_string(scales.shape()),
              graph::to_string(values.shape()), graph::to_string(blocks));
-    Shape per_value = blocks, per_block = blocks;
-    per_value.push_back(kBlock);
-    per_block.push_back(1);
-    const Tensor dequantized =
-        values.to(DType::f32).reshape(per_value) * scales.to(DType::f32).reshape(per_block);
-    return dequantized.reshape(values.shape());
+    return dequantize_blocks(values, scales);
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor* bias, MatmulClass arithmetic) {
