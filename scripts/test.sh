@@ -8,7 +8,8 @@
 #                  driver's optimizer, the CPU at -O1; the same bits); scripts/test-sanitize.sh
 #                  runs the same tests with the compilers' optimizers
 #     --full       the full tier (label full): the same checks at more shapes, dtypes and
-#                  repetitions; builds the benchmarks too (.ci/run runs it after the quick tier)
+#                  repetitions, and the real Gemma 3 model (setup.sh --gemma installs it); builds
+#                  the benchmarks too (.ci/run runs it after the quick tier)
 #     AREA         only the tests whose names match this regular expression, in any case
 #                  (ctest -R): `scripts/test.sh matmul` runs Matmul.*, MatmulTensorCore.*, ...
 set -euo pipefail
@@ -24,10 +25,12 @@ for arg in "$@"; do
     esac
 done
 
-bench=OFF
-[[ "$tier" == full ]] && bench=ON
+setup_args=(-DKILN_BUILD_BENCH=OFF)
+[[ "$tier" == full ]] && setup_args=(-DKILN_BUILD_BENCH=ON --gemma)
 [[ "$tier" == quick ]] && export KILN_OPTIMIZE="${KILN_OPTIMIZE:-0}"
-bash scripts/setup.sh ci "-DKILN_BUILD_BENCH=$bench"
+start=$SECONDS
+bash scripts/setup.sh ci "${setup_args[@]}"
+echo "test: set-up and build took $((SECONDS - start)) s"
 
 # Measured test times start the longest tests first on a fresh build (ctest keeps its own
 # figures once it has run).
