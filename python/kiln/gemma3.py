@@ -1,7 +1,11 @@
 """Gemma 3 text generation from a GGUF file with kiln's graph API.
 
 The weights, hyperparameters and vocabulary come from the file (kiln.GgufFile); quantized
-weights are dequantized on the host in each format's defined arithmetic and run as f32. The
+weights are dequantized on the host in each format's defined arithmetic (GgufFile.dequantize).
+Each projection's weight is stored transposed, [in, out], so that a token's product reads it in
+rows (x @ w_t, the same fma chain over `in` for each output as linear(x, w)); the embedding
+table is looked up in its planar blocks (GgufFile.load_blocks, kiln.dequantize_blocks: the same
+values) and projects the logits from its transposed f32 copy. The
 forward pass is Gemma 3's, as llama.cpp runs it (its GGUF norm weights already hold Gemma's
 1 + w):
 
@@ -37,6 +41,7 @@ from ._host import tensor as _tensor
 
 _LOCAL_ROPE_BASE = 10000.0  # Gemma 3's local layers (llama.cpp's rope_freq_base_train_swa)
 _GLOBAL_EVERY = 6  # every sixth layer attends globally (llama.cpp's swa pattern for gemma3)
+_PLANAR_TYPES = {"Q4_0", "Q5_0", "Q8_0", "Q4_K", "Q6_K"}  # GgufFile.load_blocks's formats
 
 
 def _error(message):
@@ -125,8 +130,8 @@ class Tokenizer:
 
 
 class Gemma3:
-    """A Gemma 3 GGUF on one kiln device: weights uploaded once as f32, the decode step compiled
-    once (kiln.compile) and replayed for every generated token."""
+    """A Gemma 3 GGUF on one kiln device: weights uploaded once (projections as f32 [in, out]),
+    the decode step compiled once (kiln.compile) and replayed for every generated token."""
 
     def __init__(self, path, device=None, max_context=None):
         self.device = _kiln.find_device(device) if device is not None else _kiln.cpu_device()
@@ -162,10 +167,18 @@ class Gemma3:
         for name in self._required():
             if name not in names:
                 raise _error(f"gemma3: {path} lacks the tensor {name}")
-        self.weights = {}
+        self.weights = {}  # name -> f32 (norms), f32 transposed (projections), or planar blocks
+        types = {t[0]: t[2] for t in self.file.tensors}
         for name in sorted(names):
-            self.weights[name] = _tensor(np.ascontiguousarray(self.file.dequantize(name)),
-                                         device=self.device)
+            values = self.file.dequantize(name)
+            if values.ndim == 2:
+                values = values.T
+            self.weights[name] = _tensor(np.ascontiguousarray(values), device=self.device)
+        embedding = "token_embd.weight"
+        if types[embedding] in _PLANAR_TYPES:
+            self._embedding_rows = self.file.load_blocks(embedding, self.device)
+        else:
+            self._embedding_rows = (_tensor(self.file.dequantize(embedding), device=self.device),)
         self._rope = {base: self._rope_tables(base)
                       for base in {_LOCAL_ROPE_BASE, self.rope_base}}
         self._step = _compile(self._decode_step)
@@ -180,9 +193,13 @@ class Gemma3:
     # -- pieces of the forward ---------------------------------------------------------------
 
     def _w(self, name):
+        """A norm's weight, or a projection's as [in, out]."""
         if name not in self.weights:
             raise _error(f"gemma3: the file lacks the tensor {name}")
         return self.weights[name]
+
+    def _project(self, x, name):
+        return _kiln.matmul(x, self._w(name))
 
     def _rope_tables(self, base):
         half = self.head_dim // 2
@@ -211,7 +228,7 @@ class Gemma3:
         x = self._norm(h, p + "attn_norm.weight")
 
         def project(name, heads):
-            return _kiln.linear(x, self._w(p + name)).reshape(seq, heads, self.head_dim)
+            return self._project(x, p + name).reshape(seq, heads, self.head_dim)
 
         q = self._norm(project("attn_q.weight", self.heads), p + "attn_q_norm.weight")
         k = self._norm(project("attn_k.weight", self.kv_heads), p + "attn_k_norm.weight")
@@ -227,20 +244,22 @@ class Gemma3:
         """h plus the attention's output and the MLP's, for context [1, heads, seq, hd]."""
         seq = h.shape[0]
         context = context.reshape(self.heads, seq, self.head_dim).permute(1, 0, 2)
-        attended = _kiln.linear(context.reshape(seq, self.heads * self.head_dim),
-                                self._w(p + "attn_output.weight"))
+        attended = self._project(context.reshape(seq, self.heads * self.head_dim),
+                                 p + "attn_output.weight")
         h = h + self._norm(attended, p + "post_attention_norm.weight")
         x = self._norm(h, p + "ffn_norm.weight")
-        inner = _kiln.gelu(_kiln.linear(x, self._w(p + "ffn_gate.weight")), "tanh") * \
-            _kiln.linear(x, self._w(p + "ffn_up.weight"))
-        out = _kiln.linear(inner, self._w(p + "ffn_down.weight"))
+        inner = _kiln.gelu(self._project(x, p + "ffn_gate.weight"), "tanh") * \
+            self._project(x, p + "ffn_up.weight")
+        out = self._project(inner, p + "ffn_down.weight")
         return h + self._norm(out, p + "post_ffw_norm.weight")
 
     def _embed(self, ids):
-        return _kiln.embedding(self._w("token_embd.weight"), ids) * math.sqrt(self.width)
+        rows = [_kiln.embedding(part, ids) for part in self._embedding_rows if part is not None]
+        table = _kiln.dequantize_blocks(*rows) if len(rows) > 1 else rows[0]
+        return table * math.sqrt(self.width)
 
     def _logits(self, h):
-        return _kiln.linear(self._norm(h, "output_norm.weight"), self._w("token_embd.weight"))
+        return self._project(self._norm(h, "output_norm.weight"), "token_embd.weight")
 
     # -- prefill and decode ------------------------------------------------------------------
 
