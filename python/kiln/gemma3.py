@@ -19,11 +19,14 @@ forward pass is Gemma 3's, as llama.cpp runs it (its GGUF norm weights already h
                 down), rms_norm (post_ffw_norm); h += that
     logits      rms_norm(h) (output_norm) @ token_embd^T
 
-A context holds at most `max_context` tokens, at most the sliding window (512 for Gemma 3), so
-local layers see the same keys as global ones; a longer prompt or generation is a kiln.Error.
-The prompt runs in one pass; each later token is one call of a compiled program (kiln.compile)
-that reads and writes a fixed-size key/value cache on the device, so every step replays the same
-kernels.
+A context holds at most `max_context` tokens (the sliding window, 512 for Gemma 3, unless asked
+for more, up to the model's context length); a longer prompt or generation is a kiln.Error.
+Local layers attend to the last `window` positions (their own included): their key/value cache
+is a ring of min(window, max_context) slots, position p in slot p % slots; global layers keep
+every position. A prompt's first `slots` tokens run in one pass (causal attention sees at most
+the window there); each later token, of the prompt or generated, is one call of a compiled
+program (kiln.compile) that reads and writes the fixed-size caches on the device, so every step
+replays the same kernels.
 
     from kiln import gemma3
     model = gemma3.Gemma3("gemma-3-270m-q4_k_m.gguf", device="cpu")
@@ -153,11 +156,13 @@ class Gemma3:
         self.head_dim = int(hp("attention.key_length"))
         self.eps = float(hp("attention.layer_norm_rms_epsilon"))
         self.rope_base = float(md.get("gemma3.rope.freq_base", 1000000.0))
-        window = int(md.get("gemma3.attention.sliding_window", 512))
-        self.max_context = int(max_context or window)
-        if not 1 <= self.max_context <= window:
-            raise _error(f"gemma3: max_context {self.max_context} must be 1 to the sliding window "
-                         f"({window}): longer contexts need the window's mask, not built yet")
+        self.window = int(md.get("gemma3.attention.sliding_window", 512))
+        longest = int(md.get("gemma3.context_length", self.window))
+        self.max_context = int(max_context or min(self.window, longest))
+        if not 1 <= self.max_context <= longest:
+            raise _error(f"gemma3: max_context {self.max_context} must be 1 to the model's "
+                         f"context length ({longest})")
+        self.local_slots = min(self.window, self.max_context)
         if self.heads % self.kv_heads:
             raise _error(f"gemma3: {self.heads} query heads over {self.kv_heads} key heads; "
                          "expected a multiple")
@@ -265,11 +270,24 @@ class Gemma3:
 
     def prefill(self, ids):
         """Runs the prompt: the logits [len(ids), vocab] and the key/value caches, each
-        [1, kv_heads, max_context, head_dim] holding the prompt's positions."""
+        [1, kv_heads, slots, head_dim] holding the prompt's positions (slots: max_context for
+        global layers, local_slots for local ones). Tokens past local_slots run as decode steps."""
         seq = len(ids)
         if not 1 <= seq <= self.max_context:
             raise _error(f"gemma3: a prompt of {seq} tokens; expected 1 to {self.max_context} "
                          "(max_context)")
+        first = min(seq, self.local_slots)
+        logits, caches = self._prefill_pass(ids[:first])
+        rows = [logits]
+        for position in range(first, seq):
+            logits, caches = self.decode(ids[position], position, caches)
+            rows.append(logits)
+        return (_kiln.cat(rows, 0) if len(rows) > 1 else rows[0]), caches
+
+    def _prefill_pass(self, ids):
+        """The prompt's tokens in one pass, at most local_slots of them (causal attention then
+        sees no key outside any layer's window)."""
+        seq = len(ids)
         h = self._embed(_tensor(np.asarray(ids, np.int32), device=self.device))
         caches = []
         for layer in range(self.layers):
@@ -279,23 +297,31 @@ class Gemma3:
             context = _kiln.scaled_dot_product_attention(q, k, v, is_causal=True,
                                                          scale=self.head_dim ** -0.5)
             h = self._after_attention(p, h, context).resolve()
-            pad = [(0, 0), (0, 0), (0, self.max_context - seq), (0, 0)]
+            slots = self.max_context if self._is_global(layer) else self.local_slots
+            pad = [(0, 0), (0, 0), (0, slots - seq), (0, 0)]
             caches += [_kiln.pad(k, pad).resolve(), _kiln.pad(v, pad).resolve()]
         return self._logits(h), caches
 
-    def _decode_step(self, token, position, *caches):
-        """One token: token i32 [1], position i32 [1]; the logits [1, vocab] and the caches with
-        this position's keys and values written."""
+    def _decode_step(self, token, position, local_slot, *caches):
+        """One token: token, position and local_slot (position % local_slots) i32 [1]; the
+        logits [1, vocab] and the caches with this position's keys and values written. A local
+        layer's ring holds min(position + 1, local_slots) positions, in any slot order (the
+        attention's sum does not depend on where a key sits, only its softmax order does)."""
         h = self._embed(token)
-        slots = _kiln.arange(self.max_context, device=self.device)
-        here = (slots == position).reshape(1, 1, self.max_context, 1)
-        lengths = position + 1
+
+        def slot_mask(slots, at):
+            return (_kiln.arange(slots, device=self.device) == at).reshape(1, 1, slots, 1)
+
+        everywhere = (slot_mask(self.max_context, position), position + 1)
+        local = (slot_mask(self.local_slots, local_slot),
+                 _kiln.minimum(position + 1, self.local_slots))
         out = []
         for layer in range(self.layers):
             p = f"blk.{layer}."
             cos, sin = self._rope[self.rope_base if self._is_global(layer) else _LOCAL_ROPE_BASE]
             cos, sin = _kiln.embedding(cos, position), _kiln.embedding(sin, position)
             q, k, v = self._attention_inputs(p, h, cos, sin)
+            here, lengths = everywhere if self._is_global(layer) else local
             keys = _kiln.where(here, k, caches[2 * layer])
             values = _kiln.where(here, v, caches[2 * layer + 1])
             context = _kiln.scaled_dot_product_attention(q, keys, values, key_lengths=lengths,
@@ -308,9 +334,11 @@ class Gemma3:
         """The logits [1, vocab] after `token` at `position` (0-based), and the updated caches."""
         if not 0 <= position < self.max_context:
             raise _error(f"gemma3: position {position} is past max_context {self.max_context}")
-        token = _tensor(np.asarray([token], np.int32), device=self.device)
-        position = _tensor(np.asarray([position], np.int32), device=self.device)
-        logits, *caches = self._step(token, position, *caches)
+        def i32(value):
+            return _tensor(np.asarray([value], np.int32), device=self.device)
+
+        logits, *caches = self._step(i32(token), i32(position), i32(position % self.local_slots),
+                                     *caches)
         return logits, caches
 
     def generate_ids(self, ids, max_new_tokens, stop_at_eos=True):

@@ -53,7 +53,7 @@ def weights(rng):
     return w
 
 
-def write_model(path, arch="gemma3", drop=None):
+def write_model(path, arch="gemma3", drop=None, window=32):
     w = weights(np.random.default_rng(5))
     writer = gguf.GGUFWriter(str(path), arch=arch)
     writer.add_block_count(LAYERS)
@@ -66,7 +66,7 @@ def write_model(path, arch="gemma3", drop=None):
     writer.add_value_length(HEAD_DIM)
     writer.add_layer_norm_rms_eps(1e-6)
     writer.add_rope_freq_base(1e6)
-    writer.add_sliding_window(32)
+    writer.add_sliding_window(window)
     pieces, scores, types = vocabulary()
     writer.add_tokenizer_model("llama")
     writer.add_token_list(pieces)
@@ -103,8 +103,9 @@ def gelu_tanh(x):
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
-def reference_logits(w, ids):
-    """Each position's logits [len(ids), vocab] in float64."""
+def reference_logits(w, ids, window=None):
+    """Each position's logits [len(ids), vocab] in float64; local layers (all but every sixth)
+    attend to the last `window` positions where given."""
     w = {k: v.astype(np.float64) for k, v in w.items()}
     h = w["token_embd.weight"][ids] * np.sqrt(WIDTH)
     keys = [[] for _ in range(LAYERS)]
@@ -125,10 +126,13 @@ def reference_logits(w, ids):
             values[layer].append(v)
             q = rotate(q, t, base)
             context = np.zeros((HEADS, HEAD_DIM))
+            seen = len(keys[layer])
+            if window is not None and (layer + 1) % 6 != 0:
+                seen = min(seen, window)
             for head in range(HEADS):
                 kv = head // (HEADS // KV_HEADS)
-                K = np.stack([k_[kv] for k_ in keys[layer]])
-                V = np.stack([v_[kv] for v_ in values[layer]])
+                K = np.stack([k_[kv] for k_ in keys[layer][-seen:]])
+                V = np.stack([v_[kv] for v_ in values[layer][-seen:]])
                 s = K @ q[head] / np.sqrt(HEAD_DIM)
                 a = np.exp(s - s.max())
                 context[head] = (a / a.sum()) @ V
@@ -176,6 +180,28 @@ def test_prompt_and_decode_logits_follow_the_definition(tiny):
         np.testing.assert_allclose(logits.numpy()[0], want[len(ids) + step], rtol=2e-4, atol=2e-4)
 
 
+def test_local_layers_attend_to_the_sliding_window_only(tmp_path):
+    """A window of 4 and a context of 11: the prompt's tokens past the window run as decode
+    steps, and the local layers' rings wrap; every position's logits follow the definition with
+    the window (and differ from attending to every key)."""
+    path = tmp_path / "window.gguf"
+    w = write_model(path, window=4)
+    model = gemma3.Gemma3(path, max_context=11)
+    assert model.local_slots == 4
+    ids = model.tokenizer.encode("hello world hello")[:3] + [11, 12, 13]
+    steps = [16, 12, 11, 13, 12]
+    want = reference_logits(w, ids + steps, window=4)
+    logits, caches = model.prefill(ids)
+    assert [c.shape[2] for c in caches[:2]] == [4, 4]
+    assert [c.shape[2] for c in caches[10:12]] == [11, 11]  # layer 5 is global
+    np.testing.assert_allclose(logits.numpy(), want[:len(ids)], rtol=2e-4, atol=2e-4)
+    for step, token in enumerate(steps):
+        logits, caches = model.decode(token, len(ids) + step, caches)
+        np.testing.assert_allclose(logits.numpy()[0], want[len(ids) + step], rtol=2e-4, atol=2e-4)
+    unwindowed = reference_logits(w, ids + steps)
+    assert np.abs(unwindowed[-1] - want[-1]).max() > 1e-2
+
+
 def test_greedy_generation_takes_the_largest_logit_each_step(tiny):
     _, w, model = tiny
     ids = model.tokenizer.encode("hello")
@@ -191,8 +217,8 @@ def test_bad_models_and_lengths_are_errors(tiny, tmp_path):
         model.prefill(list(range(17)))
     with pytest.raises(kiln.Error, match="exceed max_context 16"):
         model.generate_ids([2, 5], 15)
-    with pytest.raises(kiln.Error, match="sliding window"):
-        gemma3.Gemma3(path, max_context=33)
+    with pytest.raises(kiln.Error, match=r"model's context length \(128\)"):
+        gemma3.Gemma3(path, max_context=129)
     other = tmp_path / "llama.gguf"
     write_model(other, arch="llama")
     with pytest.raises(kiln.Error, match="'llama' model; expected 'gemma3'"):
