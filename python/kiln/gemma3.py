@@ -172,7 +172,7 @@ class Gemma3:
         for name in self._required():
             if name not in names:
                 raise _error(f"gemma3: {path} lacks the tensor {name}")
-        self.weights = {}  # name -> f32 (norms), f32 transposed (projections), or planar blocks
+        self.weights = {}  # name -> f32: norms as stored, projections transposed to [in, out]
         types = {t[0]: t[2] for t in self.file.tensors}
         for name in sorted(names):
             values = self.file.dequantize(name)

@@ -103,6 +103,13 @@ FormatRow row_of(QuantFormat format) {
     fail("internal: unknown quant format");
 }
 
+int64_t whole_blocks(const FormatRow& row, std::span<const uint8_t> bytes, const char* what) {
+    const auto size = static_cast<int64_t>(bytes.size());
+    if (size % row.bytes != 0)
+        fail("{}: {} bytes; expected a whole number of {}-byte blocks", what, size, row.bytes);
+    return size / row.bytes;
+}
+
 }  // namespace
 
 // Q4_K: f16 d, f16 dmin, 12 bytes of packed 6-bit scales and mins (sub-blocks 0..3 in the low 6
@@ -159,17 +166,6 @@ int64_t quant_block_values(QuantFormat format) {
 int64_t quant_block_bytes(QuantFormat format) {
     return row_of(format).bytes;
 }
-
-namespace {
-
-int64_t whole_blocks(const FormatRow& row, std::span<const uint8_t> bytes, const char* what) {
-    const auto size = static_cast<int64_t>(bytes.size());
-    if (size % row.bytes != 0)
-        fail("{}: {} bytes; expected a whole number of {}-byte blocks", what, size, row.bytes);
-    return size / row.bytes;
-}
-
-}  // namespace
 
 PlanarBlocks planar(QuantFormat format, std::span<const uint8_t> bytes) {
     const FormatRow row = row_of(format);
