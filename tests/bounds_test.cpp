@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -22,6 +23,7 @@
 #include "ir/check_bounds.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "kiln/math.hpp"
 #include "kiln/ops/matvec_kquant.hpp"
 #include "kiln/ops/matvec_q8.hpp"
 #include "kiln/ops/rms_norm.hpp"
@@ -50,6 +52,18 @@ ir::Kernel shift_copy() {
     Expr n = k.scalar("n", DType::i32);
     Var i = k.let(k.absolute_pos(), "i");
     k.if_(i < n, [&] { y[i + off_out] = x[i + off_in]; });
+    return k.finish();
+}
+
+// y[i] = value(load) for i < len(y), where each load() is a new load of x[i + off].
+ir::Kernel of_x_at_offset(const std::string& name,
+                          const std::function<Expr(const std::function<Expr()>&)>& value) {
+    KernelBuilder k(name, 64);
+    auto x = k.input("x", DType::f32);
+    auto y = k.output("y", DType::f32);
+    Expr off = k.scalar("off", DType::i32);
+    Var i = k.let(k.absolute_pos(), "i");
+    k.if_(i < y.len(), [&] { y[i] = value([&] { return x[i + off]; }); });
     return k.finish();
 }
 
@@ -261,6 +275,54 @@ TEST(CheckBounds, GuardedLoadsNeverFaultOnEveryDevice) {
             }
             ASSERT_EQ(out[i], want) << i;
         }
+    }
+}
+
+// A load the statement makes wherever it runs is checked there once: its other uses in arms of
+// selects and right sides of && / ||, and other loads of the same element, are that load (its
+// value and its check), so a chain of selects over x[j] (every math function is one) does not
+// copy x[j] and its check into each arm. x[j] still faults, as the unchecked kernel reads it.
+TEST(CheckBounds, ALoadMadeAnywayIsCheckedOnceWhereverItRecurs) {
+    const ir::Kernel kernel = of_x_at_offset("recurring", [](const auto& load) {
+        const Expr a = load(), b = load();  // two loads of one element
+        return select(a > 1.0f, b * 2.0f, select(b < 0.5f || a > 0.75f, a + b, 0.0f));
+    });
+    // x: one access, checked; y: proved in range where positions fit in i32.
+    EXPECT_EQ(counts(kernel, ir::MemSpace::global), std::make_tuple(2, 1, 1));
+    const size_t count = 1000;
+    std::vector<float> host(count);
+    for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>(i % 8) * 0.25f;
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Buffer bx(*d, DType::f32, count), by(*d, DType::f32, count);
+        bx.upload(host);
+        auto c = compile(*d, kernel, kChecked);
+        ASSERT_NO_THROW(c->launch((count + 63) / 64, {bx, by, 0}));
+        const auto out = by.download<float>();
+        for (size_t i = 0; i < count; ++i) {
+            const float v = host[i];
+            ASSERT_EQ(out[i], v > 1.0f ? v * 2.0f : (v < 0.5f || v > 0.75f) ? v + v : 0.0f) << i;
+        }
+        EXPECT_EQ(error_of([&] {
+                      c->launch((count + 63) / 64, {bx, by, 1});
+                  }),
+                  "kernel recurring: out-of-bounds load from buffer 'x' at index 1000; its "
+                  "length is 1000 (block 15, thread 39). The access was skipped and read as 0 "
+                  "(KILN_CHECK_BOUNDS)");
+    }
+}
+
+// Checking a kernel of math functions (each a tree of selects over its argument) costs its
+// source a little, not a copy of the function per arm: compile time follows the source's size.
+TEST(CheckBounds, CheckedMathFunctionsKeepTheSizeOfTheirSource) {
+    const ir::Kernel kernel = of_x_at_offset("checked_math", [](const auto& load) {
+        const Expr v = load();
+        return sin(v) + pow(abs(v), cos(v)) * rsqrt(abs(v) + 1.0f) + erf(v) - round(v);
+    });
+    for (Backend backend : {Backend::cpu, Backend::opencl}) {
+        const size_t unchecked = generate_source(backend, std::vector{kernel}, kUnchecked).size();
+        const size_t checked = generate_source(backend, std::vector{kernel}, kChecked).size();
+        EXPECT_LT(checked, unchecked * 5 / 4) << name(backend);
     }
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -71,6 +72,13 @@ struct Checker {
     // (when, condition, holds) -> when && (condition or its negation), made once.
     std::map<std::tuple<const ExprNode*, const ExprNode*, bool>, ExprRef> conjunctions;
     std::unordered_map<const ExprNode*, bool> has_access;
+    // Per statement: one load for all those of the same memory at the same index (they read
+    // the same value); the loads it makes wherever it runs (outside every arm of a select and
+    // every right side of && / ||); per expression whether all its loads are such.
+    std::unordered_map<const ExprNode*, ExprRef> same_load;
+    std::vector<ExprRef> loads;
+    std::unordered_set<const ExprNode*> unconditional, marked;
+    std::unordered_map<const ExprNode*, bool> loads_unconditional;
 
     ExprRef length(MemRef m) const {
         if (m.space == MemSpace::global) return make(DType::i64, expr::BufferLen{m.id});
@@ -239,8 +247,49 @@ struct Checker {
         return inner;
     }
 
+    // The statement's first load of the same memory at the same index as `load`.
+    const ExprRef& first_load(const ExprRef& load) {
+        if (auto it = same_load.find(load.get()); it != same_load.end()) return it->second;
+        const auto& l = std::get<expr::Load>(load->node);
+        for (const ExprRef& other : loads) {
+            const auto& o = std::get<expr::Load>(other->node);
+            if (o.mem == l.mem && same_value(o.index, l.index))
+                return same_load[load.get()] = other;
+        }
+        loads.push_back(load);
+        return same_load[load.get()] = load;
+    }
+
+    // Adds e's unconditional loads (e is evaluated wherever its statement runs).
+    void mark_unconditional(const ExprRef& e) {
+        if (!reads_memory(e) || !marked.insert(e.get()).second) return;
+        if (std::holds_alternative<expr::Load>(e->node)) unconditional.insert(first_load(e).get());
+        if (const auto* s = std::get_if<expr::Select>(&e->node)) return mark_unconditional(s->cond);
+        if (const auto* b = std::get_if<expr::Binary>(&e->node);
+            b && (b->op == BinOp::logical_and || b->op == BinOp::logical_or))
+            return mark_unconditional(b->a);
+        for_each_child(e, [&](const ExprRef& child) { mark_unconditional(child); });
+    }
+
+    bool only_unconditional_loads(const ExprRef& e) {
+        if (!reads_memory(e)) return true;
+        if (auto it = loads_unconditional.find(e.get()); it != loads_unconditional.end())
+            return it->second;
+        bool all = !std::holds_alternative<expr::Load>(e->node) ||
+                   unconditional.count(first_load(e).get());
+        for_each_child(e, [&](const ExprRef& c) { all = only_unconditional_loads(c) && all; });
+        loads_unconditional[e.get()] = all;
+        return all;
+    }
+
     ExprRef expr(const ExprRef& e, const Context& c) {
         if (!reads_memory(e)) return e;
+        // A load the statement makes anyway is checked there: where else it is evaluated, its
+        // value and its check are that one's (so a math function's selects over x[i] share one
+        // x[i] instead of one per arm).
+        if (c.when && only_unconditional_loads(e)) return expr(e, Context{nullptr, facts});
+        if (std::holds_alternative<expr::Load>(e->node))
+            if (const ExprRef& first = first_load(e); first != e) return expr(first, c);
         const auto key = std::make_pair(e.get(), c.when.get());
         if (auto it = memo.find(key); it != memo.end()) return it->second;
         ExprRef out;
@@ -270,7 +319,10 @@ struct Checker {
         return out;
     }
 
-    ExprRef top(const ExprRef& e) { return expr(e, Context{nullptr, facts}); }
+    ExprRef top(const ExprRef& e) {
+        mark_unconditional(e);
+        return expr(e, Context{nullptr, facts});
+    }
 
     // `access` where elements index ... index+width-1 of m are in range (`index` as written,
     // `checked` rewritten); `otherwise` where they are not.
@@ -325,6 +377,11 @@ struct Checker {
         if (!s) return s;
         memo.clear();
         conjunctions.clear();
+        same_load.clear();
+        loads.clear();
+        unconditional.clear();
+        marked.clear();
+        loads_unconditional.clear();
         return std::visit(
             [&](const auto& n) -> StmtRef {
                 using N = std::decay_t<decltype(n)>;

@@ -11,7 +11,9 @@
 // An access in an arm of a select or on the right of && / || is checked only where it is
 // evaluated: its check records a fault only where the conditions leading to it hold (a guarded
 // load such as select(i < n, x[i], 0) never faults for i >= n), even if the code generator
-// evaluates it earlier.
+// evaluates it earlier. A load the statement makes wherever it runs (outside every such arm and
+// side) is checked once: its uses in arms, and the statement's other loads of the same element,
+// are that load, so a tree of selects over x[i] (a math function) keeps one x[i] and one check.
 //
 // Accesses that ranges.hpp proves in range (an index below the length by an enclosing if or the
 // loop bounds, a constant or thread-index index into a tile, ...) keep no check. Some proofs hold
