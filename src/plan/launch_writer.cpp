@@ -92,6 +92,9 @@ Memory LaunchWriter::buffer_for(int n, Access access) {
 Memory LaunchWriter::faults() {
     if (!faults_) {
         faults_ = k_.inout("faults", DType::i64);
+        // Known, the record's length proves its constant indices in range (no checks).
+        k_.require(faults_->len64() == Expr(int64_t{kFaultWords}),
+                   fmt::format("the fault record has {} words", kFaultWords));
         bound_.push_back(kFaultBuffer);
     }
     return *faults_;
