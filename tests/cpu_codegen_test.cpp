@@ -36,6 +36,12 @@ using ::testing::Not;
 
 namespace {
 
+// The CPU's code for `k` with its copies for larger grids (what a launch of a grid larger than
+// the entry serves compiles).
+std::string every_grid_source(const ir::Kernel& k) {
+    return codegen::emit_source({&k}, codegen::cpu_dialect(), {.grids = codegen::Grids::every});
+}
+
 // The value of the one let of local `id` in `k`.
 ir::ExprRef let_value(const ir::Kernel& k, int id) {
     ir::ExprRef value;
@@ -133,8 +139,7 @@ TEST(Ranges, ALoopGoingOnFromItsVariableStaysInTheRangeItsOtherLoopsGiveIt) {
 
 TEST(CpuCodegen, WrapFreeIndicesArePlainAndALargeGridRunsTheCopyWrittenToWrap) {
     const ir::Kernel k = ops::add_square(256);
-    const std::string src =
-        generate_source(Backend::cpu, std::span<const ir::Kernel>(&k, 1), CompileOptions{});
+    const std::string src = every_grid_source(k);
     const std::string entry = codegen::entry_name(k);
     const size_t fast = src.find("extern \"C\" void " + entry + "(");
     const size_t copy = src.find(entry + "_any_grid(");
@@ -166,8 +171,7 @@ TEST(CpuCodegen, AGridStrideKernelsIndicesArePlainInTheEntryAndLargerGridsRunOpt
         k.if_(at < 131072, [&] { y[at] = x[at] * 2.0f; });
     }
     const ir::Kernel kernel = k.finish();
-    const std::string src =
-        generate_source(Backend::cpu, std::span<const ir::Kernel>(&kernel, 1), CompileOptions{});
+    const std::string src = every_grid_source(kernel);
     const std::string entry = codegen::entry_name(kernel);
     const size_t fast = src.find("extern \"C\" void " + entry + "(");
     ASSERT_NE(fast, std::string::npos);
@@ -195,28 +199,66 @@ TEST(CpuCodegen, ARowKernelsIndicesAreAllPlainInGridsOfI32Positions) {
     }
 }
 
-TEST(CpuLaunch, PositionsPastI32WrapAsKilnSaysOnTheCpu) {
-    // 2^21 blocks of 1024 threads reach position 2^31: the last two blocks' positions wrap to
-    // INT32_MIN + j. Only those blocks write (a test of the block, so the others cost little).
-    const int64_t first = int64_t{1} << 21;
-    KernelBuilder k("wrapping_positions", 1024);
+// 2^21 blocks of 1024 threads reach position 2^31. The blocks from `first` on write their
+// positions to out (a test of the block, so the others cost little).
+ir::Kernel positions_from_block(int64_t first) {
+    KernelBuilder k("positions_from_block", 1024);
     auto out = k.output("out", DType::i32);
     Var pos = k.let(k.absolute_pos(), "pos");
     k.if_(k.block_index() >= static_cast<int>(first), [&] {
         out[(k.block_index() - static_cast<int>(first)) * 1024 + k.thread_index()] = pos;
     });
-    const ir::Kernel kernel = k.finish();
-    Device* cpu = nullptr;
+    return k.finish();
+}
+
+Device& the_cpu() {
     for (Device* d : devices())
-        if (d->info().backend == Backend::cpu) cpu = d;
-    ASSERT_TRUE(cpu);
+        if (d->info().backend == Backend::cpu) return *d;
+    throw Error("no CPU device");
+}
+
+TEST(CpuLaunch, PositionsPastI32WrapAsKilnSaysOnTheCpu) {
+    // The last two blocks' positions wrap to INT32_MIN + j.
+    const int64_t first = int64_t{1} << 21;
     // Unchecked: checked mode refuses such a grid (its proofs assume i32 positions do not wrap).
-    const auto result = test::run_on(*cpu, kernel, first + 2, {test::poisoned(DType::i32, 2048)},
-                                     {}, CompileOptions{});
+    const auto result = test::run_on(the_cpu(), positions_from_block(first), first + 2,
+                                     {test::poisoned(DType::i32, 2048)}, {}, CompileOptions{});
     std::vector<int32_t> got(2048);
     std::memcpy(got.data(), result[0].bytes.data(), got.size() * 4);
     for (size_t j = 0; j < got.size(); ++j)
         ASSERT_EQ(got[j], INT32_MIN + static_cast<int32_t>(j)) << "element " << j;
+}
+
+TEST(CpuLaunch, TheCopiesForLargerGridsAreCompiledForTheFirstLaunchThatNeedsThem) {
+    // The entry serves grids up to 2^21 blocks, where no position wraps; the code with the copy
+    // written to wrap is compiled when a launch passes that, once, and gives the same elements
+    // as the entry where both run. A kernel of its own, so no other test compiled it.
+    const int64_t first = (int64_t{1} << 21) - 1;
+    const ir::Kernel kernel = positions_from_block(first);
+    EXPECT_THAT(generate_source(Backend::cpu, std::vector{kernel}, CompileOptions{}),
+                Not(HasSubstr("_any_grid(")));
+    Device& cpu = the_cpu();
+    const auto compiled = compile(cpu, kernel, CompileOptions{});
+    Buffer out(cpu, DType::i32, 3072);
+    auto launch = [&](int64_t grid) {
+        out.upload_bytes(test::poisoned(DType::i32, 3072).bytes);
+        const uint64_t misses = compile_counters().memory_misses;
+        compiled->launch(grid, {out});
+        cpu.synchronize();
+        std::vector<int32_t> got(3072);
+        std::memcpy(got.data(), out.download_bytes().data(), got.size() * 4);
+        return std::pair{got, compile_counters().memory_misses - misses};
+    };
+    const auto [entry, entry_compiles] = launch(first + 1);  // the entry's largest grid
+    EXPECT_EQ(entry_compiles, 0u);
+    const auto [copies, copies_compiles] = launch(first + 3);
+    EXPECT_EQ(copies_compiles, 1u) << "the code for every grid is compiled once, when needed";
+    for (size_t j = 0; j < 1024; ++j) {
+        ASSERT_EQ(entry[j], INT32_MAX - 1023 + static_cast<int32_t>(j)) << "element " << j;
+        ASSERT_EQ(copies[j], entry[j]) << "element " << j;
+        ASSERT_EQ(copies[1024 + j], INT32_MIN + static_cast<int32_t>(j)) << "element " << j;
+    }
+    EXPECT_EQ(launch(first + 3).second, 0u) << "and kept";
 }
 
 }  // namespace

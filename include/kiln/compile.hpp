@@ -82,9 +82,13 @@ struct CompileInfo {
 
 class CompiledKernel {
   public:
+    // `max_grid`: the largest grid the module's code for the kernel serves; a larger one runs
+    // the kernel compiled anew for every grid (on the CPU, where larger grids need code whose
+    // index arithmetic wraps where the entry's does not: compile_all compiles that only when a
+    // launch needs it).
     CompiledKernel(Device& device, ir::Kernel kernel, std::shared_ptr<Module> module,
-                   std::string entry, CompileInfo info, bool check_bounds = false,
-                   std::string identity = {});
+                   std::string entry, CompileInfo info, const CompileOptions& options,
+                   std::string identity, int64_t max_grid);
 
     const ir::Kernel& kernel() const { return kernel_; }
     Device& device() const { return *device_; }
@@ -108,12 +112,19 @@ class CompiledKernel {
     }
 
   private:
+    // This kernel compiled with code for every grid, compiled on first use.
+    const CompiledKernel& for_every_grid() const;
+
     Device* device_;
     ir::Kernel kernel_;
     std::shared_ptr<Module> module_;
     std::string entry_;
     std::string identity_;
     CompileInfo info_;
+    CompileOptions options_;
+    int64_t max_grid_;
+    mutable std::mutex every_grid_mutex_;
+    mutable std::shared_ptr<const CompiledKernel> every_grid_;
     std::vector<bool> reads_i32_length_;  // by parameter: the kernel reads its length as i32
     std::shared_ptr<FaultRecord> fault_;  // checked mode only
     mutable std::atomic<bool> recorded_ = false;  // launched while the device was recording

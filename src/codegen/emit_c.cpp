@@ -58,13 +58,18 @@ std::string emit_block_range(const ThreadPlan& plan, const Dialect& d, const std
     return e.out;
 }
 
+struct CpuCode {
+    std::string code;
+    int64_t max_grid = INT64_MAX;  // the largest grid the code serves
+};
+
 // The CPU: one function over a range of blocks; each block runs its plan's steps. Its integer
 // arithmetic is plain where it never wraps in the launch's grid: the entry is written for grids
 // of at most 1/16 of those whose absolute positions fit in i32 (so a thread's elements a few
 // grids apart still fit: a grid-stride loop's indices stay affine and its loads contiguous), and
 // where more wraps in larger grids, those run a copy written for them: one for grids whose
-// positions fit in i32, one (unoptimized) for any grid.
-std::string emit_cpu(const Kernel& lowered, const Dialect& d, const std::string& entry) {
+// positions fit in i32, one (unoptimized) for any grid. Grids::entry writes the entry alone.
+CpuCode emit_cpu(const Kernel& lowered, const Dialect& d, const std::string& entry, Grids grids) {
     using Kind = Emitter::RangeFunction;
     const ThreadPlan plan = plan_threads(lowered);
     const int64_t small_grid = i32_position_grid(plan.kernel.block_size);
@@ -78,6 +83,9 @@ std::string emit_cpu(const Kernel& lowered, const Dialect& d, const std::string&
     // A tier whose arithmetic is that of the next larger one is served by that one's copy.
     for (size_t i = tiers.size() - 1; i-- > 0;)
         if (tiers[i].no_wrap == tiers[i + 1].no_wrap) tiers.erase(tiers.begin() + long(i));
+    if (grids == Grids::entry)
+        return {emit_block_range(plan, d, entry, Kind::entry, tiers.front().no_wrap, ""),
+                tiers.size() == 1 ? INT64_MAX : tiers.front().max_grid};
     std::string out;
     std::string dispatch;
     for (size_t i = tiers.size() - 1; i > 0; --i) {
@@ -91,7 +99,7 @@ std::string emit_cpu(const Kernel& lowered, const Dialect& d, const std::string&
             "return; }}",
             tiers[i - 1].max_grid, name);
     }
-    return out + emit_block_range(plan, d, entry, Kind::entry, tiers.front().no_wrap, dispatch);
+    return {out + emit_block_range(plan, d, entry, Kind::entry, tiers.front().no_wrap, dispatch)};
 }
 
 // GPUs: the kernel as written, one thread of it.
@@ -141,9 +149,11 @@ SourceParts emit_parts(const std::vector<const Kernel*>& kernels,
         const std::string& entry = entries.at(i);
         if (!written.insert(entry).second) continue;
         const Kernel lowered = lower(*kernels[i], dialect, options).kernel;
+        CpuCode code = dialect.threads_as_loops ? emit_cpu(lowered, dialect, entry, options.grids)
+                                                : CpuCode{emit_gpu(lowered, dialect, entry)};
         parts.entries.push_back(entry);
-        parts.kernels.push_back(dialect.threads_as_loops ? emit_cpu(lowered, dialect, entry)
-                                                         : emit_gpu(lowered, dialect, entry));
+        parts.kernels.push_back(std::move(code.code));
+        parts.max_grids.push_back(code.max_grid);
     }
     return parts;
 }

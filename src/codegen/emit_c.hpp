@@ -29,6 +29,9 @@ std::string emit_source(const std::vector<const ir::Kernel*>& kernels, const Dia
 struct SourceParts {
     std::string header;
     std::vector<std::string> entries, kernels;
+    // By entry: the largest grid (in blocks) its code serves, INT64_MAX for every grid (the
+    // CPU's code for Grids::entry may serve fewer; EmitOptions).
+    std::vector<int64_t> max_grids;
     std::string joined() const;
 };
 // emit_source's unit in parts, entries[i] being entry_name(*kernels[i]).

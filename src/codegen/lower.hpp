@@ -8,8 +8,16 @@
 
 namespace kiln::codegen {
 
+// Which grids the CPU's code for a kernel serves. Its integer arithmetic is plain where it never
+// wraps in the launch's grid, so where larger grids wrap more, they need copies of the kernel
+// written for them (emit_c.cpp): `entry` writes the entry alone, for the grids it serves
+// (SourceParts::max_grids), and `every` adds the copies, to which the entry hands larger grids.
+// GPU code serves every grid either way.
+enum class Grids { entry, every };
+
 struct EmitOptions {
     bool check_bounds = false;  // checked mode (ir/check_bounds.hpp)
+    Grids grids = Grids::entry;
 };
 
 struct Lowered {

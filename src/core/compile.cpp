@@ -60,9 +60,11 @@ bool unoptimized(const Device& d, const CompileOptions& options) {
 }
 
 // `hash`: the kernel's ir::structural_hash.
-std::string memory_key(const Device& d, uint64_t hash, const CompileOptions& options) {
+std::string memory_key(const Device& d, uint64_t hash, const CompileOptions& options,
+                       codegen::Grids grids) {
     return d.info().id + "/" + ir::hex(hash) + (options.check_bounds ? "/checked" : "") +
-           (unoptimized(d, options) ? "/O0" : "");
+           (unoptimized(d, options) ? "/O0" : "") +
+           (grids == codegen::Grids::every ? "/every-grid" : "");
 }
 
 // A switch read from the environment: "1" true, "0" false, unset or empty `otherwise`.
@@ -82,6 +84,10 @@ CompileOptions options_from_environment() {
                                                "build kernels with the compilers' optimizers");
     return options;
 }
+
+// The kernel compiled with code for every grid (CompiledKernel::for_every_grid).
+std::shared_ptr<CompiledKernel> compile_for_every_grid(Device& device, const ir::Kernel& kernel,
+                                                       const CompileOptions& options);
 
 std::string param_list(const ir::Kernel& k) {
     std::vector<std::string> parts;
@@ -115,16 +121,24 @@ Arg Arg::scalar(DType dtype, uint64_t bits) {
 }
 
 CompiledKernel::CompiledKernel(Device& device, ir::Kernel kernel, std::shared_ptr<Module> module,
-                               std::string entry, CompileInfo info, bool check_bounds,
-                               std::string identity)
+                               std::string entry, CompileInfo info, const CompileOptions& options,
+                               std::string identity, int64_t max_grid)
     : device_(&device),
       kernel_(std::move(kernel)),
       module_(std::move(module)),
       entry_(std::move(entry)),
       identity_(std::move(identity)),
       info_(std::move(info)),
+      options_(options),
+      max_grid_(max_grid),
       reads_i32_length_(ir::reads_i32_length(kernel_)),
-      fault_(check_bounds ? std::make_shared<FaultRecord>(device) : nullptr) {}
+      fault_(options.check_bounds ? std::make_shared<FaultRecord>(device) : nullptr) {}
+
+const CompiledKernel& CompiledKernel::for_every_grid() const {
+    std::lock_guard lock(every_grid_mutex_);
+    if (!every_grid_) every_grid_ = compile_for_every_grid(*device_, kernel_, options_);
+    return *every_grid_;
+}
 
 void CompiledKernel::launch(int64_t grid, std::span<const Arg> given) const {
     const ir::Kernel& k = kernel_;
@@ -218,15 +232,17 @@ void CompiledKernel::launch(int64_t grid, std::span<const Arg> given) const {
         passed_valid_ = true;
     }
     if (grid == 0) return;
+    // A grid larger than this kernel's code serves runs the kernel compiled for every grid.
+    const CompiledKernel& code = grid > max_grid_ ? for_every_grid() : *this;
     if (!fault_) {
-        device_->launch(*module_, entry_, grid, k.block_size, raw);
+        device_->launch(*code.module_, code.entry_, grid, k.block_size, raw);
         return;
     }
     // Checked: the fault record is the last argument, then the launch waits and is checked.
     raw.push_back(KernelArg::buffer(fault_->memory()));
     raw.push_back(KernelArg::value(ir::kFaultWords, 8));
     std::lock_guard lock(fault_->mutex());
-    device_->launch(*module_, entry_, grid, k.block_size, raw);
+    device_->launch(*code.module_, code.entry_, grid, k.block_size, raw);
     if (device_->recording())
         recorded_ = true;
     else
@@ -238,9 +254,10 @@ namespace {
 // The compile unit of `kernels` (entries[i]: kernels[i]'s entry name) in parts.
 codegen::SourceParts generate_parts(Backend backend, const std::vector<const ir::Kernel*>& kernels,
                                     const std::vector<std::string>& entries,
-                                    const CompileOptions& options) {
+                                    const CompileOptions& options,
+                                    codegen::Grids grids = codegen::Grids::entry) {
     return codegen::emit_parts(kernels, entries, dialect_for(backend),
-                               {.check_bounds = options.check_bounds});
+                               {.check_bounds = options.check_bounds, .grids = grids});
 }
 
 // kernel_identity of a unit's kernel i: the digest of the unit that kernel alone would make.
@@ -339,11 +356,11 @@ void build_units(Device& device, std::vector<Unit>& units, bool without_optimize
     }
 }
 
-}  // namespace
-
-std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
-                                                         std::span<const ir::Kernel> kernels,
-                                                         const CompileOptions& options) {
+// compile_all's kernels, their code serving `grids`.
+std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(Device& device,
+                                                             std::span<const ir::Kernel> kernels,
+                                                             const CompileOptions& options,
+                                                             codegen::Grids grids) {
     std::vector<std::shared_ptr<CompiledKernel>> result(kernels.size());
     std::vector<size_t> missing;  // the first of each distinct kernel not in memory
     std::vector<std::pair<size_t, size_t>> repeats;  // (i, j): kernel i equals missing kernel j
@@ -354,7 +371,7 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
         std::unordered_map<std::string, size_t> first_of;
         std::lock_guard lock(memory_cache().mutex);
         for (size_t i = 0; i < kernels.size(); ++i) {
-            std::string key = memory_key(device, hashes[i], options);
+            std::string key = memory_key(device, hashes[i], options, grids);
             if (auto it = memory_cache().kernels.find(key); it != memory_cache().kernels.end()) {
                 result[i] = it->second;
                 continue;
@@ -390,9 +407,9 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
             todo_ptrs.push_back(&kernels[i]);
             unit.entries.push_back(codegen::entry_name(kernels[i], hashes[i]));
         }
-        unit.parts = generate_parts(device.info().backend, todo_ptrs, unit.entries, options);
+        unit.parts = generate_parts(device.info().backend, todo_ptrs, unit.entries, options, grids);
         unit.source = unit.parts.joined();
-        dump_source(device, todo, unit.source);
+        dump_source(device, todo, unit.source, grids == codegen::Grids::every ? ".every-grid" : "");
         unit.info.codegen_ms = ms_since(t0);
         unit.info.cache_key = cache_key_of(device, unit.source, without_optimizer);
         if (auto hit = disk.load(device.info().id, unit.info.cache_key)) {
@@ -440,22 +457,40 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
         }
         unit.info.load_ms = ms_since(t0);
 
-        // Each kernel's identity from its part of the unit (a unit writes an entry once).
-        std::unordered_map<std::string, std::string> identity;
+        // Each kernel's identity and largest grid from its part of the unit (a unit writes an
+        // entry once).
+        std::unordered_map<std::string, std::pair<std::string, int64_t>> part;
         for (size_t p = 0; p < unit.parts.entries.size(); ++p)
-            identity.emplace(unit.parts.entries[p], identity_of(unit.parts, p));
+            part.emplace(unit.parts.entries[p],
+                         std::pair{identity_of(unit.parts, p), unit.parts.max_grids[p]});
         std::lock_guard lock(memory_cache().mutex);
         for (size_t j = 0; j < unit.kernels.size(); ++j) {
             const size_t i = unit.kernels[j];
-            auto compiled = std::make_shared<CompiledKernel>(
-                device, kernels[i], module, unit.entries[j], unit.info, options.check_bounds,
-                identity.at(unit.entries[j]));
-            memory_cache().kernels[memory_key(device, hashes[i], options)] = compiled;
+            const auto& [identity, max_grid] = part.at(unit.entries[j]);
+            auto compiled =
+                std::make_shared<CompiledKernel>(device, kernels[i], module, unit.entries[j],
+                                                 unit.info, options, identity, max_grid);
+            memory_cache().kernels[memory_key(device, hashes[i], options, grids)] = compiled;
             result[i] = compiled;
         }
     }
     for (const auto& [i, first] : repeats) result[i] = result[first];
     return result;
+}
+
+std::shared_ptr<CompiledKernel> compile_for_every_grid(Device& device, const ir::Kernel& kernel,
+                                                       const CompileOptions& options) {
+    return compile_all_for(device, std::span<const ir::Kernel>(&kernel, 1), options,
+                           codegen::Grids::every)
+        .front();
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<CompiledKernel>> compile_all(Device& device,
+                                                         std::span<const ir::Kernel> kernels,
+                                                         const CompileOptions& options) {
+    return compile_all_for(device, kernels, options, codegen::Grids::entry);
 }
 
 std::shared_ptr<CompiledKernel> compile(Device& device, const ir::Kernel& kernel,

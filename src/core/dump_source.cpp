@@ -21,8 +21,8 @@ bool write_file(const std::filesystem::path& path, std::string_view text) {
 
 }  // namespace
 
-void dump_source(const Device& device, std::span<const ir::Kernel> kernels,
-                 std::string_view source) {
+void dump_source(const Device& device, std::span<const ir::Kernel> kernels, std::string_view source,
+                 std::string_view tag) {
     const char* dir = std::getenv("KILN_DUMP_SOURCE");
     if (!dir || !*dir || kernels.empty()) return;
     const std::filesystem::path root(dir);
@@ -31,9 +31,9 @@ void dump_source(const Device& device, std::span<const ir::Kernel> kernels,
     const std::string first = cache::safe_component(codegen::entry_name(kernels.front()));
     const std::string unit =
         kernels.size() == 1 ? first : fmt::format("{}+{}more", first, kernels.size() - 1);
-    bool ok = write_file(
-        root / fmt::format("{}.{}{}", unit, name(device.info().backend), device.source_suffix()),
-        source);
+    bool ok = write_file(root / fmt::format("{}{}.{}{}", unit, tag, name(device.info().backend),
+                                            device.source_suffix()),
+                         source);
     for (const ir::Kernel& k : kernels)
         ok = write_file(root / (cache::safe_component(codegen::entry_name(k)) + ".ir"),
                         ir::print(k)) &&

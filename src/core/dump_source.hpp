@@ -10,11 +10,11 @@
 
 namespace kiln {
 
-// Writes, when KILN_DUMP_SOURCE is set: `<entry>.<backend><suffix>` with `source` (a compile
-// unit of several kernels is named after its first, `<entry>+<n more>...`) and `<entry>.ir` with
-// each kernel's printed IR, where <entry> is the kernel's name and hash as in the source. A
-// directory that cannot be written is warned about once; the compile goes on.
-void dump_source(const Device& device, std::span<const ir::Kernel> kernels,
-                 std::string_view source);
+// Writes, when KILN_DUMP_SOURCE is set: `<entry><tag>.<backend><suffix>` with `source` (a
+// compile unit of several kernels is named after its first, `<entry>+<n more>...`) and
+// `<entry>.ir` with each kernel's printed IR, where <entry> is the kernel's name and hash as in
+// the source. A directory that cannot be written is warned about once; the compile goes on.
+void dump_source(const Device& device, std::span<const ir::Kernel> kernels, std::string_view source,
+                 std::string_view tag = "");
 
 }  // namespace kiln
