@@ -44,11 +44,11 @@ class Tries {
     };
 
     Tries(const GraphView& g, const std::vector<FoldGroup>& groups, const DeviceFacts& f)
-        : g_(g), groups_(groups), f_(f) {}
+        : g_(g), groups_(groups), f_(f), refusals_(g) {}
 
     Tried& partition(const std::vector<GroupForm>& forms, const std::vector<int>& stored) {
         auto [it, added] = done_.try_emplace({forms, stored});
-        if (added) it->second.partitioned = plan::partition(g_, groups_, forms, stored);
+        if (added) it->second.partitioned = plan::partition(g_, groups_, forms, stored, &refusals_);
         return it->second;
     }
     double cost(Tried& t) {
@@ -60,6 +60,7 @@ class Tries {
     const GraphView& g_;
     const std::vector<FoldGroup>& groups_;
     const DeviceFacts& f_;
+    RefusalMemo refusals_;
     std::map<std::pair<std::vector<GroupForm>, std::vector<int>>, Tried> done_;
 };
 

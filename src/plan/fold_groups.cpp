@@ -44,11 +44,12 @@ bool is_grouped(const GraphView& g, int i) {
     return is_fold(g, i) || is_contraction(g, i);
 }
 
-std::set<int> folds_needed(const GraphView& g, int n, const std::vector<char>& materialized) {
-    std::set<int> out;
+std::vector<int> folds_needed(const GraphView& g, int n, const std::vector<char>& materialized) {
+    std::vector<int> out;
     for (int r : reach(g, n, [&](int i) { return materialized[size_t(i)] || is_grouped(g, i); }))
-        if (r != n && is_grouped(g, r) && !materialized[size_t(r)]) out.insert(r);
-    if (is_grouped(g, n)) out.insert(n);
+        if ((r != n && is_grouped(g, r) && !materialized[size_t(r)]) ||
+            (r == n && is_grouped(g, n)))
+            out.push_back(r);
     return out;
 }
 
@@ -63,7 +64,11 @@ std::vector<FoldGroup> fold_groups(const GraphView& g) {
         auto [it, fresh] = sources_of.try_emplace(f);
         if (fresh)
             for (int in : g.inputs[static_cast<size_t>(f)]) {
-                it->second.merge(reach(g, in, [&](int i) { return !inlineable(g.node(i)); }));
+                {
+                    const std::vector<int> r =
+                        reach(g, in, [&](int i) { return !inlineable(g.node(i)); });
+                    it->second.insert(r.begin(), r.end());
+                }
                 if (!is_contraction(g, f)) break;
             }
         return it->second;

@@ -2,6 +2,7 @@
 // followed through its inlined nodes with symbolic indices.
 #include "plan/fusion_legality.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
@@ -18,14 +19,19 @@ namespace kiln::plan {
 
 namespace op = graph::op;
 
-std::optional<std::string> segments_refusal(const GraphView& g, const FoldGroup& group,
-                                            const std::vector<int>& outs,
-                                            const std::vector<char>& materialized) {
+std::optional<std::string> segments_form_refusal(const FoldGroup& group) {
     if (group.contraction) return "a contraction has no segments form";
-    const int64_t rows = g.node(group.folds[0]).numel();
     int64_t extent = 1;
     for (int a : group.axes) extent *= group.full[static_cast<size_t>(a)];
     if (!graph::segmented(extent)) return "the group's folds are too short for segments";
+    return std::nullopt;
+}
+
+std::optional<std::string> segments_refusal(const GraphView& g, const FoldGroup& group,
+                                            const std::vector<int>& outs,
+                                            const std::vector<char>& materialized) {
+    if (auto why = segments_form_refusal(group)) return why;
+    const int64_t rows = g.node(group.folds[0]).numel();
     for (int o : outs)
         if (g.node(o).numel() != rows || g.node(o).shape == group.full)
             return fmt::format("node %{} ({}) is not one value a row", o,
@@ -201,6 +207,44 @@ std::optional<std::string> launch_refusal(const GraphView& g, const std::vector<
                                           const Launch& launch) {
     const auto check = rules(launch.kind).fusible;
     return check ? check(g, materialized, launch) : std::nullopt;
+}
+
+std::optional<std::string> RefusalMemo::refusal(const std::vector<char>& materialized,
+                                                const Launch& l) {
+    if (!rules(l.kind).fusible) return std::nullopt;
+    // The checks read the launch's fields below and walk from its outputs, steps and contraction
+    // through inputs until a materialized node that is not an output: everything they can see.
+    std::vector<int64_t> key{int64_t(l.kind), int64_t(index_type_of(g_, l, l.domain.at(0))),
+                             l.rows,          l.extent,
+                             l.contraction,   l.scatter};
+    auto add = [&](const auto& values) {
+        key.push_back(int64_t(values.size()));
+        key.insert(key.end(), values.begin(), values.end());
+    };
+    add(l.outputs);
+    add(l.row_steps);
+    add(l.full);
+    add(l.axes);
+    key.push_back(int64_t(l.partials.size()));
+    for (const auto& [fold, scratch] : l.partials) key.insert(key.end(), {fold, scratch});
+    std::vector<int> roots = l.outputs;
+    roots.insert(roots.end(), l.row_steps.begin(), l.row_steps.end());
+    if (l.contraction >= 0) roots.push_back(l.contraction);
+    auto is_output = [&](int x) {
+        return std::find(l.outputs.begin(), l.outputs.end(), x) != l.outputs.end();
+    };
+    std::vector<int> region;
+    for (int root : roots) {
+        const std::vector<int> r =
+            reach(g_, root, [&](int x) { return materialized[size_t(x)] && !is_output(x); });
+        region.insert(region.end(), r.begin(), r.end());
+    }
+    std::sort(region.begin(), region.end());
+    region.erase(std::unique(region.begin(), region.end()), region.end());
+    for (int n : region) key.push_back(2 * int64_t(n) + (materialized[size_t(n)] ? 1 : 0));
+    auto [it, added] = answers_.try_emplace(std::move(key));
+    if (added) it->second = rules(l.kind).fusible(g_, materialized, l);
+    return it->second;
 }
 
 std::string describe(const FusionRefusal& refusal, const FoldGroup& group) {

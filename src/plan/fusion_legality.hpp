@@ -17,6 +17,8 @@
 // variables, exactly as the writer would read it at the launch's first schedule point.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +28,10 @@
 #include "plan/plan.hpp"
 
 namespace kiln::plan {
+
+// Why group `group` has no segments form whatever the plan around it (a contraction, folds too
+// short to cut); nullopt: it may have one.
+std::optional<std::string> segments_form_refusal(const FoldGroup& group);
 
 // Why group `group`'s segments form cannot be built for a launch writing `outs`, with the
 // nodes of `materialized` read from buffers; nullopt: it can.
@@ -38,6 +44,19 @@ std::optional<std::string> segments_refusal(const GraphView& g, const FoldGroup&
 // (KindRules::fusible); kinds without one (map, scatter) are always legal.
 std::optional<std::string> launch_refusal(const GraphView& g, const std::vector<char>& materialized,
                                           const Launch& launch);
+
+// launch_refusal over the many partitions of one graph that choose_plan tries: each answer is
+// kept with everything that decides it (the launch's own fields, its index type, and which of the
+// nodes its reads can reach are materialized), so a launch a try leaves as it was is checked once.
+class RefusalMemo {
+  public:
+    explicit RefusalMemo(const GraphView& g) : g_(g) {}
+    std::optional<std::string> refusal(const std::vector<char>& materialized, const Launch& launch);
+
+  private:
+    const GraphView& g_;
+    std::map<std::vector<int64_t>, std::optional<std::string>> answers_;
+};
 
 // The kinds' checks, named by their KindRules rows (kinds/rows.cpp, kinds/contraction.cpp).
 std::optional<std::string> row_launch_refusal(const GraphView& g,

@@ -3,7 +3,6 @@
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
-#include <algorithm>
 
 #include <algorithm>
 #include <cstring>
@@ -84,6 +83,16 @@ void add_payload(Hasher& h, const graph::Node& n) {
 
 }  // namespace
 
+uint64_t node_digest(const GraphView& g, int i) {
+    const graph::Node& n = g.node(i);
+    Hasher h;
+    h.add(n.resolved());
+    if (!n.resolved()) add_payload(h, n);
+    h.add(n.dtype);
+    h.add(n.shape);
+    return h.digest();
+}
+
 GraphView view_graph(const std::vector<graph::NodeRef>& outputs) {
     GraphView g;
     std::unordered_map<const graph::Node*, int> position;
@@ -119,6 +128,7 @@ GraphView view_graph(const std::vector<graph::NodeRef>& outputs) {
     for (size_t i = 0; i < g.nodes.size(); ++i)
         for (int in : g.inputs[i]) g.consumers[static_cast<size_t>(in)].push_back(int(i));
     for (const auto& out : outputs) g.outputs.push_back(position.at(out.get()));
+    for (const auto& n : g.nodes) g.most_elements = std::max(g.most_elements, n->numel());
 
     Hasher h;
     for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -147,16 +157,29 @@ std::string print(const GraphView& g) {
     return out;
 }
 
-std::set<int> reach(const GraphView& g, int start, const std::function<bool(int)>& stop) {
-    std::set<int> seen;
+std::vector<int> reach(const GraphView& g, int start, const std::function<bool(int)>& stop) {
+    // The planner calls this for every materialized node of every partition it tries: a visit
+    // mark per node, cleared by bumping the walk's number rather than the marks.
+    thread_local std::vector<uint32_t> mark;
+    thread_local uint32_t walk = 0;
+    if (mark.size() < g.size()) mark.resize(g.size(), 0);
+    if (++walk == 0) {
+        std::fill(mark.begin(), mark.end(), 0);
+        walk = 1;
+    }
+    std::vector<int> seen;
     std::vector<int> work{start};
     while (!work.empty()) {
         const int n = work.back();
         work.pop_back();
-        if (!seen.insert(n).second) continue;
+        uint32_t& m = mark[static_cast<size_t>(n)];
+        if (m == walk) continue;
+        m = walk;
+        seen.push_back(n);
         if (n != start && stop(n)) continue;
         for (int in : g.inputs[static_cast<size_t>(n)]) work.push_back(in);
     }
+    std::sort(seen.begin(), seen.end());
     return seen;
 }
 

@@ -21,6 +21,7 @@ struct GraphView {
     std::vector<int> outputs;                 // the requested nodes' positions
     std::vector<int> leaves;                  // resolved nodes, in order
     uint64_t hash = 0;                        // structure, dtypes, shapes, constants
+    int64_t most_elements = 0;                // the largest element count of any node
 
     const graph::Node& node(int i) const { return *nodes[static_cast<size_t>(i)]; }
     size_t size() const { return nodes.size(); }
@@ -30,12 +31,16 @@ struct GraphView {
 // The graph behind `outputs` (duplicates allowed; resolved outputs are leaves).
 GraphView view_graph(const std::vector<graph::NodeRef>& outputs);
 
+// A digest of node i alone: its op and the op's parameters, dtype, shape and whether it is a leaf
+// (the parts of view_graph's hash that are the node's own).
+uint64_t node_digest(const GraphView& g, int i);
+
 // A readable listing of the graph, one node per line (for dumps and errors).
 std::string print(const GraphView& g);
 
 // Nodes reachable from `start` (included) through its inputs, stopping at (and including) nodes
-// other than start that `stop` says are boundaries.
-std::set<int> reach(const GraphView& g, int start, const std::function<bool(int)>& stop);
+// other than start that `stop` says are boundaries; ascending, each once.
+std::vector<int> reach(const GraphView& g, int start, const std::function<bool(int)>& stop);
 
 // The graph's generators (rand, randn, arange) that are not outputs: a plan computes each where
 // it is read or, stored, once into a buffer (partition.hpp's `stored`).

@@ -35,6 +35,7 @@ struct Builder {
     const std::vector<FoldGroup>& groups;
     const std::vector<GroupForm>& forms;
     const std::vector<int>& stored;
+    RefusalMemo* memo;
     std::vector<char> materialized;
     std::map<int, size_t> group_of;  // fold -> group
 
@@ -54,7 +55,7 @@ struct Builder {
     // The group (the latest in topological order) whose folds a node needs; -1 for none.
     int owner(int n) const { return owner_of(folds_needed(g, n, materialized)); }
     // The same from the folds the node needs.
-    int owner_of(const std::set<int>& needed) const {
+    int owner_of(const std::vector<int>& needed) const {
         int best = -1;
         for (int f : needed) {
             const int gi = static_cast<int>(group_of.at(f));
@@ -70,6 +71,10 @@ struct Builder {
     }
 
     Partitioned build() {
+        // A form the group cannot have in any plan is refused before the plan is worked out.
+        for (size_t gi = 0; gi < groups.size(); ++gi)
+            if (forms[gi] == GroupForm::segments)
+                if (auto why = segments_form_refusal(groups[gi])) return refuse(gi, *why);
         materialized.assign(g.size(), 0);
         for (size_t gi = 0; gi < groups.size(); ++gi)
             for (int f : groups[gi].folds) group_of[f] = gi;
@@ -103,11 +108,15 @@ struct Builder {
         // that launch (it would wait for itself): `after[n]`, the groups whose launches node n's
         // writer runs after, its own included.
         std::vector<int> writer;  // per node: group index, or -1 for a map launch
-        std::vector<std::set<int>> after;
+        // Per node, `words` words of bits, one per group.
+        const size_t words = (groups.size() + 63) / 64;
+        std::vector<uint64_t> after;
+        auto after_of = [&](int n) { return after.data() + size_t(n) * words; };
+        auto has = [](const uint64_t* bits, int w) { return (bits[w / 64] >> (w % 64)) & 1; };
         for (bool changed = true; changed;) {
             changed = false;
             writer.assign(g.size(), -2);
-            after.assign(g.size(), {});
+            after.assign(g.size() * words, 0);
             for (size_t i = 0; i < g.size(); ++i) {
                 const int n = static_cast<int>(i);
                 if (!materialized[i] || g.is_leaf(n)) continue;
@@ -118,11 +127,11 @@ struct Builder {
                 // Whether one of those is written by another launch after group w's.
                 auto waits_for = [&](int w) {
                     for (int b : buffers)
-                        if (writer[size_t(b)] != w && after[size_t(b)].count(w)) return true;
+                        if (writer[size_t(b)] != w && has(after_of(b), w)) return true;
                     return false;
                 };
                 int w = -1;
-                const std::set<int> needed = folds_needed(g, n, materialized);
+                const std::vector<int> needed = folds_needed(g, n, materialized);
                 if (is_grouped(g, n))
                     w = static_cast<int>(group_of.at(n));
                 else if (!node.as<op::Gather>() && !node.as<op::ScatterAdd>())
@@ -130,9 +139,10 @@ struct Builder {
                 if (w >= 0 && !is_grouped(g, n) && (!fits(groups[size_t(w)], n) || waits_for(w)))
                     w = -1;
                 writer[i] = w;
+                uint64_t* mine = after_of(n);
                 for (int b : buffers)
-                    after[i].insert(after[size_t(b)].begin(), after[size_t(b)].end());
-                if (w >= 0) after[i].insert(w);
+                    for (size_t k = 0; k < words; ++k) mine[k] |= after_of(b)[k];
+                if (w >= 0) mine[w / 64] |= uint64_t{1} << (w % 64);
                 for (int f : needed) {
                     if (f == n) continue;
                     if (w < 0 || group_of.at(f) != size_t(w)) {
@@ -206,7 +216,8 @@ struct Builder {
         // Each launch of a group not split, as its writer would read (fusion_legality.hpp).
         for (const auto& l : plan.launches) {
             if (!rules(l.kind).fusible || forms[size_t(l.group)] == GroupForm::split) continue;
-            if (auto why = rules(l.kind).fusible(g, materialized, l))
+            if (auto why = memo ? memo->refusal(materialized, l)
+                                : rules(l.kind).fusible(g, materialized, l))
                 return refuse(size_t(l.group), *why);
         }
         return {std::move(plan), std::nullopt};
@@ -297,24 +308,24 @@ struct Builder {
             return r;
         };
         const size_t n = launches.size();
-        std::vector<std::set<int>> written(n);
-        for (size_t j = 0; j < n; ++j) written[j] = writes(launches[j]);
+        std::map<int, std::vector<size_t>> writers;  // node or scratch token -> launches writing it
+        for (size_t j = 0; j < n; ++j)
+            for (int x : writes(launches[j])) writers[x].push_back(j);
         std::vector<std::set<size_t>> after(n);  // launch i runs after these
         for (size_t i = 0; i < n; ++i) {
-            const auto r = reads(launches[i]);
-            for (size_t j = 0; j < n; ++j) {
-                if (i == j) continue;
-                const std::set<int>& w = written[j];
-                for (int x : r)
-                    if (w.count(x)) {
-                        // A scatter's output is written by its base copy (a map launch) and then
-                        // the scatter: readers wait for the scatter, the scatter for the copy.
-                        const bool scatter_i = rules(launches[i].kind).order.in_place;
-                        const bool scatter_j = rules(launches[j].kind).order.in_place;
-                        if (x >= 0 && g.node(x).as<op::ScatterAdd>() && !scatter_j && !scatter_i)
-                            continue;
-                        after[i].insert(j);
-                    }
+            const bool scatter_i = rules(launches[i].kind).order.in_place;
+            for (int x : reads(launches[i])) {
+                auto w = writers.find(x);
+                if (w == writers.end()) continue;
+                for (size_t j : w->second) {
+                    if (i == j) continue;
+                    // A scatter's output is written by its base copy (a map launch) and then
+                    // the scatter: readers wait for the scatter, the scatter for the copy.
+                    const bool scatter_j = rules(launches[j].kind).order.in_place;
+                    if (x >= 0 && g.node(x).as<op::ScatterAdd>() && !scatter_j && !scatter_i)
+                        continue;
+                    after[i].insert(j);
+                }
             }
         }
         std::vector<Launch> out;
@@ -379,8 +390,9 @@ const char* name(GroupForm f) {
 }
 
 Partitioned partition(const GraphView& g, const std::vector<FoldGroup>& groups,
-                      const std::vector<GroupForm>& forms, const std::vector<int>& stored) {
-    return Builder{g, groups, forms, stored, {}, {}}.build();
+                      const std::vector<GroupForm>& forms, const std::vector<int>& stored,
+                      RefusalMemo* memo) {
+    return Builder{g, groups, forms, stored, memo, {}, {}}.build();
 }
 
 Plan partition_or_split(const GraphView& g, const std::vector<FoldGroup>& groups,

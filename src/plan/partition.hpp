@@ -51,13 +51,17 @@ std::vector<FoldGroup> fold_groups(const GraphView& g);
 // Launches carry their domains, with `chosen` = 0. `stored`: nodes that would be inlined
 // (generators) computed once into a buffer instead, for every launch that needs them to read.
 // Where the legality check refuses a group's form, `refusal` says which and why (the first
-// found), and `plan` is empty.
+// found), and `plan` is empty. `memo` (fusion_legality.hpp) keeps the checks' answers between
+// partitions of the same graph.
+class RefusalMemo;
+
 struct Partitioned {
     Plan plan;
     std::optional<FusionRefusal> refusal;
 };
 Partitioned partition(const GraphView& g, const std::vector<FoldGroup>& groups,
-                      const std::vector<GroupForm>& forms, const std::vector<int>& stored = {});
+                      const std::vector<GroupForm>& forms, const std::vector<int>& stored = {},
+                      RefusalMemo* memo = nullptr);
 
 // partition(), splitting each group whose form is refused until none is; `forms` is left as
 // planned. With `refusals`, each refusal in the order they were met.
@@ -67,8 +71,8 @@ Plan partition_or_split(const GraphView& g, const std::vector<FoldGroup>& groups
                         const std::vector<int>& stored = {});
 
 // The folds and contractions node n's value needs through nodes `materialized` leaves unwritten
-// (n itself when it is one).
-std::set<int> folds_needed(const GraphView& g, int n, const std::vector<char>& materialized);
+// (n itself when it is one), ascending.
+std::vector<int> folds_needed(const GraphView& g, int n, const std::vector<char>& materialized);
 
 // Whether node i is computed by inlining wherever it is needed (map, view, constant, generator).
 bool inlineable(const graph::Node& n);

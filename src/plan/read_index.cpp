@@ -15,10 +15,7 @@ namespace {
 
 // The largest element count any node the launch touches has: it decides the index type.
 int64_t largest_extent(const GraphView& g, const Launch& l) {
-    int64_t most = l.rows * std::max<int64_t>(l.extent, 1);
-    for (size_t i = 0; i < g.size(); ++i)
-        most = std::max(most, g.node(static_cast<int>(i)).numel());
-    return most;
+    return std::max(l.rows * std::max<int64_t>(l.extent, 1), g.most_elements);
 }
 
 // An expand's input at element idx of its output. The trailing axes the expand keeps (each of
