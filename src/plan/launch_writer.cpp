@@ -61,8 +61,8 @@ LoweredLaunch LaunchWriter::lower() {
         buffer_for(o, inout ? Access::read_write : Access::write);
     }
     (this->*rules(l_.kind).write)();
-    LoweredLaunch out{k_.finish(), grid_of(l_, g_, s_), std::move(bound_), std::move(scalars_),
-                      size_bucket(largest_size_)};
+    LoweredLaunch out{k_.finish(),         grid_of(l_, g_, s_),        std::move(bound_),
+                      std::move(scalars_), size_bucket(largest_size_), std::move(scalar_sites_)};
     return out;
 }
 
@@ -104,7 +104,7 @@ Expr LaunchWriter::fault_site(int n) {
     if (auto found = fault_site_params_.find(n); found != fault_site_params_.end())
         return found->second;
     Expr p = k_.scalar(fmt::format("fault_site{}", fault_site_params_.size()), DType::i64);
-    bind_scalar(int64_t{n} + 1);
+    bind_scalar(int64_t{n} + 1, n);
     fault_site_params_.emplace(n, p);
     return p;
 }
@@ -137,9 +137,10 @@ int64_t LaunchWriter::leading_row_extent() const {
     return 1;
 }
 
-void LaunchWriter::bind_scalar(Arg value) {
+void LaunchWriter::bind_scalar(Arg value, int fault_site_of) {
     bound_.push_back(scalar_binding(static_cast<int>(scalars_.size())));
     scalars_.push_back(value);
+    scalar_sites_.push_back(fault_site_of);
 }
 
 // The scratch buffer of lane partials k.

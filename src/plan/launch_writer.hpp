@@ -82,7 +82,7 @@ class LaunchWriter {
     // every axis is).
     int64_t leading_row_extent() const;
     // A scalar argument bound to the parameter just declared.
-    void bind_scalar(Arg value);
+    void bind_scalar(Arg value, int fault_site_of = -1);
 
     // The scratch buffer of lane partials k.
     Memory scratch(int k, DType dtype, Access access);
@@ -175,6 +175,7 @@ class LaunchWriter {
     std::map<int, Expr> fault_site_params_;
     std::map<std::string, Expr> size_params_;
     std::vector<Arg> scalars_;
+    std::vector<int> scalar_sites_;  // LoweredLaunch::scalar_sites
     int64_t largest_size_ = 0;
     std::optional<Memory> faults_;
     std::map<int, Memory> scratch_;

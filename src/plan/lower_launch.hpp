@@ -4,6 +4,8 @@
 // a row launch computes its folds (and the row-space maps between them) once per row.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,8 @@ struct LoweredLaunch {
     // The power of two at or above the largest runtime size (0: the kernel has none): the range
     // of sizes its race decision serves (race.hpp).
     int64_t size_bucket = 0;
+    // Per scalar: the node whose fault site it is, or -1 for a runtime size.
+    std::vector<int> scalar_sites;
 };
 inline constexpr int kFaultBuffer = -1;
 inline constexpr int scratch_binding(int k) {
@@ -48,6 +52,27 @@ inline constexpr int kFaultWords = 3;
 // `materialized[i]`: node i is read from a buffer (a leaf, or written by a launch of the plan).
 LoweredLaunch lower_launch(const GraphView& g, const std::vector<char>& materialized,
                            const Launch& launch, const Schedule& s);
+
+// lower_launch for the launches of one plan. A launch that is another's up to the positions of its
+// nodes (the same kind, fields, label and schedule point over nodes of the same ops, dtypes and
+// shapes, materialized alike: the six layers of a transformer) is written once; the copy's
+// buffers and fault sites are renamed to its own nodes. The writer reads nothing else (the nodes
+// it can reach from the launch's outputs, steps and contraction through the nodes it computes).
+class LoweringMemo {
+  public:
+    LoweringMemo(const GraphView& g, const std::vector<char>& materialized)
+        : g_(g), materialized_(materialized) {}
+    LoweredLaunch lower(const Launch& launch, const Schedule& s);
+
+  private:
+    struct Written {
+        std::vector<int> nodes;  // the launch's nodes by their canonical number
+        LoweredLaunch lowered;
+    };
+    const GraphView& g_;
+    const std::vector<char>& materialized_;
+    std::map<std::vector<int64_t>, Written> written_;
+};
 
 // Whether a launch has nothing to compute (zero elements, rows or sources).
 bool is_empty(const Launch& launch, const GraphView& g);

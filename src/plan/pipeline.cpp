@@ -116,6 +116,7 @@ Candidates lower_candidates(const GraphView& g, const std::vector<char>& materia
                             const DeviceFacts& facts, Device& device, bool race,
                             ResolveReport& report) {
     Candidates c;
+    LoweringMemo lowering(g, materialized);
     for (Launch& l : plan.launches) {
         auto t0 = Clock::now();
         const auto order = rank_points(g, materialized, l, facts);
@@ -127,7 +128,7 @@ Candidates lower_candidates(const GraphView& g, const std::vector<char>& materia
         // The range key is read from the domain's first point, lowered once: a candidate too
         // where the ranking kept it.
         std::optional<LoweredLaunch> first;
-        if (race) first = lower_launch(g, materialized, l, l.domain[0]);
+        if (race) first = lowering.lower(l, l.domain[0]);
         c.range_keys.push_back(first ? range_key(*first) : "");
         const auto winner = range_winner(device, l, c.range_keys.back());
         if (winner) c.points.back() = {*winner};
@@ -138,7 +139,7 @@ Candidates lower_candidates(const GraphView& g, const std::vector<char>& materia
                 c.lowered.push_back(std::move(*first));
                 first.reset();
             } else {
-                c.lowered.push_back(lower_launch(g, materialized, l, l.domain[p]));
+                c.lowered.push_back(lowering.lower(l, l.domain[p]));
             }
             c.kernels.push_back(c.lowered.back().kernel);
             c.kernel.back().push_back(c.kernels.size() - 1);
