@@ -120,6 +120,29 @@ TEST(FusionLegality, SegmentsFoldsMustNotReadEachOther) {
                                p.groups[0].folds[1], p.groups[0].folds[0]));
 }
 
+// sum(x[ids] * rowsum(x)) over rows: both sums fold [5, 24] over its rows, so they group, but the
+// second folds a gather (always its own launch) of a map of the first's result. One launch for
+// the group would wait for the gather's, which waits for it: the group is refused and split, and
+// the split plan gives the oracle's bits.
+TEST(FusionLegality, AGroupWhoseFoldReadsAGatherOfItsOwnResultIsRefused) {
+    Tensor x = leaf({5, 24});
+    Tensor ids = Tensor::from_host(std::vector<int64_t>{3, 0, 1, 4, 4}, {5});
+    Tensor y = sum(index_select(sum(x, {1}, true) * x, 0, ids), {1});
+    const Proposal p = propose({y});
+    ASSERT_EQ(p.groups.size(), 1u);
+    ASSERT_EQ(p.groups[0].folds.size(), 2u);
+    const auto r = refusal(p, plan::GroupForm::fused);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->group, 0);
+    EXPECT_THAT(r->reason,
+                ::testing::HasSubstr(fmt::format("node %{} ({}) reads node ", p.groups[0].folds[1],
+                                                 graph::describe(p.g.node(p.groups[0].folds[1])))));
+    EXPECT_THAT(r->reason, ::testing::HasSubstr("written by a launch that needs the group's"));
+    const auto want = graph::evaluate({y.node()});
+    y.resolve();
+    EXPECT_EQ(y.to_host_bytes(), want[0].bytes());
+}
+
 // x + sᵀ: each element of row r adds the sum of row c (its column), not its own row's.
 Tensor row_sums_transposed(Tensor x) {
     return x + sum(x, {1}, true).transpose(0, 1);

@@ -113,8 +113,10 @@ struct Builder {
         std::vector<uint64_t> after;
         auto after_of = [&](int n) { return after.data() + size_t(n) * words; };
         auto has = [](const uint64_t* bits, int w) { return (bits[w / 64] >> (w % 64)) & 1; };
+        std::optional<Partitioned> cycle;  // the group refused for waiting for itself
         for (bool changed = true; changed;) {
             changed = false;
+            cycle.reset();
             writer.assign(g.size(), -2);
             after.assign(g.size() * words, 0);
             for (size_t i = 0; i < g.size(); ++i) {
@@ -124,11 +126,11 @@ struct Builder {
                 std::vector<int> buffers;  // the computed buffers its launch would read
                 for (int b : reach(g, n, [&](int x) { return materialized[size_t(x)] && x != n; }))
                     if (b != n && materialized[size_t(b)] && !g.is_leaf(b)) buffers.push_back(b);
-                // Whether one of those is written by another launch after group w's.
-                auto waits_for = [&](int w) {
+                // One of those written by another launch after group w's; -1 for none.
+                auto waited_for = [&](int w) {
                     for (int b : buffers)
-                        if (writer[size_t(b)] != w && has(after_of(b), w)) return true;
-                    return false;
+                        if (writer[size_t(b)] != w && has(after_of(b), w)) return b;
+                    return -1;
                 };
                 int w = -1;
                 const std::vector<int> needed = folds_needed(g, n, materialized);
@@ -136,8 +138,18 @@ struct Builder {
                     w = static_cast<int>(group_of.at(n));
                 else if (!node.as<op::Gather>() && !node.as<op::ScatterAdd>())
                     w = owner_of(needed);
-                if (w >= 0 && !is_grouped(g, n) && (!fits(groups[size_t(w)], n) || waits_for(w)))
+                if (w >= 0 && !is_grouped(g, n) &&
+                    (!fits(groups[size_t(w)], n) || waited_for(w) >= 0))
                     w = -1;
+                // A fold of a group's one launch (fused or segments) that reads a buffer written
+                // after that launch (a gather of an earlier fold's result) would wait for itself.
+                if (w >= 0 && is_grouped(g, n) && forms[size_t(w)] != GroupForm::split && !cycle)
+                    if (const int b = waited_for(w); b >= 0)
+                        cycle = refuse(
+                            size_t(w),
+                            fmt::format("node %{} ({}) reads node %{} ({}), written by "
+                                        "a launch that needs the group's",
+                                        n, graph::describe(node), b, graph::describe(g.node(b))));
                 writer[i] = w;
                 uint64_t* mine = after_of(n);
                 for (int b : buffers)
@@ -153,6 +165,7 @@ struct Builder {
             }
         }
 
+        if (cycle) return std::move(*cycle);
         Plan plan;
         std::vector<Launch> launches;
         // Row launches, one per group with something to write (two for the segments form).
