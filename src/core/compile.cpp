@@ -4,6 +4,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -357,6 +358,30 @@ void build_units(Device& device, std::vector<Unit>& units, bool without_optimize
 }
 
 // compile_all's kernels, their code serving `grids`.
+// Whether b is a of copy of a: the same body (one builder's), declarations and requirements.
+bool copy_of(const ir::Kernel& a, const ir::Kernel& b) {
+    auto same_params = [](const ir::Param& x, const ir::Param& y) {
+        return x.name == y.name && x.is_buffer == y.is_buffer && x.dtype == y.dtype &&
+               x.access == y.access && x.cache == y.cache;
+    };
+    auto same_locals = [](const ir::LocalInfo& x, const ir::LocalInfo& y) {
+        return x.name == y.name && x.type == y.type;
+    };
+    auto same_arrays = [](const ir::ArrayInfo& x, const ir::ArrayInfo& y) {
+        return x.name == y.name && x.type == y.type && x.size == y.size && x.space == y.space;
+    };
+    auto same_requirements = [](const ir::Requirement& x, const ir::Requirement& y) {
+        return x.cond.get() == y.cond.get() && x.what == y.what;
+    };
+    return a.body == b.body && a.name == b.name && a.block_size == b.block_size &&
+           a.min_blocks_per_unit == b.min_blocks_per_unit &&
+           std::ranges::equal(a.params, b.params, same_params) &&
+           std::ranges::equal(a.locals, b.locals, same_locals) &&
+           std::ranges::equal(a.tiles, b.tiles, same_arrays) &&
+           std::ranges::equal(a.arrays, b.arrays, same_arrays) &&
+           std::ranges::equal(a.requirements, b.requirements, same_requirements);
+}
+
 std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(Device& device,
                                                              std::span<const ir::Kernel> kernels,
                                                              const CompileOptions& options,
@@ -365,8 +390,15 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(Device& device,
     std::vector<size_t> missing;  // the first of each distinct kernel not in memory
     std::vector<std::pair<size_t, size_t>> repeats;  // (i, j): kernel i equals missing kernel j
     // Each kernel's structural hash, printed and hashed once here for its keys and entry.
+    // Copies of one kernel (a plan's repeated launches are lowered once) are hashed once.
     std::vector<uint64_t> hashes(kernels.size());
-    for (size_t i = 0; i < kernels.size(); ++i) hashes[i] = ir::structural_hash(kernels[i]);
+    std::unordered_map<const ir::StmtNode*, size_t> first_with_body;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+        const auto [first, added] = first_with_body.try_emplace(kernels[i].body.get(), i);
+        hashes[i] = !added && copy_of(kernels[first->second], kernels[i])
+                        ? hashes[first->second]
+                        : ir::structural_hash(kernels[i]);
+    }
     {
         std::unordered_map<std::string, size_t> first_of;
         std::lock_guard lock(memory_cache().mutex);
