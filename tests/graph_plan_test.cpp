@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <optional>
 
+#include "ir/print.hpp"
 #include "plan/choose.hpp"
 #include "plan/graph_view.hpp"
+#include "plan/lower_launch.hpp"
 #include "plan/partition.hpp"
 #include "plan/resolve.hpp"
 #include "plan/sweep.hpp"
@@ -140,6 +142,56 @@ TEST(GraphPlan, AGeneratorReadBySeveralLaunchesIsStoredOnce) {
         EXPECT_GT(stored_members, 0);
         EXPECT_EQ(2 * stored_members, members);  // every form both ways
     }
+}
+
+// Blocks alike at different places in the graph (each rows of the last block's result picked by
+// index, so its kernel has a fault site, a layer_norm and a linear): the third block's launches are
+// the second's kernels, and each point of each launch lowered through the memo is what lower_launch
+// writes for it alone: the same kernel, its own buffers, fault sites and sizes.
+TEST(GraphPlan, LaunchesAlikeAreLoweredOnceWithTheirOwnBuffersAndFaultSites) {
+    Device& cpu = cpu_device();
+    Tensor table = Tensor::randn({5, 24}, 1, DType::f32, cpu).resolve();
+    Tensor w = Tensor::randn({24, 24}, 2, DType::f32, cpu).resolve();
+    Tensor ids = Tensor::from_host(std::vector<int64_t>{3, 0, 1, 4, 4}, {5});
+    Tensor other_ids = Tensor::from_host(std::vector<int64_t>{1, 2, 2, 0, 4}, {5});
+    auto block = [&](const Tensor& h, const Tensor& at) {
+        return linear(layer_norm(index_select(h, 0, at) + table), w);
+    };
+    // The first block reads a leaf, the second and third a linear's result: those two are alike.
+    Tensor h = Tensor::randn({5, 24}, 3, DType::f32, cpu).resolve();
+    for (int i = 0; i < 3; ++i) h = block(h, i == 1 ? other_ids : ids);
+    const plan::GraphView g = plan::view_graph({h.node()});
+    const plan::Plan p = plan::choose_plan(g, test::kTwoCoreFacts, true);
+    const auto materialized = plan::materialized_set(g, p);
+    plan::LoweringMemo memo(g, materialized);
+    std::vector<const ir::StmtNode*> bodies;
+    int copies = 0, copies_with_fault_sites = 0;
+    for (const plan::Launch& l : p.launches)
+        for (const plan::Schedule& s : l.domain) {
+            SCOPED_TRACE(fmt::format("{} {}", l.label, plan::to_string(l.kind, s)));
+            const plan::LoweredLaunch got = memo.lower(l, s);
+            const plan::LoweredLaunch want = plan::lower_launch(g, materialized, l, s);
+            EXPECT_EQ(ir::print(got.kernel), ir::print(want.kernel));
+            EXPECT_EQ(got.buffers, want.buffers);
+            EXPECT_EQ(got.scalar_sites, want.scalar_sites);
+            ASSERT_EQ(got.scalars.size(), want.scalars.size());
+            for (size_t j = 0; j < got.scalars.size(); ++j) {
+                EXPECT_EQ(got.scalars[j].dtype, want.scalars[j].dtype);
+                EXPECT_EQ(got.scalars[j].bits, want.scalars[j].bits);
+            }
+            EXPECT_EQ(got.grid, want.grid);
+            EXPECT_EQ(got.size_bucket, want.size_bucket);
+            const bool copy =
+                std::find(bodies.begin(), bodies.end(), got.kernel.body.get()) != bodies.end();
+            copies += copy;
+            copies_with_fault_sites +=
+                copy && std::any_of(got.scalar_sites.begin(), got.scalar_sites.end(),
+                                    [](int n) { return n >= 0; });
+            bodies.push_back(got.kernel.body.get());
+        }
+    // The third block's launches are copies, the one with its gather among them.
+    EXPECT_GE(copies, 2);
+    EXPECT_GE(copies_with_fault_sites, 1);
 }
 
 TEST(GraphPlan, TheSecondResolveOfAGraphReplaysItsPlan) {
