@@ -154,6 +154,58 @@ TEST(Program, EachSignatureIsTracedOnceWithinTheBound) {
     EXPECT_EQ(traced, 4 + int(Program::kMaxSignatures));
 }
 
+// A masked mean over an axis that varies, bucketed to 4 or 8: sizes 3 and 4 share a trace, 5, 7
+// and 8 another; each call gives the bits of the function run op by op on its inputs padded with
+// zeros to the bucket. A size past the largest, and bad declarations, are errors.
+TEST(Program, ABucketedAxisIsPaddedToItsBucketAndSharesItsTrace) {
+    Device& d = cpu_device();
+    const auto masked_mean = [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{sum(in[0] * in[1], {1}) / sum(in[1], {1})};
+    };
+    int traced = 0;
+    Program p = compile(
+        [&](const std::vector<Tensor>& in) {
+            ++traced;
+            return masked_mean(in);
+        },
+        {.buckets = {{0, 1, {4, 8}}, {1, -1, {4, 8}}}});
+    const auto inputs = [&](int64_t n) {
+        std::vector<float> mask(size_t(2 * n), 1.0f);
+        mask[size_t(n)] = 0;  // the second row's first element is left out
+        return std::vector<Tensor>{test::finite_tensor(d, DType::f32, {2, n}, int(n)).resolve(),
+                                   Tensor::from_host(mask, {2, n}, d)};
+    };
+    for (int64_t n : {3, 4, 5, 7, 8}) {
+        SCOPED_TRACE(n);
+        const std::vector<Tensor> in = inputs(n);
+        const int64_t bucket = n <= 4 ? 4 : 8;
+        std::vector<Tensor> padded;
+        for (const Tensor& t : in) padded.push_back(t.pad({{0, 0}, {0, bucket - n}}).resolve());
+        expect_same_bits(p(in)[0], masked_mean(padded)[0].resolve());
+    }
+    EXPECT_EQ(traced, 2);
+    EXPECT_EQ(p.stats().padded, 3u);
+    EXPECT_EQ(p.stats().signatures, 2u);
+    expect_error_naming("compiled program", [&] { p(inputs(9)); },
+                        {"input 0's axis 1 has 9", "up to 8"});
+    expect_error_naming("compiled program", [&] { p({inputs(3)[0]}); },
+                        {"input 1", "the call has 1 input"});
+    expect_error_naming(
+        "compiled program",
+        [&] {
+            p({Tensor::zeros({3}, DType::f32, d), Tensor::zeros({3}, DType::f32, d)});
+        },
+        {"input 0 has rank 1", "axis 1"});
+    const auto declared = [](std::vector<Bucket> buckets) {
+        return [buckets] { compile([](const std::vector<Tensor>& in) { return in; }, {buckets}); };
+    };
+    expect_error_naming("compile", declared({{0, 1, {}}}), {"bucket 0", "no sizes"});
+    expect_error_naming("compile", declared({{0, 1, {8, 4}}}), {"8, 4", "ascending"});
+    expect_error_naming("compile", declared({{0, 1, {0, 4}}}), {"0, 4", "positive"});
+    expect_error_naming("compile", declared({{0, 1, {4}}, {0, 1, {8}}}),
+                        {"buckets 0 and 1", "input 0's axis 1"});
+}
+
 // A gather's index out of range in a replay is the error a resolve gives.
 TEST(Program, AReplaysFaultIsTheResolvesError) {
     for (const char* mode : kReplayModes) {

@@ -66,12 +66,29 @@ Config read_config(const std::filesystem::path& config_json) {
     return c;
 }
 
+namespace {
+
+// The padded lengths a batch's ids and token mask take in the compiled form: powers of two from
+// 8, then the model's longest. Padding is masked (the token mask, each sequence's key length), so
+// a batch's embeddings are those of its own length, and lengths share a few traces.
+std::vector<int64_t> sequence_buckets(int64_t max_positions) {
+    std::vector<int64_t> sizes;
+    for (int64_t n = 8; n < max_positions; n *= 2) sizes.push_back(n);
+    sizes.push_back(max_positions);
+    return sizes;
+}
+
+}  // namespace
+
 Model::Model(const std::filesystem::path& dir, kiln::Device& device)
     : device_(device),
       config_(read_config(dir / "config.json")),
-      program_(kiln::compile([this](const std::vector<Tensor>& in) {
-          return std::vector<Tensor>{encode(in[0], in[1], in[2], nullptr)};
-      })) {
+      program_(kiln::compile(
+          [this](const std::vector<Tensor>& in) {
+              return std::vector<Tensor>{encode(in[0], in[1], in[2], nullptr)};
+          },
+          {.buckets = {{0, 1, sequence_buckets(config_.max_positions)},
+                       {1, 1, sequence_buckets(config_.max_positions)}}})) {
     const kiln::SafetensorsFile file(dir / "model.safetensors");
     // A weight of the expected shape, f32, on the device.
     auto weight = [&](const std::string& name, const Shape& shape) {

@@ -4,7 +4,8 @@
 // model.safetensors and config.json; a batch of token-id sequences is padded to its longest, the
 // padded keys masked by each sequence's length (one attention launch). The encoder runs as a
 // compiled program (docs/programs.md): its first call with a batch's shape traces the whole
-// forward and plans it as one graph, later calls of that shape replay it. The resolve form
+// forward and plans it as one graph, later calls of that shape replay it; the sequence axis is
+// padded to the next power of two (masked), so lengths share a few traces. The resolve form
 // (Form::resolves) resolves each layer as it is built instead: the six layers have one structure,
 // so the first plans, compiles and races its launches and the other five replay that plan.
 //

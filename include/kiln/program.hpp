@@ -19,7 +19,9 @@
 // were at the trace. Reading a tensor's data inside the function is a kiln::Error (it has none
 // yet). Each call's outputs are fresh tensors. A replay runs in buffers the signature keeps
 // between calls (intermediates sharing memory by liveness), its launches issued directly or, on
-// CUDA where that measures faster, replayed as one CUDA graph. At most `kMaxSignatures`
+// CUDA where that measures faster, replayed as one CUDA graph. A dimension declared to vary
+// (ProgramOptions::buckets) is padded to the next of a few sizes, so its sizes share their
+// bucket's signature. At most `kMaxSignatures`
 // signatures are kept; the least recently used is dropped past that. A program is not safe to call
 // from several threads at once.
 #pragma once
@@ -36,11 +38,26 @@ namespace kiln {
 
 using ProgramFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
+// A dimension that varies between calls (a batch's sequence length), declared so that its sizes
+// share a few signatures: input `input`'s axis `axis` (negative: from the last) is padded with
+// zeros at its end to the smallest of `sizes` that holds it. The function must give the answer
+// asked for with that padding present (the real extent passed as data: a mask, lengths); the
+// outputs are the padded call's. A size past the largest is a kiln::Error naming the input.
+struct Bucket {
+    size_t input = 0;
+    int64_t axis = 0;
+    std::vector<int64_t> sizes;  // ascending, positive
+};
+
+struct ProgramOptions {
+    std::vector<Bucket> buckets;  // at most one per input axis
+};
+
 class Program {
   public:
     static constexpr size_t kMaxSignatures = 8;
 
-    explicit Program(ProgramFunction fn);
+    explicit Program(ProgramFunction fn, ProgramOptions options = {});
     ~Program();
     Program(Program&&) noexcept;
     Program& operator=(Program&&) noexcept;
@@ -55,6 +72,7 @@ class Program {
         // Device memory the kept signatures hold between calls for their intermediates and
         // outputs (slots shared by liveness), staging copies of inputs not counted.
         size_t resident_bytes = 0;
+        uint64_t padded = 0;  // calls whose inputs were padded to a bucket
     };
     Stats stats() const;
 
@@ -63,8 +81,8 @@ class Program {
     std::unique_ptr<State> state_;
 };
 
-inline Program compile(ProgramFunction fn) {
-    return Program(std::move(fn));
+inline Program compile(ProgramFunction fn, ProgramOptions options = {}) {
+    return Program(std::move(fn), std::move(options));
 }
 
 // Whether the calling thread is tracing a Program's function (resolves are deferred, data

@@ -12,7 +12,7 @@ class CompiledFunction:
     arguments). The function returns a tensor, or a tuple or list of tensors, the same form for
     every signature."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, buckets=None):
         if not callable(fn):
             raise TypeError(f"kiln.compile: {type(fn).__name__} is not callable; expected a "
                             "function of tensors")
@@ -21,7 +21,7 @@ class CompiledFunction:
         # The C++ program holds its function; through a weak reference to this object, so that
         # the pair is freed with this object (a cycle through C++ is invisible to Python's GC).
         own = weakref.ref(self)
-        self._program = _kiln.Program(lambda inputs: own()._trace(inputs))
+        self._program = _kiln.Program(lambda inputs: own()._trace(inputs), _bucket_list(buckets))
         functools.update_wrapper(self, fn)
 
     def _trace(self, inputs):
@@ -61,8 +61,35 @@ class CompiledFunction:
         return self._program.stats()
 
 
-def compile(fn=None):
-    """Compiles a function of tensors: `kiln.compile(fn)` or the decorator `@kiln.compile`."""
+def _bucket_list(buckets):
+    """{input: {axis: sizes}} as the (input, axis, sizes) triples kiln::ProgramOptions takes."""
+    if buckets is None:
+        return []
+    if not isinstance(buckets, dict):
+        raise TypeError(f"kiln.compile: buckets is {type(buckets).__name__}; expected a dict "
+                        "{argument index: {axis: [sizes]}}")
+    out = []
+    for index, axes in buckets.items():
+        if not isinstance(index, int) or index < 0 or not isinstance(axes, dict):
+            raise TypeError(f"kiln.compile: buckets[{index!r}] must map a non-negative argument "
+                            "index to a dict {axis: [sizes]}")
+        for axis, sizes in axes.items():
+            if (not isinstance(axis, int) or not isinstance(sizes, (list, tuple)) or
+                    not all(isinstance(n, int) for n in sizes)):
+                raise TypeError(f"kiln.compile: buckets[{index}][{axis!r}] must map an axis to a "
+                                "list of sizes (ints)")
+            out.append((index, axis, list(sizes)))
+    return out
+
+
+def compile(fn=None, *, buckets=None):
+    """Compiles a function of tensors: `kiln.compile(fn)`, or as a decorator `@kiln.compile` or
+    `@kiln.compile(buckets=...)`.
+
+    buckets: {argument index: {axis: [sizes]}}, dimensions that vary between calls; each is
+    padded with zeros at its end to the smallest of its sizes that holds it, so its sizes share
+    a few traces. The function must give its answer with that padding present (the real extent
+    passed as data: a mask, lengths); its outputs are the padded call's (docs/programs.md)."""
     if fn is None:
-        return CompiledFunction
-    return CompiledFunction(fn)
+        return lambda f: CompiledFunction(f, buckets)
+    return CompiledFunction(fn, buckets)

@@ -59,7 +59,11 @@ class MiniLM:
                         for name, value in weights.items() if value.dtype == np.float32}
         self.heads = self.config["num_attention_heads"]
         self.eps = self.config["layer_norm_eps"]
-        self._compiled = _compile(self._encode)
+        # The sequence axis of ids and mask padded (masked) to a power of two from 8, or the
+        # model's longest: lengths share a few traces.
+        longest = self.config["max_position_embeddings"]
+        lengths = [n for n in (8 << i for i in range(16)) if n < longest] + [longest]
+        self._compiled = _compile(self._encode, buckets={0: {1: lengths}, 1: {1: lengths}})
 
     def tokenize(self, sentences):
         """Token ids of each sentence (lists of ints, unpadded), as tokenizers gives them."""

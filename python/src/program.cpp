@@ -1,6 +1,11 @@
 // kiln._kiln.Program: kiln::Program bound for kiln.compile (python/kiln/_compile.py), which
 // turns a Python function of tensors into the list-to-list function this takes.
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <tuple>
+#include <vector>
 
 #include "bindings.hpp"
 #include "kiln/program.hpp"
@@ -11,7 +16,17 @@ void bind_program(nb::module_& m) {
     nb::class_<Program>(m, "Program",
                         "A function of tensors traced once per signature and replayed "
                         "(use it through kiln.compile).")
-        .def(nb::init<ProgramFunction>(), nb::arg("fn"))
+        .def(
+            "__init__",
+            [](Program* p, ProgramFunction fn,
+               const std::vector<std::tuple<size_t, int64_t, std::vector<int64_t>>>& buckets) {
+                ProgramOptions options;
+                for (const auto& [input, axis, sizes] : buckets)
+                    options.buckets.push_back({input, axis, sizes});
+                new (p) Program(std::move(fn), std::move(options));
+            },
+            nb::arg("fn"),
+            nb::arg("buckets") = std::vector<std::tuple<size_t, int64_t, std::vector<int64_t>>>{})
         .def("__call__", &Program::operator(), nb::arg("inputs"))
         .def("stats", [](const Program& p) {
             const Program::Stats s = p.stats();
@@ -21,6 +36,7 @@ void bind_program(nb::module_& m) {
             d["signatures"] = s.signatures;
             d["launches"] = s.launches;
             d["resident_bytes"] = s.resident_bytes;
+            d["padded"] = s.padded;
             return d;
         });
     m.def("tracing", &tracing, "Whether this thread is tracing a compiled function.");

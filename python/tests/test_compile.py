@@ -70,3 +70,31 @@ def test_a_dropped_compiled_function_is_freed():
     del f
     gc.collect()
     assert gone() is None
+
+
+def test_a_bucketed_axis_is_padded_and_shares_a_trace():
+    @kiln.compile(buckets={0: {1: [4, 8]}, 1: {-1: [4, 8]}})
+    def masked_sum(x, mask):
+        return kiln.sum(x * mask, axis=1)
+
+    rng = np.random.default_rng(7)
+    for n in (3, 4, 6, 8):
+        x = rng.standard_normal((2, n)).astype(np.float32)
+        mask = np.ones((2, n), np.float32)
+        mask[1, 0] = 0
+        got = masked_sum(kiln.tensor(x), kiln.tensor(mask)).numpy()
+        pad = ((0, 0), (0, (4 if n <= 4 else 8) - n))
+        want = kiln.sum(kiln.tensor(np.pad(x, pad)) * kiln.tensor(np.pad(mask, pad)), axis=1)
+        np.testing.assert_array_equal(got, want.numpy())
+    stats = masked_sum.stats()
+    assert stats["traces"] == 2 and stats["padded"] == 2
+    with pytest.raises(kiln.Error, match="input 0's axis 1 has 9 elements; its bucket's sizes go "
+                                         "up to 8"):
+        masked_sum(kiln.tensor(np.zeros((2, 9), np.float32)),
+                   kiln.tensor(np.zeros((2, 9), np.float32)))
+    with pytest.raises(TypeError, match="buckets is list"):
+        kiln.compile(lambda x: x, buckets=[(0, 1, [4])])
+    with pytest.raises(TypeError, match=r"buckets\[0\]\[1\] must map an axis to a list"):
+        kiln.compile(lambda x: x, buckets={0: {1: 4}})
+    with pytest.raises(kiln.Error, match="ascending"):
+        kiln.compile(lambda x: x, buckets={0: {1: [8, 4]}})

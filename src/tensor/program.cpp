@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "graph/node.hpp"
 #include "graph/shape.hpp"
@@ -84,6 +85,61 @@ void resolve_inputs(const std::vector<Tensor>& inputs) {
     if (!lazy.empty()) resolve(lazy);
 }
 
+// Checks the declared buckets (kiln/program.hpp) before any call.
+void check_buckets(const std::vector<Bucket>& buckets) {
+    for (size_t b = 0; b < buckets.size(); ++b) {
+        const Bucket& bucket = buckets[b];
+        if (bucket.sizes.empty())
+            fail("compile: bucket {} (input {}, axis {}) has no sizes; expected one or more", b,
+                 bucket.input, bucket.axis);
+        for (size_t i = 0; i < bucket.sizes.size(); ++i)
+            if (bucket.sizes[i] <= 0 || (i > 0 && bucket.sizes[i] <= bucket.sizes[i - 1]))
+                fail(
+                    "compile: bucket {} (input {}, axis {}) has sizes {}; expected positive "
+                    "sizes in ascending order",
+                    b, bucket.input, bucket.axis, fmt::join(bucket.sizes, ", "));
+        for (size_t other = 0; other < b; ++other)
+            if (buckets[other].input == bucket.input && buckets[other].axis == bucket.axis)
+                fail("compile: buckets {} and {} are both for input {}'s axis {}; expected one",
+                     other, b, bucket.input, bucket.axis);
+    }
+}
+
+// The inputs with each bucketed axis padded with zeros to its bucket (lazy: resolved with the
+// other lazy inputs). Whether any was padded in `padded`.
+std::vector<Tensor> bucketed(const std::vector<Tensor>& inputs, const std::vector<Bucket>& buckets,
+                             bool& padded) {
+    std::vector<Tensor> out = inputs;
+    padded = false;
+    for (const Bucket& bucket : buckets) {
+        if (bucket.input >= inputs.size())
+            fail(
+                "compiled program: a bucket is declared for input {}, but the call has {} "
+                "input{}",
+                bucket.input, inputs.size(), inputs.size() == 1 ? "" : "s");
+        Tensor& t = out[bucket.input];
+        if (!t.defined()) continue;  // signature_of names it
+        const int64_t rank = static_cast<int64_t>(t.shape().size());
+        const int64_t axis = bucket.axis < 0 ? bucket.axis + rank : bucket.axis;
+        if (axis < 0 || axis >= rank)
+            fail("compiled program: input {} has rank {}; its bucket is for axis {}", bucket.input,
+                 rank, bucket.axis);
+        const int64_t size = t.shape()[size_t(axis)];
+        const auto fits = std::lower_bound(bucket.sizes.begin(), bucket.sizes.end(), size);
+        if (fits == bucket.sizes.end())
+            fail(
+                "compiled program: input {}'s axis {} has {} elements; its bucket's sizes go up "
+                "to {}",
+                bucket.input, bucket.axis, size, bucket.sizes.back());
+        if (*fits == size) continue;
+        std::vector<std::pair<int64_t, int64_t>> widths(size_t(rank), {0, 0});
+        widths[size_t(axis)].second = *fits - size;
+        t = t.pad(widths);
+        padded = true;
+    }
+    return out;
+}
+
 }  // namespace
 
 bool tracing() {
@@ -92,14 +148,17 @@ bool tracing() {
 
 struct Program::State {
     ProgramFunction fn;
+    ProgramOptions options;
     std::vector<std::unique_ptr<Compiled>> compiled;
     uint64_t clock = 0;
     Stats stats;
 };
 
-Program::Program(ProgramFunction fn) : state_(std::make_unique<State>()) {
+Program::Program(ProgramFunction fn, ProgramOptions options) : state_(std::make_unique<State>()) {
     if (!fn) fail("compile: no function; expected a function of tensors returning tensors");
+    check_buckets(options.buckets);
     state_->fn = std::move(fn);
+    state_->options = std::move(options);
 }
 Program::~Program() = default;
 Program::Program(Program&&) noexcept = default;
@@ -178,9 +237,12 @@ std::unique_ptr<Compiled> trace(const ProgramFunction& fn, const std::vector<Ten
 
 }  // namespace
 
-std::vector<Tensor> Program::operator()(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> Program::operator()(const std::vector<Tensor>& given) {
     if (!state_) fail("compiled program: used after it was moved from");
     State& s = *state_;
+    bool padded = false;
+    const std::vector<Tensor> inputs = bucketed(given, s.options.buckets, padded);
+    s.stats.padded += padded;
     // A program called inside another's trace is part of that trace.
     if (tracing()) return s.fn(inputs);
     Signature signature = signature_of(inputs);
