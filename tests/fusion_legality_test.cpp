@@ -11,6 +11,7 @@
 
 #include "graph/oracle.hpp"
 #include "kiln/tensor.hpp"
+#include "plan/choose.hpp"
 #include "plan/domain.hpp"
 #include "plan/fusion_legality.hpp"
 #include "plan/graph_view.hpp"
@@ -236,6 +237,67 @@ TEST(FusionLegality, TheReasonReachesTheDumpAndTheProfile) {
     const auto& refused = plan::last_executable()->fusion_refusals;
     ASSERT_EQ(refused.size(), 1u);
     EXPECT_THAT(refused[0], HasSubstr("is read at another row"));
+}
+
+// One RefusalMemo kept over every combination of forms of a graph with four groups (softmax,
+// a transposed row sum read at another row, a long sum, a matmul with an epilogue) answers as
+// the checks do alone: partitions with and without it agree on every refusal and launch.
+TEST(FusionLegality, TheMemoAnswersAsTheChecksAloneOverEveryForm) {
+    Tensor x = leaf({5, 5});
+    Tensor a = leaf({2, 16400});
+    const Proposal p = propose({softmax(x, -1) + row_sums_transposed(x), sum(a, {1}),
+                                relu(matmul(x, leaf({5, 3})) + 1.0)});
+    ASSERT_GE(p.groups.size(), 3u);
+    plan::RefusalMemo memo(p.g);
+    std::vector<plan::GroupForm> forms(p.groups.size(), plan::GroupForm::fused);
+    int refused = 0, planned = 0;
+    for (bool more = true; more;) {
+        const plan::Partitioned alone = plan::partition(p.g, p.groups, forms);
+        const plan::Partitioned memoized = plan::partition(p.g, p.groups, forms, {}, &memo);
+        ASSERT_EQ(alone.refusal.has_value(), memoized.refusal.has_value());
+        if (alone.refusal) {
+            EXPECT_EQ(alone.refusal->group, memoized.refusal->group);
+            EXPECT_EQ(alone.refusal->reason, memoized.refusal->reason);
+            ++refused;
+        } else {
+            ASSERT_EQ(alone.plan.launches.size(), memoized.plan.launches.size());
+            for (size_t i = 0; i < alone.plan.launches.size(); ++i)
+                EXPECT_EQ(alone.plan.launches[i].outputs, memoized.plan.launches[i].outputs);
+            ++planned;
+        }
+        // The next combination of forms (fused, split, segments for each group).
+        more = false;
+        for (auto& f : forms) {
+            f = plan::GroupForm((int(f) + 1) % 3);
+            if (f != plan::GroupForm::fused) {
+                more = true;
+                break;
+            }
+        }
+    }
+    EXPECT_GT(refused, 0);
+    EXPECT_GT(planned, 0);
+}
+
+// The memo tells one launch under two materializations apart: softmax's row launch over x plus
+// its column sums reads them from a buffer when they are materialized (legal) and is refused when
+// nothing writes them; asked in that order, the memo gives each answer the check gives.
+TEST(FusionLegality, TheMemoKeepsALaunchsAnswerPerMaterializationOfWhatItReads) {
+    Tensor x = leaf({6, 9});
+    const Proposal p = propose({softmax(x + sum(x, {0}, true), -1)});
+    std::vector<plan::GroupForm> forms(p.groups.size(), plan::GroupForm::fused);
+    const plan::Plan planned = plan::partition_or_split(p.g, p.groups, forms);
+    std::vector<char> materialized = plan::materialized_set(p.g, planned);
+    const int column_sums = p.groups[0].folds[0];
+    ASSERT_TRUE(materialized[size_t(column_sums)]);
+    const plan::Launch& rows = planned.launches.back();
+    ASSERT_EQ(rows.kind, plan::LaunchKind::row);
+    plan::RefusalMemo memo(p.g);
+    EXPECT_FALSE(memo.refusal(materialized, rows));
+    materialized[size_t(column_sums)] = 0;
+    const auto refused = plan::launch_refusal(p.g, materialized, rows);
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(memo.refusal(materialized, rows), refused);
 }
 
 }  // namespace

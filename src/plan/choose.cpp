@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "plan/fusion_legality.hpp"
+#include "plan/launch_key.hpp"
 #include "plan/partition.hpp"
 #include "plan/roofline.hpp"
 
@@ -15,14 +16,29 @@ namespace kiln::plan {
 
 namespace {
 
-// A plan's estimated time, each launch at its best point.
-double plan_cost(const GraphView& g, const Plan& plan, const DeviceFacts& f) {
-    const auto m = materialized_set(g, plan);
-    double us = 0;
-    for (const auto& l : plan.launches)
-        us += estimate(g, m, l, l.domain.at(rank_points(g, m, l, f).front()), f).us;
-    return us;
-}
+// Plans' estimated times, each launch at its best point. A launch's estimate is kept with
+// everything it reads (launch_key.hpp): most launches of one try are the last try's.
+class PlanCosts {
+  public:
+    PlanCosts(const GraphView& g, const DeviceFacts& f) : g_(g), f_(f) {}
+    double cost(const Plan& plan) {
+        const auto m = materialized_set(g_, plan);
+        double us = 0;
+        for (const auto& l : plan.launches) {
+            auto [it, added] = launches_.try_emplace(launch_key(g_, m, l));
+            if (added)
+                it->second =
+                    estimate(g_, m, l, l.domain.at(rank_points(g_, m, l, f_).front()), f_).us;
+            us += it->second;
+        }
+        return us;
+    }
+
+  private:
+    const GraphView& g_;
+    const DeviceFacts& f_;
+    std::map<std::vector<int64_t>, double> launches_;
+};
 
 // The generators `plan` computes where they are read (not in a buffer of their own).
 std::vector<int> stored_candidates(const GraphView& g, const Plan& plan) {
@@ -44,7 +60,7 @@ class Tries {
     };
 
     Tries(const GraphView& g, const std::vector<FoldGroup>& groups, const DeviceFacts& f)
-        : g_(g), groups_(groups), f_(f), refusals_(g) {}
+        : g_(g), groups_(groups), costs_(g, f), refusals_(g) {}
 
     Tried& partition(const std::vector<GroupForm>& forms, const std::vector<int>& stored) {
         auto [it, added] = done_.try_emplace({forms, stored});
@@ -52,14 +68,14 @@ class Tries {
         return it->second;
     }
     double cost(Tried& t) {
-        if (!t.cost) t.cost = plan_cost(g_, t.partitioned.plan, f_);
+        if (!t.cost) t.cost = costs_.cost(t.partitioned.plan);
         return *t.cost;
     }
 
   private:
     const GraphView& g_;
     const std::vector<FoldGroup>& groups_;
-    const DeviceFacts& f_;
+    PlanCosts costs_;
     RefusalMemo refusals_;
     std::map<std::pair<std::vector<GroupForm>, std::vector<int>>, Tried> done_;
 };

@@ -13,6 +13,7 @@
 #include "graph/fold_order.hpp"
 #include "plan/contract.hpp"
 #include "plan/kinds/kind.hpp"
+#include "plan/launch_key.hpp"
 #include "plan/read_index.hpp"
 
 namespace kiln::plan {
@@ -212,36 +213,8 @@ std::optional<std::string> launch_refusal(const GraphView& g, const std::vector<
 std::optional<std::string> RefusalMemo::refusal(const std::vector<char>& materialized,
                                                 const Launch& l) {
     if (!rules(l.kind).fusible) return std::nullopt;
-    // The checks read the launch's fields below and walk from its outputs, steps and contraction
-    // through inputs until a materialized node that is not an output: everything they can see.
-    std::vector<int64_t> key{int64_t(l.kind), int64_t(index_type_of(g_, l, l.domain.at(0))),
-                             l.rows,          l.extent,
-                             l.contraction,   l.scatter};
-    auto add = [&](const auto& values) {
-        key.push_back(int64_t(values.size()));
-        key.insert(key.end(), values.begin(), values.end());
-    };
-    add(l.outputs);
-    add(l.row_steps);
-    add(l.full);
-    add(l.axes);
-    key.push_back(int64_t(l.partials.size()));
-    for (const auto& [fold, scratch] : l.partials) key.insert(key.end(), {fold, scratch});
-    std::vector<int> roots = l.outputs;
-    roots.insert(roots.end(), l.row_steps.begin(), l.row_steps.end());
-    if (l.contraction >= 0) roots.push_back(l.contraction);
-    auto is_output = [&](int x) {
-        return std::find(l.outputs.begin(), l.outputs.end(), x) != l.outputs.end();
-    };
-    std::vector<int> region;
-    for (int root : roots) {
-        const std::vector<int> r =
-            reach(g_, root, [&](int x) { return materialized[size_t(x)] && !is_output(x); });
-        region.insert(region.end(), r.begin(), r.end());
-    }
-    std::sort(region.begin(), region.end());
-    region.erase(std::unique(region.begin(), region.end()), region.end());
-    for (int n : region) key.push_back(2 * int64_t(n) + (materialized[size_t(n)] ? 1 : 0));
+    std::vector<int64_t> key = launch_key(g_, materialized, l);
+    key.push_back(int64_t(index_type_of(g_, l, l.domain.at(0))));
     auto [it, added] = answers_.try_emplace(std::move(key));
     if (added) it->second = rules(l.kind).fusible(g_, materialized, l);
     return it->second;

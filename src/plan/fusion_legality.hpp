@@ -46,8 +46,8 @@ std::optional<std::string> launch_refusal(const GraphView& g, const std::vector<
                                           const Launch& launch);
 
 // launch_refusal over the many partitions of one graph that choose_plan tries: each answer is
-// kept with everything that decides it (the launch's own fields, its index type, and which of the
-// nodes its reads can reach are materialized), so a launch a try leaves as it was is checked once.
+// kept with everything that decides it (launch_key.hpp, and the launch's index type), so a launch
+// a try leaves as it was is checked once.
 class RefusalMemo {
   public:
     explicit RefusalMemo(const GraphView& g) : g_(g) {}
