@@ -292,9 +292,27 @@ namespace {
 
 // On the CPU at most this many kernels share a compile unit: one compiler process per unit keeps
 // a large program's first call within the compiler's time limit and spreads its units over the
-// cores. NVRTC and the OpenCL drivers build in this process, a unit at a time, so one unit is
-// cheapest there (a unit costs about 0.75 s of PoCL's start-up before its kernels' own work).
+// cores. NVRTC compiles independent programs from several threads at once, so a batch is spread
+// over the cores in units of at least kCudaUnitKernels. The OpenCL drivers build a program at a
+// time, so one unit is cheapest there (a unit costs about 0.75 s of PoCL's start-up before its
+// kernels' own work).
 constexpr size_t kCpuUnitKernels = 48;
+constexpr size_t kCudaUnitKernels = 4;
+
+size_t build_threads() {
+    return std::max<size_t>(1, std::thread::hardware_concurrency());
+}
+
+size_t kernels_per_unit(Backend backend, size_t kernels) {
+    switch (backend) {
+        case Backend::cpu:
+            return kCpuUnitKernels;
+        case Backend::cuda:
+            return std::max(kCudaUnitKernels, (kernels + build_threads() - 1) / build_threads());
+        default:
+            return kernels;
+    }
+}
 
 // One compile unit of compile_all: its kernels (indices into compile_all's list), their entries,
 // the source, and the binary from the disk cache or the device's compiler.
@@ -343,9 +361,9 @@ void build_units(Device& device, std::vector<Unit>& units, bool without_optimize
     std::vector<Unit*> todo;
     for (Unit& u : units)
         if (!u.info.disk_hit) todo.push_back(&u);
-    const size_t at_once = device.info().backend == Backend::cpu
-                               ? std::max<size_t>(1, std::thread::hardware_concurrency())
-                               : 1;
+    const Backend backend = device.info().backend;
+    const size_t at_once =
+        backend == Backend::cpu || backend == Backend::cuda ? build_threads() : 1;
     for (size_t first = 0; first < todo.size(); first += at_once) {
         std::vector<std::future<void>> running;
         for (size_t i = first; i < std::min(todo.size(), first + at_once); ++i)
@@ -423,8 +441,7 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(Device& device,
     // The units: source, cache key and disk lookup each.
     const bool without_optimizer = unoptimized(device, options);
     auto& disk = cache::process_kernel_cache();
-    const size_t per_unit =
-        device.info().backend == Backend::cpu ? kCpuUnitKernels : missing.size();
+    const size_t per_unit = kernels_per_unit(device.info().backend, missing.size());
     const size_t unit_count = (missing.size() + per_unit - 1) / per_unit;
     std::vector<Unit> units(unit_count);
     for (size_t u = 0; u < unit_count; ++u) {
