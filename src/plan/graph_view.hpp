@@ -39,7 +39,8 @@ uint64_t node_digest(const GraphView& g, int i);
 std::string print(const GraphView& g);
 
 // Nodes reachable from `start` (included) through its inputs, stopping at (and including) nodes
-// other than start that `stop` says are boundaries; ascending, each once.
+// other than start that `stop` says are boundaries; ascending, each once. `stop` must not call
+// reach itself (the walk's marks are the calling thread's).
 std::vector<int> reach(const GraphView& g, int start, const std::function<bool(int)>& stop);
 
 // The graph's generators (rand, randn, arange) that are not outputs: a plan computes each where
