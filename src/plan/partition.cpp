@@ -66,6 +66,41 @@ struct Builder {
 
     void materialize(int n) { materialized[static_cast<size_t>(n)] = 1; }
 
+    // One walk from node n through what its launch would compute: the computed buffers it reads
+    // (materialized, not leaves) and the folds it needs (folds_needed's: the grouped nodes it
+    // reaches through neither a buffer nor another grouped node, n itself when grouped), both
+    // ascending. A node's mark says whether this walk met it, and whether directly (through
+    // nodes that are neither) or only past another grouped node.
+    std::vector<uint64_t> seen;
+    uint64_t walks = 0;
+    void reads_of(int n, std::vector<int>& buffers, std::vector<int>& needed) {
+        if (seen.size() != g.size()) seen.assign(g.size(), 0);
+        ++walks;
+        const uint64_t past_group = 2 * walks, direct = 2 * walks + 1;
+        buffers.clear();
+        needed.clear();
+        std::vector<std::pair<int, bool>> work{{n, true}};
+        while (!work.empty()) {
+            const auto [x, is_direct] = work.back();
+            work.pop_back();
+            uint64_t& mark = seen[size_t(x)];
+            const uint64_t now = is_direct ? direct : past_group;
+            if (mark >= now) continue;
+            const bool first = mark < past_group;
+            mark = now;
+            if (x != n && materialized[size_t(x)]) {
+                if (first && !g.is_leaf(x)) buffers.push_back(x);
+                continue;
+            }
+            const bool grouped = is_grouped(g, x);
+            if (grouped && is_direct) needed.push_back(x);
+            const bool next = is_direct && (!grouped || x == n);
+            for (int in : g.inputs[size_t(x)]) work.push_back({in, next});
+        }
+        std::sort(buffers.begin(), buffers.end());
+        std::sort(needed.begin(), needed.end());
+    }
+
     Partitioned refuse(size_t gi, std::string reason) const {
         return {{}, FusionRefusal{int(gi), forms[gi], std::move(reason)}};
     }
@@ -114,6 +149,8 @@ struct Builder {
         auto after_of = [&](int n) { return after.data() + size_t(n) * words; };
         auto has = [](const uint64_t* bits, int w) { return (bits[w / 64] >> (w % 64)) & 1; };
         std::optional<Partitioned> cycle;  // the group refused for waiting for itself
+        std::vector<int> buffers;  // per node below: the computed buffers its launch would read
+        std::vector<int> needed;   // and the folds it needs (folds_needed)
         for (bool changed = true; changed;) {
             changed = false;
             cycle.reset();
@@ -123,9 +160,7 @@ struct Builder {
                 const int n = static_cast<int>(i);
                 if (!materialized[i] || g.is_leaf(n)) continue;
                 const graph::Node& node = g.node(n);
-                std::vector<int> buffers;  // the computed buffers its launch would read
-                for (int b : reach(g, n, [&](int x) { return materialized[size_t(x)] && x != n; }))
-                    if (b != n && materialized[size_t(b)] && !g.is_leaf(b)) buffers.push_back(b);
+                reads_of(n, buffers, needed);
                 // One of those written by another launch after group w's; -1 for none.
                 auto waited_for = [&](int w) {
                     for (int b : buffers)
@@ -133,7 +168,6 @@ struct Builder {
                     return -1;
                 };
                 int w = -1;
-                const std::vector<int> needed = folds_needed(g, n, materialized);
                 if (is_grouped(g, n))
                     w = static_cast<int>(group_of.at(n));
                 else if (!node.as<op::Gather>() && !node.as<op::ScatterAdd>())
