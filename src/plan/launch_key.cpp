@@ -5,6 +5,27 @@
 
 namespace kiln::plan {
 
+std::vector<int> launch_roots(const Launch& l) {
+    std::vector<int> roots = l.outputs;
+    roots.insert(roots.end(), l.row_steps.begin(), l.row_steps.end());
+    for (int n : {l.contraction, l.scatter})
+        if (n >= 0) roots.push_back(n);
+    return roots;
+}
+
+bool walks_through(const std::vector<char>& materialized, const Launch& l,
+                   const std::vector<int>& roots, int n) {
+    auto in = [n](const std::vector<int>& v) {
+        return std::find(v.begin(), v.end(), n) != v.end();
+    };
+    return !materialized[size_t(n)] || in(l.outputs) || in(roots);
+}
+
+void add_schedule(std::vector<int64_t>& key, const Schedule& s) {
+    key.insert(key.end(),
+               {s.block, s.per_thread, s.vector, s.threads, s.unroll, s.cache ? 1 : 0, s.variant});
+}
+
 std::vector<int64_t> launch_key(const GraphView& g, const std::vector<char>& materialized,
                                 const Launch& l) {
     std::vector<int64_t> key{int64_t(l.kind), l.rows, l.extent, l.contraction, l.scatter};
@@ -19,20 +40,12 @@ std::vector<int64_t> launch_key(const GraphView& g, const std::vector<char>& mat
     key.push_back(int64_t(l.partials.size()));
     for (const auto& [fold, scratch] : l.partials) key.insert(key.end(), {fold, scratch});
     key.push_back(int64_t(l.domain.size()));
-    for (const Schedule& s : l.domain)
-        key.insert(key.end(), {s.block, s.per_thread, s.vector, s.threads, s.unroll,
-                               s.cache ? 1 : 0, s.variant});
-    std::vector<int> roots = l.outputs;
-    roots.insert(roots.end(), l.row_steps.begin(), l.row_steps.end());
-    for (int n : {l.contraction, l.scatter})
-        if (n >= 0) roots.push_back(n);
-    auto is_output = [&](int x) {
-        return std::find(l.outputs.begin(), l.outputs.end(), x) != l.outputs.end();
-    };
+    for (const Schedule& s : l.domain) add_schedule(key, s);
+    const std::vector<int> roots = launch_roots(l);
     std::vector<int> region;
     for (int root : roots) {
         const std::vector<int> r =
-            reach(g, root, [&](int x) { return materialized[size_t(x)] && !is_output(x); });
+            reach(g, root, [&](int x) { return !walks_through(materialized, l, roots, x); });
         region.insert(region.end(), r.begin(), r.end());
     }
     std::sort(region.begin(), region.end());

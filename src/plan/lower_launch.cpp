@@ -6,6 +6,7 @@
 
 #include "kiln/error.hpp"
 #include "plan/kinds/kind.hpp"
+#include "plan/launch_key.hpp"
 #include "plan/launch_writer.hpp"
 
 namespace kiln::plan {
@@ -36,19 +37,10 @@ struct Canonical {
 Canonical canonical(const GraphView& g, const std::vector<char>& materialized, const Launch& l,
                     const Schedule& s) {
     Canonical c;
-    auto is_output = [&](int n) {
-        return std::find(l.outputs.begin(), l.outputs.end(), n) != l.outputs.end();
-    };
-    std::vector<int> roots = l.outputs;
-    roots.insert(roots.end(), l.row_steps.begin(), l.row_steps.end());
-    for (int n : {l.contraction, l.scatter})
-        if (n >= 0) roots.push_back(n);
+    const std::vector<int> roots = launch_roots(l);
     // A root's inputs are walked even where it is materialized (a superset of what the writer
     // reads is as good a key).
-    auto walks_through = [&](int n) {
-        return !materialized[size_t(n)] || is_output(n) ||
-               std::find(roots.begin(), roots.end(), n) != roots.end();
-    };
+    auto through = [&](int n) { return walks_through(materialized, l, roots, n); };
     std::map<int, int> number;
     for (int root : roots) {
         std::vector<int> stack{root};
@@ -57,7 +49,7 @@ Canonical canonical(const GraphView& g, const std::vector<char>& materialized, c
             stack.pop_back();
             if (!number.try_emplace(n, int(c.nodes.size())).second) continue;
             c.nodes.push_back(n);
-            if (!walks_through(n)) continue;
+            if (!through(n)) continue;
             const auto& in = g.inputs[size_t(n)];
             for (auto it = in.rbegin(); it != in.rend(); ++it) stack.push_back(*it);
         }
@@ -71,8 +63,8 @@ Canonical canonical(const GraphView& g, const std::vector<char>& materialized, c
         k.push_back(int64_t(nodes.size()));
         for (int n : nodes) k.push_back(number.at(n));
     };
-    k.insert(k.end(), {int64_t(l.kind), l.rows, l.extent, s.block, s.per_thread, s.vector,
-                       s.threads, s.unroll, s.cache ? 1 : 0, s.variant});
+    k.insert(k.end(), {int64_t(l.kind), l.rows, l.extent});
+    add_schedule(k, s);
     add(l.label);
     add(l.full);
     add(l.axes);
@@ -83,8 +75,8 @@ Canonical canonical(const GraphView& g, const std::vector<char>& materialized, c
     k.push_back(int64_t(c.nodes.size()));
     for (int n : c.nodes) {
         k.push_back(int64_t(node_digest(g, n)));
-        k.push_back((materialized[size_t(n)] ? 1 : 0) | (walks_through(n) ? 2 : 0));
-        if (walks_through(n)) add_nodes(g.inputs[size_t(n)]);
+        k.push_back((materialized[size_t(n)] ? 1 : 0) | (through(n) ? 2 : 0));
+        if (through(n)) add_nodes(g.inputs[size_t(n)]);
     }
     return c;
 }
