@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kiln/tensor.hpp"
@@ -76,7 +77,24 @@ class Program {
     };
     Stats stats() const;
 
+    // Writes every signature the program keeps to one file at `path` (replaced whole, never
+    // half written): each signature's graph with the data it captured (weights), and the plan it
+    // runs on the device it ran on with its kernels' binaries. `annotation` is kept as it is.
+    // kiln::Error before the first call (nothing is traced yet). A program file holds compiled
+    // code: load only files you trust, as you would run a program.
+    void save(const std::string& path, const std::string& annotation = {}) const;
+    // A program saved by save(): its calls run the saved signatures (the inputs' dtypes and
+    // shapes must be one of theirs; buckets as saved). On a device of the model and toolchain a
+    // signature ran on, with the same planner options, its first call there builds the saved
+    // plan with the saved binaries: no planning, racing or compiling; on any other device it is
+    // planned there from the saved graph. A file that is truncated, edited, not a program file
+    // or of another format is a kiln::Error; one saved by another kiln build is planned again.
+    static Program load(const std::string& path);
+    // The annotation given to save() of the file it was loaded from ("" otherwise).
+    const std::string& annotation() const;
+
   private:
+    Program();
     struct State;
     std::unique_ptr<State> state_;
 };

@@ -39,7 +39,7 @@ from ._kiln import (  # noqa: F401
 from ._kiln import argsort, boolean_mask, sort, topk  # noqa: F401
 from ._kiln import GgufFile  # noqa: F401
 
-from ._compile import compile  # noqa: A001  (kiln.compile, as torch.compile)
+from ._compile import compile, load_program  # noqa: A001  (kiln.compile, as torch.compile)
 from ._dlpack import from_dlpack
 from ._host import tensor
 from . import _numpy_interop  # noqa: F401  (numpy arrays as operands, numpy.asarray(t))

@@ -2,6 +2,7 @@
 dtype and shape) and then replayed at the cost of its kernels (docs/programs.md)."""
 
 import functools
+import os
 import weakref
 
 from . import _kiln
@@ -59,6 +60,58 @@ class CompiledFunction:
     def stats(self):
         """traces, replays, signatures kept, and the launches of the last call's program."""
         return self._program.stats()
+
+    def save(self, path):
+        """Writes every signature traced so far to one file at `path`, with the data the function
+        captured (weights) and, per device model it ran on, its plan and kernel binaries;
+        kiln.load_program reads it (docs/programs.md, Ahead of time)."""
+        if self._form is None:
+            raise _kiln.Error("kiln.compile: nothing to save yet; call the function once first "
+                             "(each signature is traced by its first call)")
+        self._program.save(os.fspath(path), _FORMS[self._form])
+
+
+_FORMS = {_kiln.Tensor: "tensor", tuple: "tuple", list: "list"}
+
+
+class LoadedFunction:
+    """What kiln.load_program returns: the saved function's signatures, called as it was (tensors
+    as positional arguments, the same output form). It cannot trace: a call whose arguments'
+    dtypes and shapes no saved signature takes is a kiln.Error naming the saved ones."""
+
+    def __init__(self, path):
+        self._program = _kiln.Program.load(os.fspath(path))
+        forms = {name: form for form, name in _FORMS.items()}
+        self._form = forms.get(self._program.annotation)
+        if self._form is None:
+            raise _kiln.Error(f"kiln.load_program: {os.fspath(path)} was not saved by "
+                             "kiln.compile's save (its annotation is "
+                             f"{self._program.annotation!r}); expected 'tensor', 'tuple' or "
+                             "'list'")
+
+    def __call__(self, *args):
+        for i, a in enumerate(args):
+            if not isinstance(a, _kiln.Tensor):
+                raise TypeError(f"kiln.load_program: argument {i} is {type(a).__name__}; a "
+                                "loaded function takes kiln.Tensor arguments")
+        outs = self._program(list(args))
+        return outs[0] if self._form is _kiln.Tensor else self._form(outs)
+
+    def stats(self):
+        """As CompiledFunction.stats: a first call on a device counts as a trace."""
+        return self._program.stats()
+
+    def save(self, path):
+        """Writes the loaded signatures, and the plans made since on other devices, to `path`."""
+        self._program.save(os.fspath(path), self._program.annotation)
+
+
+def load_program(path):
+    """A function saved by a compiled function's save(path): on the device model it was saved on
+    its first call builds the saved plan from the saved binaries (no planning, racing or
+    compiling); elsewhere it plans there from the saved graph. A truncated, edited or foreign
+    file is a kiln.Error. A program file holds compiled code: load only files you trust."""
+    return LoadedFunction(path)
 
 
 def _bucket_list(buckets):

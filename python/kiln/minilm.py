@@ -73,17 +73,13 @@ class MiniLM:
         """Normalized sentence embeddings [batch, 384] (a kiln tensor) of unpadded token ids.
         compiled: through kiln.compile (the whole forward one plan per batch shape, replayed);
         else resolved layer by layer."""
-        batch, length = len(input_ids), max(len(ids) for ids in input_ids)
-        ids = np.zeros((batch, length), np.int32)
-        mask = np.zeros((batch, length), np.float32)
-        for i, row in enumerate(input_ids):
-            ids[i, :len(row)] = row
-            mask[i, :len(row)] = 1
-        lengths = np.array([len(row) for row in input_ids], np.int32)
-        ids = _tensor(ids, device=self.device)
-        mask = _tensor(mask, device=self.device)
-        key_lengths = _tensor(lengths, device=self.device)
-        return (self._compiled if compiled else self._encode)(ids, mask, key_lengths)
+        return (self._compiled if compiled else self._encode)(*inputs(input_ids, self.device))
+
+    def save(self, path):
+        """Writes the compiled forward's signatures traced so far (each batch shape called) with
+        the weights to one file; kiln.load_program(path) runs it on inputs(...) without this
+        class, the weights' files or, on the same device model, planning (docs/programs.md)."""
+        self._compiled.save(path)
 
     def _encode(self, ids, mask, key_lengths):
         batch, length = ids.shape
@@ -137,6 +133,20 @@ class MiniLM:
 
 
 _models = {}
+
+
+def inputs(input_ids, device):
+    """The forward's arguments for unpadded token ids: ids [batch, length] (i32, zero-padded to
+    the longest), mask [batch, length] (f32, 1 on tokens) and each sentence's length (i32)."""
+    batch, length = len(input_ids), max(len(ids) for ids in input_ids)
+    ids = np.zeros((batch, length), np.int32)
+    mask = np.zeros((batch, length), np.float32)
+    for i, row in enumerate(input_ids):
+        ids[i, :len(row)] = row
+        mask[i, :len(row)] = 1
+    lengths = np.array([len(row) for row in input_ids], np.int32)
+    return (_tensor(ids, device=device), _tensor(mask, device=device),
+            _tensor(lengths, device=device))
 
 
 def load(device=None):

@@ -1,6 +1,7 @@
 // kiln._kiln.Program: kiln::Program bound for kiln.compile (python/kiln/_compile.py), which
 // turns a Python function of tensors into the list-to-list function this takes.
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
@@ -28,6 +29,11 @@ void bind_program(nb::module_& m) {
             nb::arg("fn"),
             nb::arg("buckets") = std::vector<std::tuple<size_t, int64_t, std::vector<int64_t>>>{})
         .def("__call__", &Program::operator(), nb::arg("inputs"))
+        .def("save", &Program::save, nb::arg("path"), nb::arg("annotation") = std::string(),
+             "Writes every kept signature to one file (kiln::Program::save).")
+        .def_static("load", &Program::load, nb::arg("path"),
+                    "A program saved by save() (kiln::Program::load).")
+        .def_prop_ro("annotation", &Program::annotation)
         .def("stats", [](const Program& p) {
             const Program::Stats s = p.stats();
             nb::dict d;

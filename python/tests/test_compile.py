@@ -98,3 +98,34 @@ def test_a_bucketed_axis_is_padded_and_shares_a_trace():
         kiln.compile(lambda x: x, buckets={0: {1: 4}})
     with pytest.raises(kiln.Error, match="ascending"):
         kiln.compile(lambda x: x, buckets={0: {1: [8, 4]}})
+
+
+def test_a_saved_function_loads_with_its_bits_and_form(device, tmp_path):
+    rng = np.random.default_rng(9)
+    w = kiln.tensor(rng.standard_normal((6, 6)).astype(np.float32) * 0.3, device=device)
+    b = kiln.tensor(rng.standard_normal(6).astype(np.float32), device=device)
+    f = kiln.compile(lambda x: _block(x, w, b))
+    with pytest.raises(kiln.Error, match="call the function once"):
+        f.save(tmp_path / "early.kprog")
+    x = kiln.tensor(rng.standard_normal((3, 6)).astype(np.float32), device=device)
+    f(x)
+    f.save(tmp_path / "block.kprog")
+    del w, b  # the file holds the weights
+    g = kiln.load_program(tmp_path / "block.kprog")
+    x2 = kiln.tensor(rng.standard_normal((3, 6)).astype(np.float32), device=device)
+    got, want = g(x2), f(x2)
+    assert isinstance(got, tuple) and len(got) == 2
+    for a, e in zip(got, want):
+        np.testing.assert_array_equal(a.numpy(), e.numpy())
+    with pytest.raises(kiln.Error, match=r"f32\[3, 6\]"):
+        g(kiln.tensor(np.zeros((4, 6), np.float32), device=device))
+
+    single = kiln.compile(lambda x: x * 2)
+    single(kiln.tensor([1.0, 2.0]))
+    single.save(tmp_path / "single.kprog")
+    out = kiln.load_program(tmp_path / "single.kprog")(kiln.tensor([3.0, 4.0]))
+    np.testing.assert_array_equal(out.numpy(), [6.0, 8.0])
+
+    (tmp_path / "bad.kprog").write_bytes(b"not a program")
+    with pytest.raises(kiln.Error, match="KILNPROG"):
+        kiln.load_program(tmp_path / "bad.kprog")

@@ -19,6 +19,7 @@
 #include "cache/kernel_cache.hpp"
 #include "codegen/emit_c.hpp"
 #include "core/arg.hpp"
+#include "core/compile_units.hpp"
 #include "core/dump_source.hpp"
 #include "core/fault_record.hpp"
 #include "ir/check_bounds.hpp"
@@ -298,6 +299,8 @@ namespace {
 // kernels' own work).
 constexpr size_t kCpuUnitKernels = 48;
 constexpr size_t kCudaUnitKernels = 4;
+// A program file's units (compile_units.hpp): a split the same on every host.
+constexpr size_t kPortableUnitKernels = 16;
 
 size_t build_threads() {
     return std::max<size_t>(1, std::thread::hardware_concurrency());
@@ -400,10 +403,17 @@ bool copy_of(const ir::Kernel& a, const ir::Kernel& b) {
            std::ranges::equal(a.requirements, b.requirements, same_requirements);
 }
 
-std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(Device& device,
-                                                             std::span<const ir::Kernel> kernels,
-                                                             const CompileOptions& options,
-                                                             codegen::Grids grids) {
+// Where compile_all_for's units come from besides the disk cache and the compiler: a program
+// file's binaries (compile_portable). Its units are split by kPortableUnitKernels and every
+// kernel is compiled anew, whatever the memory cache holds.
+struct PortableUnits {
+    std::span<const UnitBinary> given;
+    std::vector<UnitBinary>* used = nullptr;
+};
+
+std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(
+    Device& device, std::span<const ir::Kernel> kernels, const CompileOptions& options,
+    codegen::Grids grids, const PortableUnits* portable = nullptr) {
     std::vector<std::shared_ptr<CompiledKernel>> result(kernels.size());
     std::vector<size_t> missing;  // the first of each distinct kernel not in memory
     std::vector<std::pair<size_t, size_t>> repeats;  // (i, j): kernel i equals missing kernel j
@@ -422,7 +432,8 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(Device& device,
         std::lock_guard lock(memory_cache().mutex);
         for (size_t i = 0; i < kernels.size(); ++i) {
             std::string key = memory_key(device, hashes[i], options, grids);
-            if (auto it = memory_cache().kernels.find(key); it != memory_cache().kernels.end()) {
+            if (auto it = memory_cache().kernels.find(key);
+                !portable && it != memory_cache().kernels.end()) {
                 result[i] = it->second;
                 continue;
             }
@@ -441,7 +452,8 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(Device& device,
     // The units: source, cache key and disk lookup each.
     const bool without_optimizer = unoptimized(device, options);
     auto& disk = cache::process_kernel_cache();
-    const size_t per_unit = kernels_per_unit(device.info().backend, missing.size());
+    const size_t per_unit =
+        portable ? kPortableUnitKernels : kernels_per_unit(device.info().backend, missing.size());
     const size_t unit_count = (missing.size() + per_unit - 1) / per_unit;
     std::vector<Unit> units(unit_count);
     for (size_t u = 0; u < unit_count; ++u) {
@@ -461,7 +473,14 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(Device& device,
         dump_source(device, todo, unit.source, grids == codegen::Grids::every ? ".every-grid" : "");
         unit.info.codegen_ms = ms_since(t0);
         unit.info.cache_key = cache_key_of(device, unit.source, without_optimizer);
-        if (auto hit = disk.load(device.info().id, unit.info.cache_key)) {
+        const UnitBinary* carried = nullptr;
+        if (portable)
+            for (const UnitBinary& b : portable->given)
+                if (b.key == unit.info.cache_key) carried = &b;
+        if (carried) {
+            unit.binary = carried->binary;
+            unit.info.disk_hit = true;
+        } else if (auto hit = disk.load(device.info().id, unit.info.cache_key)) {
             unit.binary = std::move(*hit);
             unit.info.disk_hit = true;
         }
@@ -505,6 +524,8 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(Device& device,
             module = device.load(unit.binary);
         }
         unit.info.load_ms = ms_since(t0);
+        if (portable && portable->used)
+            portable->used->push_back({unit.info.cache_key, unit.binary});
 
         // Each kernel's identity and largest grid from its part of the unit (a unit writes an
         // entry once).
@@ -550,6 +571,15 @@ std::shared_ptr<CompiledKernel> compile(Device& device, const ir::Kernel& kernel
 void clear_memory_cache() {
     std::lock_guard lock(memory_cache().mutex);
     memory_cache().kernels.clear();
+}
+
+std::vector<std::shared_ptr<CompiledKernel>> compile_portable(Device& device,
+                                                              std::span<const ir::Kernel> kernels,
+                                                              const CompileOptions& options,
+                                                              std::span<const UnitBinary> given,
+                                                              std::vector<UnitBinary>* used) {
+    const PortableUnits portable{given, used};
+    return compile_all_for(device, kernels, options, codegen::Grids::entry, &portable);
 }
 
 CompileCounters compile_counters() {

@@ -10,6 +10,30 @@
 
 namespace kiln::plan {
 
+std::shared_ptr<Executable> executable_for(const Plan& plan, const GraphView& g, Device& device) {
+    auto exec = std::make_shared<Executable>();
+    exec->device = &device;
+    exec->nodes = g.size();
+    exec->faults = plan.has_faults;
+    exec->allocate = plan.materialized;
+    exec->scratch = plan.scratch;
+    return exec;
+}
+
+CompiledLaunch compiled_launch(const Launch& l, const Schedule& s, const LoweredLaunch& lowered,
+                               std::shared_ptr<CompiledKernel> kernel, bool empty) {
+    CompiledLaunch cl;
+    cl.kind = l.kind;
+    cl.kernel = std::move(kernel);
+    cl.grid = lowered.grid;
+    cl.buffers = lowered.buffers;
+    cl.scalars = lowered.scalars;
+    cl.empty = empty;
+    cl.record.name = cl.kernel->kernel().name;
+    cl.record.schedule = to_string(l.kind, s);
+    return cl;
+}
+
 void allocate_run(const Executable& e, const GraphView& g, RunBuffers& run) {
     for (int n : e.allocate) {
         const graph::Node& node = g.node(n);

@@ -46,7 +46,19 @@ struct Executable {
     // estimate, each refusal with its reason; choose.hpp's PlanDecisions), and the refusals met
     // on the way to it.
     std::vector<std::string> fusion_decisions, fusion_refusals;
+    // The plan it runs, each launch's `chosen` the point that runs (the race's winner): what a
+    // program file keeps (executable_from_plan rebuilds the executable from it).
+    std::shared_ptr<const Plan> plan;
 };
+
+// An executable of `plan` for graphs of g's structure on `device`, its launches still to add.
+std::shared_ptr<Executable> executable_for(const Plan& plan, const GraphView& g, Device& device);
+
+struct LoweredLaunch;
+// Launch `l` at its point `s` as lowered and compiled; empty when the launch has nothing to
+// compute. Its record holds the kernel's name and the point.
+CompiledLaunch compiled_launch(const Launch& l, const Schedule& s, const LoweredLaunch& lowered,
+                               std::shared_ptr<CompiledKernel> kernel, bool empty);
 
 // The buffers of one run: per node (leaves hold the graph's, the rest are allocated by
 // begin_run), the scratch buffers and the fault record (zeroed) when the plan has one.

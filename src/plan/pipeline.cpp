@@ -182,12 +182,7 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
 
     // Racing: the launches in order on the graph's buffers, each raced launch's points sharing
     // the race budget (KILN_RACE=thorough: TUNE_ITERS runs each).
-    auto exec = std::make_shared<Executable>();
-    exec->device = &device;
-    exec->nodes = g.size();
-    exec->faults = plan.has_faults;
-    exec->allocate = plan.materialized;
-    exec->scratch = plan.scratch;
+    auto exec = executable_for(plan, g, device);
     exec->fusion_decisions = decisions.lines;
     exec->fusion_refusals = decisions.refused;
     size_t raced_points = 0, raced_launches = 0;
@@ -208,15 +203,8 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
         std::vector<CompiledLaunch> made;
         for (size_t c = 0; c < cands.points[li].size(); ++c) {
             const size_t k = cands.kernel[li][c], point = cands.points[li][c];
-            CompiledLaunch cl;
-            cl.kind = l.kind;
-            cl.kernel = compiled[k];
-            cl.grid = cands.lowered[k].grid;
-            cl.buffers = cands.lowered[k].buffers;
-            cl.scalars = cands.lowered[k].scalars;
-            cl.empty = empty;
-            cl.record.name = cl.kernel->kernel().name;
-            cl.record.schedule = to_string(l.kind, l.domain[point]);
+            CompiledLaunch cl =
+                compiled_launch(l, l.domain[point], cands.lowered[k], compiled[k], empty);
             cl.record.estimate_us = estimate(g, materialized, l, l.domain[point], facts).us;
             made.push_back(std::move(cl));
         }
@@ -240,8 +228,13 @@ std::shared_ptr<const Executable> build_and_run(const GraphView& g, Device& devi
             remember_range_winner(device, l, cands.range_keys[li], chosen.record.schedule);
             report.race_us += us_since(t1);
         }
+        // The point that runs, for the plan a program file keeps.
+        for (size_t c = 0; c < made.size(); ++c)
+            if (made[c].kernel == chosen.kernel && made[c].grid == chosen.grid)
+                plan.launches[li].chosen = cands.points[li][c];
         exec->launches.push_back(std::move(chosen));
     }
+    exec->plan = std::make_shared<const Plan>(plan);
     if (dump)
         fmt::print(
             stderr, "{}",

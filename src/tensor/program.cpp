@@ -13,7 +13,10 @@
 #include "graph/shape.hpp"
 #include "kiln/error.hpp"
 #include "plan/resolve.hpp"
+#include "plan/saved_plan.hpp"
+#include "tensor/program_file.hpp"
 #include "tensor/program_replay.hpp"
+#include "tensor/program_saved.hpp"
 
 namespace kiln {
 
@@ -64,6 +67,7 @@ struct Compiled {
     program::Body body;
     std::unique_ptr<program::Replayer> replayer;
     uint64_t last_use = 0;
+    int saved = -1;  // the saved signature it was built from (State::saved)
 };
 
 plan::GraphView structure_of(const plan::GraphView& g) {
@@ -147,11 +151,16 @@ bool tracing() {
 }
 
 struct Program::State {
-    ProgramFunction fn;
+    ProgramFunction fn;  // empty for a program loaded from a file
     ProgramOptions options;
     std::vector<std::unique_ptr<Compiled>> compiled;
     uint64_t clock = 0;
     Stats stats;
+    // A loaded file's signatures (each built on a device at its first call there), the data
+    // they and the traces captured, and the file's annotation.
+    std::vector<program::SavedSignature> saved;
+    program::BlobTable blobs;
+    std::string annotation;
 };
 
 Program::Program(ProgramFunction fn, ProgramOptions options) : state_(std::make_unique<State>()) {
@@ -174,6 +183,30 @@ Program::Stats Program::stats() const {
 }
 
 namespace {
+
+// Plans g (outputs pending on `device`) as one graph and runs it once, each computed output
+// node keeping its buffer. The executable; null when every output is a leaf.
+std::shared_ptr<const plan::Executable> plan_and_run(const plan::GraphView& g, Device& device) {
+    bool pending = false;
+    for (int o : g.outputs) pending = pending || !g.is_leaf(o);
+    if (!pending) return nullptr;
+    plan::RunBuffers run;
+    plan::ResolveReport report;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto exec = plan::run_graph(g, device, run, report);
+    report.total_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    plan::last_report() = report;
+    if (plan::resolve_profile_enabled()) plan::print_report(report);
+    plan::check_faults(g, run);
+    for (int o : g.outputs) {
+        graph::Node& n = *g.nodes[size_t(o)];
+        if (n.resolved()) continue;
+        n.buffer = run.nodes[size_t(o)];
+        n.inputs.clear();
+    }
+    return exec;
+}
 
 // The first call with a signature: the function run with every resolve deferred, everything its
 // outputs need planned and run as one graph, the structure kept for replays.
@@ -212,30 +245,151 @@ std::unique_ptr<Compiled> trace(const ProgramFunction& fn, const std::vector<Ten
         body.leaves.push_back(std::move(source));
     }
     body.graph = structure_of(g);
-    bool pending = false;
-    for (int o : g.outputs) pending = pending || !g.is_leaf(o);
-    if (pending) {
-        plan::RunBuffers run;
-        plan::ResolveReport report;
-        const auto t0 = std::chrono::steady_clock::now();
-        body.exec = plan::run_graph(g, *body.device, run, report);
-        report.total_us =
-            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                .count();
-        plan::last_report() = report;
-        if (plan::resolve_profile_enabled()) plan::print_report(report);
-        plan::check_faults(g, run);
-        for (int o : g.outputs) {
-            graph::Node& n = *g.nodes[size_t(o)];
-            if (n.resolved()) continue;
-            n.buffer = run.nodes[size_t(o)];
-            n.inputs.clear();
-        }
+    body.exec = plan_and_run(g, *body.device);
+    return c;
+}
+
+// The device a call of saved signature `s` runs on: its inputs' (one device), or for a
+// signature without inputs the first device its plans were made for, else the CPU.
+Device& device_of_call(const program::SavedSignature& s, const std::vector<Tensor>& inputs) {
+    for (size_t i = 1; i < inputs.size(); ++i)
+        if (&inputs[i].device() != &inputs[0].device())
+            fail(
+                "compiled program: input {} is on {} and input 0 on {}; a loaded program runs "
+                "on one device",
+                i, inputs[i].device().info().name, inputs[0].device().info().name);
+    if (!inputs.empty()) return inputs[0].device();
+    for (const program::SavedPlan& p : s.plans)
+        for (Device* d : devices())
+            if (d->info().id == p.device_id) return *d;
+    return cpu_device();
+}
+
+std::string describe_types(const std::vector<std::pair<DType, graph::Shape>>& types) {
+    std::vector<std::string> parts;
+    for (const auto& [dtype, shape] : types)
+        parts.push_back(fmt::format("{}[{}]", name(dtype), fmt::join(shape, ", ")));
+    return fmt::format("({})", fmt::join(parts, ", "));
+}
+
+std::string describe_inputs(const std::vector<Tensor>& inputs) {
+    std::vector<std::pair<DType, graph::Shape>> types;
+    for (const Tensor& t : inputs) types.emplace_back(t.dtype(), t.shape());
+    return describe_types(types);
+}
+
+std::string describe_saved(const std::vector<program::SavedSignature>& saved) {
+    std::vector<std::string> parts;
+    for (const auto& s : saved) parts.push_back(describe_types(s.inputs));
+    return parts.empty() ? "no signatures" : fmt::format("{}", fmt::join(parts, " and "));
+}
+
+// Whether saved signature s takes inputs of these dtypes and shapes.
+bool takes(const program::SavedSignature& s, const std::vector<Tensor>& inputs) {
+    if (s.inputs.size() != inputs.size()) return false;
+    for (size_t i = 0; i < inputs.size(); ++i)
+        if (s.inputs[i].first != inputs[i].dtype() || s.inputs[i].second != inputs[i].shape())
+            return false;
+    return true;
+}
+
+// The saved signature for a call: one with a plan for the call's device if any does, else the
+// first that takes its inputs; -1 when none does.
+int saved_for(const std::vector<program::SavedSignature>& saved,
+              const std::vector<Tensor>& inputs) {
+    int first = -1;
+    for (size_t i = 0; i < saved.size(); ++i) {
+        if (!takes(saved[i], inputs)) continue;
+        if (first < 0) first = int(i);
+        if (program::plan_for(saved[i], device_of_call(saved[i], inputs), plan::options()))
+            return int(i);
     }
+    return first;
+}
+
+// The first call on a device of a saved signature: its graph built there, run by the saved
+// plan when one was made for this device model (no planning, racing or, with its binaries,
+// compiling), else planned now as a trace is.
+std::unique_ptr<Compiled> from_saved(const program::SavedSignature& s, int index,
+                                     program::BlobTable& blobs, const std::vector<Tensor>& inputs,
+                                     Signature signature, std::vector<Tensor>& outputs) {
+    Device& device = device_of_call(s, inputs);
+    program::BuiltGraph built = program::build_graph(s, device, inputs, blobs);
+    auto c = std::make_unique<Compiled>();
+    c->signature = std::move(signature);
+    c->saved = index;
+    program::Body& body = c->body;
+    body.device = &device;
+    body.leaves = std::move(built.leaves);
+    body.graph = structure_of(built.view);
+    if (const program::SavedPlan* p = program::plan_for(s, device, plan::options())) {
+        body.exec = plan::executable_from_plan(built.view, device, p->plan, p->units);
+        outputs = program::replay(body, c->replayer, inputs);
+        return c;
+    }
+    body.exec = plan_and_run(built.view, device);
+    outputs.clear();
+    for (int o : built.view.outputs)
+        outputs.push_back(Tensor::from_buffer(built.view.node(o).buffer, built.view.node(o).shape));
     return c;
 }
 
 }  // namespace
+
+void Program::save(const std::string& path, const std::string& annotation) const {
+    if (!state_) fail("compiled program: used after it was moved from");
+    State& s = *state_;
+    if (s.compiled.empty() && s.saved.empty())
+        fail(
+            "compiled program: nothing to save to {}; call it once first (a program is traced "
+            "by its first call with each signature)",
+            path);
+    program::SavedProgram file;
+    file.buckets = s.options.buckets;
+    file.annotation = annotation;
+    file.signatures = s.saved;
+    for (const auto& c : s.compiled) {
+        std::vector<std::pair<DType, graph::Shape>> types;
+        for (const InputKey& k : c->signature.inputs) types.emplace_back(k.dtype, k.shape);
+        const plan::Options options{.race = c->signature.race,
+                                    .thorough = c->signature.thorough,
+                                    .fuse = c->signature.fuse,
+                                    .wide_index = c->signature.wide_index};
+        if (c->saved < 0) {
+            file.signatures.push_back(program::save_signature(c->body, types, options, s.blobs));
+            continue;
+        }
+        // A saved signature built on a device: its plan there joins (or replaces) its plans.
+        auto plan = program::save_plan(c->body, options);
+        if (!plan) continue;
+        auto& plans = file.signatures[size_t(c->saved)].plans;
+        std::erase_if(plans, [&](const program::SavedPlan& p) {
+            return p.device_id == plan->device_id && p.toolchain == plan->toolchain &&
+                   p.options.fuse == options.fuse && p.options.wide_index == options.wide_index;
+        });
+        plans.push_back(std::move(*plan));
+    }
+    file.blobs = s.blobs.blobs;
+    program::write_program_file(path, file);
+}
+
+const std::string& Program::annotation() const {
+    if (!state_) fail("compiled program: used after it was moved from");
+    return state_->annotation;
+}
+
+Program::Program() : state_(std::make_unique<State>()) {}
+
+Program Program::load(const std::string& path) {
+    program::SavedProgram file = program::read_program_file(path);
+    check_buckets(file.buckets);
+    Program p;
+    p.state_->options.buckets = std::move(file.buckets);
+    p.state_->annotation = std::move(file.annotation);
+    p.state_->saved = std::move(file.signatures);
+    p.state_->blobs.blobs = std::move(file.blobs);
+    return p;
+}
 
 std::vector<Tensor> Program::operator()(const std::vector<Tensor>& given) {
     if (!state_) fail("compiled program: used after it was moved from");
@@ -255,7 +409,17 @@ std::vector<Tensor> Program::operator()(const std::vector<Tensor>& given) {
             return program::replay(c->body, c->replayer, inputs);
         }
     std::vector<Tensor> outputs;
-    auto c = trace(s.fn, inputs, std::move(signature), outputs);
+    std::unique_ptr<Compiled> c;
+    if (const int saved = saved_for(s.saved, inputs); saved >= 0)
+        c = from_saved(s.saved[size_t(saved)], saved, s.blobs, inputs, std::move(signature),
+                       outputs);
+    else if (s.fn)
+        c = trace(s.fn, inputs, std::move(signature), outputs);
+    else
+        fail(
+            "compiled program: no signature of the loaded program takes {}; it was saved for "
+            "{}",
+            describe_inputs(inputs), describe_saved(s.saved));
     c->last_use = ++s.clock;
     ++s.stats.traces;
     s.stats.launches = c->body.exec ? c->body.exec->launches.size() : 0;
