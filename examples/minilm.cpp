@@ -2,8 +2,10 @@
 // cosine similarity matrix; --bench measures sentences per second at batch 1 and 32 (sequence
 // 128), kernels per forward and host microseconds per forward on a replay hit (docs/minilm.md).
 //   minilm [--device NAME] [--model DIR] [--bench [--reps N] [--batches 1,32] [--json FILE]]
-//          "sentence" ...
+//          [--program FILE] "sentence" ...
+// --program FILE: the compiled forward from FILE when it exists, else saved to it at the end.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -20,7 +22,7 @@
 namespace {
 
 struct Options {
-    std::string device, model, json;
+    std::string device, model, json, program;
     bool bench = false;
     int reps = 10;
     std::vector<int> batches = {1, 32};
@@ -107,6 +109,9 @@ int main(int argc, char** argv) {
         ->allow_extra_args(false)
         ->check(CLI::Range(1, 4096));
     app.add_option("--json", opt.json, "with --bench: write the results as JSON to this file");
+    app.add_option("--program", opt.program,
+                   "the compiled forward loaded from this file when it exists (no planning or "
+                   "compiling on the device model it was saved on), else saved to it at the end");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -117,10 +122,18 @@ int main(int argc, char** argv) {
         kiln::Device& device =
             opt.device.empty() ? kiln::best_device() : kiln::find_device(opt.device);
         const minilm::Model model(dir, device);
-        if (opt.bench) return run_bench(model, dir.string(), opt);
-        const minilm::Tokenizer tokenizer(dir / "vocab.txt");
-        return embed_and_compare(model, tokenizer,
-                                 opt.sentences.empty() ? kDefaultSentences : opt.sentences);
+        const bool load = !opt.program.empty() && std::filesystem::exists(opt.program);
+        if (load) model.load_program(opt.program);
+        int status = 0;
+        if (opt.bench) {
+            status = run_bench(model, dir.string(), opt);
+        } else {
+            const minilm::Tokenizer tokenizer(dir / "vocab.txt");
+            status = embed_and_compare(model, tokenizer,
+                                       opt.sentences.empty() ? kDefaultSentences : opt.sentences);
+        }
+        if (!opt.program.empty() && !load) model.save_program(opt.program);
+        return status;
     } catch (const kiln::Error& e) {
         std::fprintf(stderr, "minilm: error: %s\n", e.what());
         return 2;

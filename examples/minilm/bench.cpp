@@ -79,6 +79,7 @@ BenchResult bench_embed(const Model& model, Model::Form form, int batch, int seq
     r.outside_us = median(outside);
     r.plan_us = median(plan);
     r.resolve_us = median(resolve);
+    if (form == Model::Form::compiled) r.resident_bytes = model.program_stats().resident_bytes;
     return r;
 }
 
@@ -103,6 +104,7 @@ std::string bench_json(const Model& model, const std::string& dir,
              {{"outside_resolves", r.outside_us},
               {"resolve_plan", r.plan_us},
               {"resolve", r.resolve_us}}},
+            {"program_resident_bytes", r.resident_bytes},
         });
     return out.dump(2);
 }

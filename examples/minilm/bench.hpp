@@ -21,6 +21,9 @@ struct BenchResult {
     // Host microseconds per forward, medians over replay hits: outside the resolves (or the
     // program's call), in their plan lookups, in the resolves (or the call) in all.
     double outside_us = 0, plan_us = 0, resolve_us = 0;
+    // Compiled form: device bytes the program keeps between calls for its intermediates and
+    // outputs (all signatures traced so far; the weights not counted).
+    size_t resident_bytes = 0;
 };
 
 BenchResult bench_embed(const Model& model, Model::Form form, int batch, int seq, int reps);

@@ -54,6 +54,12 @@ class Model {
     kiln::Tensor embed(const std::vector<std::vector<int32_t>>& batch, Report* report = nullptr,
                        Form form = Form::compiled) const;
 
+    // The compiled form's program to a file (its signatures traced so far), or from one: later
+    // compiled embeds run the loaded program (docs/programs.md, Ahead of time).
+    void save_program(const std::string& path) const { program_.save(path); }
+    void load_program(const std::string& path) const { program_ = kiln::Program::load(path); }
+    kiln::Program::Stats program_stats() const { return program_.stats(); }
+
     const Config& config() const { return config_; }
     kiln::Device& device() const { return device_; }
 
