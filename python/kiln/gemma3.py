@@ -28,12 +28,22 @@ the window there); each later token, of the prompt or generated, is one call of 
 program (kiln.compile) that reads and writes the fixed-size caches on the device, so every step
 replays the same kernels.
 
+Generation (tokens, generate_ids, stream, generate) picks each token by kiln.sampling's rule:
+greedy by default, or a seeded draw with temperature, top-k and top-p made on the host from the
+logits, so every device gives the same tokens. It stops at max_new_tokens, at the model's end
+tokens (EOS, <end_of_turn>), at given stop ids, or, for text, before a given stop string.
+docs/llm.md is the user's reference.
+
     from kiln import gemma3
     model = gemma3.Gemma3("gemma-3-270m-q4_k_m.gguf", device="cpu")
     print(model.generate("The capital of France is", max_new_tokens=8))
+    for piece in model.stream("Once upon a time", 32, temperature=0.8, top_p=0.95, seed=7):
+        print(piece, end="", flush=True)
 """
 
+import codecs
 import math
+import numbers
 import re
 
 import numpy as np
@@ -41,6 +51,7 @@ import numpy as np
 from . import _kiln
 from ._compile import compile as _compile
 from ._host import tensor as _tensor
+from .sampling import Sampler
 
 _LOCAL_ROPE_BASE = 10000.0  # Gemma 3's local layers (llama.cpp's rope_freq_base_train_swa)
 _GLOBAL_EVERY = 6  # every sixth layer attends globally (llama.cpp's swa pattern for gemma3)
@@ -116,19 +127,29 @@ class Tokenizer:
                 ids.append(piece)
         return ids
 
+    def end_ids(self):
+        """The ids that end a generation by default: EOS and, where the vocabulary has it, the
+        chat template's <end_of_turn>."""
+        ends = [self.eos] if self.eos >= 0 else []
+        turn = self.ids.get("<end_of_turn>")
+        return ends + ([turn] if turn is not None and turn not in ends else [])
+
+    def piece_bytes(self, i):
+        """The UTF-8 bytes token i stands for: none for a control piece, one byte for <0xNN>,
+        the piece with "▁" as a space otherwise."""
+        if not 0 <= i < len(self.pieces):
+            raise _error(f"gemma3: token id {i} is outside the vocabulary of "
+                         f"{len(self.pieces)}")
+        piece, kind = self.pieces[i], self.types[i]
+        if kind == self._CONTROL:
+            return b""
+        if kind == self._BYTE and piece.startswith("<0x") and piece.endswith(">"):
+            return bytes([int(piece[3:-1], 16)])
+        return piece.replace("\u2581", " ").encode("utf-8")
+
     def decode(self, ids):
-        out = bytearray()
-        for i in ids:
-            if not 0 <= i < len(self.pieces):
-                raise _error(f"gemma3: token id {i} is outside the vocabulary of "
-                             f"{len(self.pieces)}")
-            piece, kind = self.pieces[i], self.types[i]
-            if kind == self._CONTROL:
-                continue
-            if kind == self._BYTE and piece.startswith("<0x") and piece.endswith(">"):
-                out.append(int(piece[3:-1], 16))
-            else:
-                out += piece.replace("\u2581", " ").encode("utf-8")
+        """The text of the ids; bytes that are no valid UTF-8 become U+FFFD."""
+        out = b"".join(self.piece_bytes(i) for i in ids)
         return out.decode("utf-8", errors="replace")
 
 
@@ -341,23 +362,117 @@ class Gemma3:
                                      *caches)
         return logits, caches
 
-    def generate_ids(self, ids, max_new_tokens, stop_at_eos=True):
-        """Greedy continuation of the token ids: the new ids (at most max_new_tokens)."""
+    # -- generation --------------------------------------------------------------------------
+    # Each method takes the sampling settings (kiln.sampling states the rule: temperature 0, the
+    # default, is greedy; otherwise top_k, top_p and seed apply) and the stops: the model's end
+    # tokens (Tokenizer.end_ids) unless stop_at_end is False, and any stop_ids given.
+
+    def tokens(self, ids, max_new_tokens, *, temperature=0.0, top_k=0, top_p=1.0, seed=0,
+               stop_ids=(), stop_at_end=True):
+        """An iterator over the continuation of the token ids, each new id as it is chosen: at
+        most max_new_tokens of them, the last a stop id where one came. The arguments are checked
+        here, before the first step runs."""
+        sampler = Sampler(temperature, top_k, top_p, seed)
+        stops = self._stops(stop_ids, stop_at_end)
+        self._check_lengths(ids, max_new_tokens)
+        return self._continue(list(ids), max_new_tokens, sampler, stops)
+
+    def generate_ids(self, ids, max_new_tokens, **settings):
+        """The continuation of the token ids as a list (tokens' ids)."""
+        return list(self.tokens(ids, max_new_tokens, **settings))
+
+    def stream(self, prompt, max_new_tokens=16, *, stop_strings=(), **settings):
+        """An iterator over the prompt's continuation as text, a piece as each token is chosen.
+        A piece holds whole characters only (a character split over byte tokens comes when its
+        last byte does); the stop token's text is left out, and the text ends before the first
+        stop string (a piece that might begin one is held back until it cannot)."""
+        stop_strings = _stop_strings(stop_strings)
+        stops = self._stops(settings.get("stop_ids", ()), settings.get("stop_at_end", True))
+        tokens = self.tokens(self.tokenizer.encode(prompt), max_new_tokens, **settings)
+        return self._text_pieces(tokens, stops, stop_strings)
+
+    def generate(self, prompt, max_new_tokens=16, **settings):
+        """The prompt's continuation as text (without the prompt): stream's pieces joined."""
+        return "".join(self.stream(prompt, max_new_tokens, **settings))
+
+    def _stops(self, stop_ids, stop_at_end):
+        stop_ids = [stop_ids] if _is_int(stop_ids) else list(stop_ids)
+        for i in stop_ids:
+            if not _is_int(i) or not 0 <= i < self.vocab:
+                raise _error(f"gemma3: stop id {i!r}; expected a token id from 0 to "
+                             f"{self.vocab - 1}")
+        return set(stop_ids) | (set(self.tokenizer.end_ids()) if stop_at_end else set())
+
+    def _check_lengths(self, ids, max_new_tokens):
+        if not _is_int(max_new_tokens) or max_new_tokens < 0:
+            raise _error(f"gemma3: max_new_tokens is {max_new_tokens!r}; expected an int >= 0")
+        if len(ids) == 0:
+            raise _error("gemma3: an empty prompt; expected at least one token id")
         if len(ids) + max_new_tokens > self.max_context:
             raise _error(f"gemma3: {len(ids)} prompt tokens and {max_new_tokens} new ones exceed "
                          f"max_context {self.max_context}")
-        logits, caches = self.prefill(ids)
-        token = int(_kiln.argmax(logits[len(ids) - 1]).numpy())
-        new = []
-        for position in range(len(ids), len(ids) + max_new_tokens):
-            new.append(token)
-            if (stop_at_eos and token == self.tokenizer.eos) or len(new) == max_new_tokens:
-                break
-            logits, caches = self.decode(token, position, caches)
-            token = int(_kiln.argmax(logits).numpy())
-        return new
 
-    def generate(self, prompt, max_new_tokens=16):
-        """The prompt's greedy continuation as text (without the prompt)."""
-        ids = self.tokenizer.encode(prompt)
-        return self.tokenizer.decode(self.generate_ids(ids, max_new_tokens))
+    def _continue(self, ids, max_new_tokens, sampler, stops):
+        """Yields each new id: the prompt in prefill, then one decode step per id chosen."""
+        if max_new_tokens == 0:
+            return
+        logits, caches = self.prefill(ids)
+        position = len(ids)
+        for produced in range(1, max_new_tokens + 1):
+            token = sampler.pick(logits[logits.shape[0] - 1])
+            yield token
+            if token in stops or produced == max_new_tokens:
+                return
+            logits, caches = self.decode(token, position, caches)
+            position += 1
+
+    def _text_pieces(self, tokens, stops, stop_strings):
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        held = ""
+        for token in tokens:
+            if token in stops:
+                break
+            held += decoder.decode(self.tokenizer.piece_bytes(token))
+            end = _first_stop(held, stop_strings)
+            if end is not None:
+                if end:
+                    yield held[:end]
+                return
+            ready = len(held) - _stop_prefix_length(held, stop_strings)
+            if ready:
+                yield held[:ready]
+                held = held[ready:]
+        held += decoder.decode(b"", final=True)
+        end = _first_stop(held, stop_strings)
+        held = held if end is None else held[:end]
+        if held:
+            yield held
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _stop_strings(stop_strings):
+    stop_strings = [stop_strings] if isinstance(stop_strings, str) else list(stop_strings)
+    for s in stop_strings:
+        if not isinstance(s, str) or not s:
+            raise _error(f"gemma3: stop string {s!r}; expected a non-empty str")
+    return stop_strings
+
+
+def _first_stop(text, stop_strings):
+    """Where the earliest stop string in text begins, or None."""
+    found = [at for at in (text.find(s) for s in stop_strings) if at >= 0]
+    return min(found) if found else None
+
+
+def _stop_prefix_length(text, stop_strings):
+    """The length of text's longest end that begins some stop string (it may yet complete it)."""
+    longest = 0
+    for s in stop_strings:
+        for length in range(min(len(text), len(s) - 1), longest, -1):
+            if s.startswith(text[len(text) - length:]):
+                longest = length
+                break
+    return longest

@@ -205,7 +205,7 @@ def test_local_layers_attend_to_the_sliding_window_only(tmp_path):
 def test_greedy_generation_takes_the_largest_logit_each_step(tiny):
     _, w, model = tiny
     ids = model.tokenizer.encode("hello")
-    new = model.generate_ids(ids, 4, stop_at_eos=False)
+    new = model.generate_ids(ids, 4, stop_at_end=False)
     assert len(new) == 4
     for i in range(4):
         assert new[i] == int(np.argmax(reference_logits(w, ids + new[:i])[-1]))
