@@ -152,6 +152,19 @@ class Tokenizer:
         out = b"".join(self.piece_bytes(i) for i in ids)
         return out.decode("utf-8", errors="replace")
 
+    def decode_stream(self, ids):
+        """decode's text in pieces as the ids come (an iterator over any iterable of ids): each
+        piece the whole characters completed so far, a character split over byte tokens coming
+        with its last byte; the pieces join to decode(ids)."""
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        for i in ids:
+            piece = decoder.decode(self.piece_bytes(i))
+            if piece:
+                yield piece
+        rest = decoder.decode(b"", final=True)
+        if rest:
+            yield rest
+
 
 class Gemma3:
     """A Gemma 3 GGUF on one kiln device: weights uploaded once (projections as f32 [in, out]),
@@ -427,12 +440,11 @@ class Gemma3:
             position += 1
 
     def _text_pieces(self, tokens, stops, stop_strings):
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        """The tokens' text (the stop token, always the last, left out) in pieces, ending before
+        the first stop string."""
         held = ""
-        for token in tokens:
-            if token in stops:
-                break
-            held += decoder.decode(self.tokenizer.piece_bytes(token))
+        for piece in self.tokenizer.decode_stream(t for t in tokens if t not in stops):
+            held += piece
             end = _first_stop(held, stop_strings)
             if end is not None:
                 if end:
@@ -442,9 +454,6 @@ class Gemma3:
             if ready:
                 yield held[:ready]
                 held = held[ready:]
-        held += decoder.decode(b"", final=True)
-        end = _first_stop(held, stop_strings)
-        held = held if end is None else held[:end]
         if held:
             yield held
 

@@ -1,12 +1,18 @@
 """kiln.gemma3 on a tiny Gemma 3 written with the gguf package: the tokenizer's merges by score,
 byte fallback and special pieces; the prompt's logits and every decode step's against a numpy
-forward written from the model's definition; greedy generation; bad files and lengths as
-kiln.Errors. The real model is test_gemma3_model_full.py's."""
+forward written from the model's definition; greedy generation; sampling against a re-written
+numpy form of kiln.sampling's rule (the same tokens for a seed on every device); the model's end
+tokens, stop ids and stop strings; streamed text; `python -m kiln.generate`; bad files, lengths
+and settings as kiln.Errors. The real model is test_gemma3_model_full.py's."""
+
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import kiln
+import kiln.sampling
 from kiln import gemma3
 
 gguf = pytest.importorskip("gguf")
@@ -23,10 +29,13 @@ def vocabulary():
     types = [3, 3, 3, 2, 3]
     pieces += [f"<0x{b:02X}>" for b in range(256)]
     types += [6] * 256
-    pieces += WORDS
-    types += [1] * len(WORDS)
-    scores = [0.0] * (len(pieces) - len(WORDS)) + SCORES
+    pieces += WORDS + ["<end_of_turn>"]
+    types += [1] * len(WORDS) + [3]
+    scores = [0.0] * (len(pieces) - len(WORDS) - 1) + SCORES + [0.0]
     return pieces, scores, types
+
+
+END_OF_TURN = len(vocabulary()[0]) - 1
 
 
 def weights(rng):
@@ -53,8 +62,10 @@ def weights(rng):
     return w
 
 
-def write_model(path, arch="gemma3", drop=None, window=32):
+def write_model(path, arch="gemma3", drop=None, window=32, edit=None):
     w = weights(np.random.default_rng(5))
+    if edit:
+        edit(w)
     writer = gguf.GGUFWriter(str(path), arch=arch)
     writer.add_block_count(LAYERS)
     writer.add_context_length(128)
@@ -243,3 +254,250 @@ def test_every_device_gives_the_cpus_bits(tiny, device):
         runs.append(out)
     for want, got in zip(*runs):
         assert want.tobytes() == got.tobytes()
+
+
+# -- generation: sampling, stops, streaming, the command line ---------------------------------
+
+def splitmix64(seed):
+    """The splitmix64 stream's uniforms, written apart from kiln.sampling's (numpy's wrapping
+    uint64 arithmetic)."""
+    state = np.uint64(seed)
+    with np.errstate(over="ignore"):
+        while True:
+            state = state + np.uint64(0x9E3779B97F4A7C15)
+            z = state
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            z = z ^ (z >> np.uint64(31))
+            yield int(z >> np.uint64(11)) / 2.0 ** 53
+
+
+def rule_pick(logits, temperature, top_k, top_p, u):
+    """docs/llm.md's sampling rule for one step, with the uniform u; also how many it kept."""
+    logits = np.asarray(logits, np.float64)
+    order = sorted(range(len(logits)), key=lambda i: (-logits[i], i))
+    if top_k:
+        order = order[:top_k]
+    weights = [np.exp((logits[i] - logits[order[0]]) / temperature) for i in order]
+    sums, total = [], 0.0
+    for w in weights:
+        total += w
+        sums.append(total)
+    kept = next(n + 1 for n, c in enumerate(sums) if c >= top_p * sums[-1])
+    target = u * sums[kept - 1]
+    chosen = next((n for n in range(kept) if sums[n] > target), kept - 1)
+    return order[chosen], kept
+
+
+def sample_by_the_rule(model, ids, steps, temperature, top_k, top_p, seed):
+    """The rule's picks step by step on the model's own logits; the fewest candidates kept."""
+    uniforms = splitmix64(seed)
+    logits, caches = model.prefill(ids)
+    row, new, fewest = logits.numpy()[-1], [], model.vocab
+    for position in range(len(ids), len(ids) + steps):
+        token, kept = rule_pick(row, temperature, top_k, top_p, next(uniforms))
+        new.append(token)
+        fewest = min(fewest, kept)
+        logits, caches = model.decode(token, position, caches)
+        row = logits.numpy()[0]
+    return new, fewest
+
+
+def test_splitmix64_is_the_published_stream():
+    # Vigna's splitmix64.c from state 0: 0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, ...
+    stream = kiln.sampling.SplitMix64(0)
+    assert [stream.next_u64() for _ in range(3)] == [
+        0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
+    ours, theirs = kiln.sampling.SplitMix64(1234567), splitmix64(1234567)
+    assert [ours.uniform() for _ in range(5)] == [next(theirs) for _ in range(5)]
+
+
+def test_the_sampler_follows_the_rule_on_ties_and_cuts():
+    """Logits with ties, -inf and a long tail: every setting's picks over 200 draws are the
+    rule's, ties go to the lower id, and top_k / top_p leave out what they should."""
+    logits = np.array([1.0, 3.0, 3.0, -np.inf, 0.5, 2.0, 3.0, -1.0] * 4, np.float32)
+    for temperature, top_k, top_p in [(1.0, 0, 1.0), (0.5, 3, 1.0), (2.0, 0, 0.6),
+                                      (0.8, 5, 0.9), (3.0, 1, 1.0)]:
+        sampler = kiln.sampling.Sampler(temperature, top_k, top_p, seed=99)
+        uniforms = splitmix64(99)
+        picks = [sampler.pick_from(logits) for _ in range(200)]
+        assert picks == [rule_pick(logits, temperature, top_k, top_p, next(uniforms))[0]
+                         for _ in range(200)]
+        if top_k == 1:
+            assert set(picks) == {1}  # the lowest id of the three equal largest
+        if top_k == 3:
+            assert set(picks) == {1, 2, 6}
+    # top_p 0.6 at temperature 2: the twelve 3.0s weigh 1 each of about 17.6 in all, so the cut
+    # at 10.55 keeps the first 11 of them by id (30 is left out), and nothing else.
+    picks = {kiln.sampling.Sampler(2.0, 0, 0.6, seed=s).pick_from(logits) for s in range(300)}
+    assert picks == {1, 2, 6, 9, 10, 14, 17, 18, 22, 25, 26}
+
+
+class FixedUniform:
+    def __init__(self, u):
+        self.u = u
+
+    def uniform(self):
+        return self.u
+
+
+@pytest.mark.parametrize("top_p, u, chosen", [(0.5, 0.5, 1), (0.5, 0.75, 1), (1.0, 0.25, 1),
+                                              (1.0, 0.2, 0), (0.25, 0.99, 0)])
+def test_the_rules_boundaries_on_exact_sums(top_p, u, chosen):
+    """Four equal logits: running sums 1, 2, 3, 4. top_p keeps n where c_(n-1) >= top_p * 4
+    (0.5: two, not three), and the pick is the first c_i > u * c_(n-1) (u * 2 = 1.0: id 1)."""
+    sampler = kiln.sampling.Sampler(1.0, 0, top_p, seed=0)
+    sampler.stream = FixedUniform(u)
+    assert sampler.pick_from(np.zeros(4, np.float32)) == chosen
+
+
+def test_sampled_tokens_follow_the_rule_on_the_models_logits(tiny):
+    _, _, model = tiny
+    ids = model.tokenizer.encode("hello world")
+    for temperature, top_k, top_p, seed in [(0.9, 0, 1.0, 3), (1.3, 20, 1.0, 4),
+                                             (0.7, 0, 0.8, 5), (2.0, 50, 0.5, 6)]:
+        want, fewest = sample_by_the_rule(model, ids, 6, temperature, top_k, top_p, seed)
+        got = model.generate_ids(ids, 6, temperature=temperature, top_k=top_k, top_p=top_p,
+                                 seed=seed, stop_at_end=False)
+        assert got == want
+        if top_p < 1:
+            assert fewest < (top_k or model.vocab)  # the cut left some out
+
+
+def test_temperature_zero_and_top_k_one_are_greedy(tiny):
+    _, _, model = tiny
+    ids = model.tokenizer.encode("hello")
+    greedy = model.generate_ids(ids, 6, stop_at_end=False)
+    assert model.generate_ids(ids, 6, temperature=0.0, seed=12, top_k=7, top_p=0.3,
+                              stop_at_end=False) == greedy
+    assert model.generate_ids(ids, 6, temperature=1.7, top_k=1, seed=12,
+                              stop_at_end=False) == greedy
+    assert model.generate_ids(ids, 6, temperature=1.7, seed=12, stop_at_end=False) != greedy
+
+
+def test_a_seed_repeats_its_tokens_and_other_seeds_differ(tiny):
+    _, _, model = tiny
+    ids = model.tokenizer.encode("hello")
+    runs = {seed: model.generate_ids(ids, 8, temperature=1.5, seed=seed, stop_at_end=False)
+            for seed in (1, 2)}
+    assert model.generate_ids(ids, 8, temperature=1.5, seed=1, stop_at_end=False) == runs[1]
+    assert runs[1] != runs[2]
+
+
+def test_a_seed_gives_the_same_tokens_on_every_device(tiny, device):
+    path, _, cpu = tiny
+    model = cpu if device.id == cpu.device.id else gemma3.Gemma3(path, device, max_context=16)
+    settings = dict(temperature=1.2, top_k=40, top_p=0.9, seed=2026, stop_at_end=False)
+    ids = cpu.tokenizer.encode("hello world")
+    assert model.generate_ids(ids, 6, **settings) == cpu.generate_ids(ids, 6, **settings)
+
+
+def test_the_models_end_tokens_stop_generation(tmp_path, tiny):
+    """A model whose <end_of_turn> row is the greedy first token's, scaled up, picks it first:
+    by default that ends the generation (its text is none); stop_at_end=False goes on."""
+    _, _, model = tiny
+    ids = model.tokenizer.encode("hello")
+    first = model.generate_ids(ids, 1, stop_at_end=False)[0]
+
+    def end_like_first(w):
+        w["token_embd.weight"][END_OF_TURN] = 1.5 * w["token_embd.weight"][first]
+
+    path = tmp_path / "ends.gguf"
+    write_model(path, edit=end_like_first)
+    ending = gemma3.Gemma3(path, max_context=16)
+    assert ending.tokenizer.end_ids() == [1, END_OF_TURN]
+    assert ending.generate_ids(ids, 5) == [END_OF_TURN]
+    assert ending.generate("hello", 5) == ""
+    went_on = ending.generate_ids(ids, 5, stop_at_end=False)
+    assert went_on[0] == END_OF_TURN and len(went_on) == 5
+
+
+def test_stop_ids_and_stop_strings_end_generation(tiny):
+    _, _, model = tiny
+    settings = dict(temperature=1.5, seed=8, stop_at_end=False)
+    ids = model.tokenizer.encode("hello")
+    free = model.generate_ids(ids, 10, **settings)
+    at = next(n for n in range(2, 10) if free[n] not in free[:n])
+    assert model.generate_ids(ids, 10, stop_ids=[free[at]], **settings) == free[:at + 1]
+    assert model.generate("hello", 10, stop_ids=free[at], **settings) == \
+        model.tokenizer.decode(free[:at])
+    # A stop string across tokens' texts: the text ends before its first occurrence, and no
+    # piece streamed before the stop held any of it.
+    text = model.tokenizer.decode(free)
+    start = len(model.tokenizer.decode(free[:3]))
+    stop = text[start - 1:start + 2]
+    want = text[:text.find(stop)]
+    pieces = list(model.stream("hello", 10, stop_strings=[stop, "never there"], **settings))
+    assert "".join(pieces) == want
+    assert model.generate("hello", 10, stop_strings=stop, **settings) == want
+
+
+def test_streamed_pieces_join_to_the_generated_text(tiny):
+    _, _, model = tiny
+    settings = dict(temperature=1.5, seed=8, stop_at_end=False)
+    pieces = list(model.stream("hello", 10, **settings))
+    assert len(pieces) > 1 and all(pieces)
+    assert "".join(pieces) == model.generate("hello", 10, **settings) == \
+        model.tokenizer.decode(model.generate_ids(model.tokenizer.encode("hello"), 10,
+                                                  **settings))
+
+
+def test_a_character_split_over_byte_tokens_streams_whole(tiny):
+    _, _, model = tiny
+    tok = model.tokenizer
+    ids = tok.encode("hé€ world")  # é and € are byte tokens: 2 and 3 of them
+    assert list(tok.decode_stream(ids)) == ["h", "é", "€", "\u2581world".replace("\u2581", " ")]
+    # A cut-off character ends as U+FFFD, as decode gives it.
+    assert list(tok.decode_stream(ids[:3])) == ["h", "\ufffd"]
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(temperature=-0.5), r"temperature is -0.5; expected a finite number >= 0"),
+    (dict(temperature=float("nan")), r"temperature is nan; expected a finite number >= 0"),
+    (dict(temperature="1"), r"temperature is '1'; expected"),
+    (dict(top_k=-1), r"top_k is -1; expected an int >= 0"),
+    (dict(top_k=2.0), r"top_k is 2.0; expected an int >= 0"),
+    (dict(top_p=0.0), r"top_p is 0.0; expected a number in \(0, 1\]"),
+    (dict(top_p=1.5), r"top_p is 1.5; expected a number in \(0, 1\]"),
+    (dict(seed=1.5), r"seed is 1.5; expected an int from 0 to 2\^64 - 1"),
+    (dict(seed=-1), r"seed is -1; expected an int"),
+    (dict(seed=2 ** 64), r"seed is 18446744073709551616; expected an int"),
+    (dict(max_new_tokens=-1), r"max_new_tokens is -1; expected an int >= 0"),
+    (dict(max_new_tokens=2.0), r"max_new_tokens is 2.0; expected an int >= 0"),
+    (dict(max_new_tokens=15), r"2 prompt tokens and 15 new ones exceed max_context 16"),
+    (dict(stop_ids=[5, 10 ** 6]), r"stop id 1000000; expected a token id from 0 to 279"),
+    (dict(stop_strings=["ok", ""]), r"stop string ''; expected a non-empty str"),
+])
+def test_bad_generation_arguments_are_errors(tiny, settings, message):
+    _, _, model = tiny
+    settings = dict(max_new_tokens=4) | settings
+    with pytest.raises(kiln.Error, match=message):
+        model.generate("hello", **settings)
+    if "stop_strings" not in settings:
+        with pytest.raises(kiln.Error, match=message):
+            model.generate_ids([2, 5], **settings)
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "kiln.generate", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_the_command_line_streams_the_generated_text(tiny):
+    path, _, model = tiny
+    done = run_cli("--model", str(path), "--prompt", "hello", "--max-tokens", "6",
+                   "--max-context", "16", "--temperature", "1.5", "--top-k", "30",
+                   "--top-p", "0.95", "--seed", "4")
+    assert done.returncode == 0, done.stderr
+    want = model.generate("hello", 6, temperature=1.5, top_k=30, top_p=0.95, seed=4)
+    assert want and done.stdout == want + "\n"
+
+
+def test_the_command_line_refuses_bad_usage(tiny):
+    path, _, _ = tiny
+    missing = run_cli("--model", str(path))
+    assert missing.returncode == 2 and "required: --prompt" in missing.stderr
+    bad = run_cli("--model", str(path), "--prompt", "hello", "--top-p", "2")
+    assert bad.returncode == 1 and "top_p is 2.0; expected a number in (0, 1]" in bad.stderr
+    absent = run_cli("--model", str(path) + ".absent", "--prompt", "hello")
+    assert absent.returncode == 1 and "cannot open it" in absent.stderr
