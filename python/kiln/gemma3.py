@@ -400,8 +400,9 @@ class Gemma3:
         last byte does); the stop token's text is left out, and the text ends before the first
         stop string (a piece that might begin one is held back until it cannot)."""
         stop_strings = _stop_strings(stop_strings)
-        stops = self._stops(settings.get("stop_ids", ()), settings.get("stop_at_end", True))
-        tokens = self.tokens(self.tokenizer.encode(prompt), max_new_tokens, **settings)
+        stops = self._stops(settings.pop("stop_ids", ()), settings.pop("stop_at_end", True))
+        tokens = self.tokens(self.tokenizer.encode(prompt), max_new_tokens,
+                             stop_ids=sorted(stops), stop_at_end=False, **settings)
         return self._text_pieces(tokens, stops, stop_strings)
 
     def generate(self, prompt, max_new_tokens=16, **settings):

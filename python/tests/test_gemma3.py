@@ -418,8 +418,8 @@ def test_stop_ids_and_stop_strings_end_generation(tiny):
     ids = model.tokenizer.encode("hello")
     free = model.generate_ids(ids, 10, **settings)
     at = next(n for n in range(2, 10) if free[n] not in free[:n])
-    assert model.generate_ids(ids, 10, stop_ids=[free[at]], **settings) == free[:at + 1]
-    assert model.generate("hello", 10, stop_ids=free[at], **settings) == \
+    assert model.generate_ids(ids, 10, stop_ids=free[at], **settings) == free[:at + 1]
+    assert model.generate("hello", 10, stop_ids=iter([free[at]]), **settings) == \
         model.tokenizer.decode(free[:at])
     # A stop string across tokens' texts: the text ends before its first occurrence, and no
     # piece streamed before the stop held any of it.
