@@ -10,8 +10,11 @@
 #     -D...: passed to the configure step
 set -euo pipefail
 
-preset="${1:-default}"
-shift || true
+preset=default
+if (($#)) && [[ "$1" != -* ]]; then  # the preset is optional: `scripts/setup.sh --gemma` works
+    preset=$1
+    shift
+fi
 targets=()
 configure_args=()
 gemma_wanted=0
