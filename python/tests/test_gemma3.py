@@ -460,7 +460,7 @@ def test_a_character_split_over_byte_tokens_streams_whole(tiny):
     assert list(tok.decode_stream(ids[:3])) == ["h", "\ufffd"]
 
 
-@pytest.mark.parametrize("settings, message", [
+BAD_SETTINGS = [
     (dict(temperature=-0.5), r"temperature is -0.5; expected a finite number >= 0"),
     (dict(temperature=float("nan")), r"temperature is nan; expected a finite number >= 0"),
     (dict(temperature="1"), r"temperature is '1'; expected"),
@@ -476,7 +476,11 @@ def test_a_character_split_over_byte_tokens_streams_whole(tiny):
     (dict(max_new_tokens=15), r"2 prompt tokens and 15 new ones exceed max_context 16"),
     (dict(stop_ids=[5, 10 ** 6]), r"stop id 1000000; expected a token id from 0 to 279"),
     (dict(stop_strings=["ok", ""]), r"stop string ''; expected a non-empty str"),
-])
+]
+
+
+@pytest.mark.parametrize("settings, message", BAD_SETTINGS, ids=[
+    ",".join(f"{k}={v!r}" for k, v in settings.items()) for settings, _ in BAD_SETTINGS])
 def test_bad_generation_arguments_are_errors(tiny, settings, message):
     _, _, model = tiny
     settings = dict(max_new_tokens=4) | settings
