@@ -1,9 +1,11 @@
 """kiln.gemma3 on the real Gemma 3 270M Q4_K_M file (full tier: the weights dequantized to f32
 are about 1 GB and the first decode step compiles for minutes on a small CPU): the prompt's
-tokens and the greedy continuation are llama.cpp's on the same file, and every device gives the
-CPU's logits bit for bit."""
+tokens and the greedy continuation are llama.cpp's on the same file (also through
+`python -m kiln.generate`), every device gives the CPU's logits bit for bit, and a sampled
+continuation from a seed is the same text on every device."""
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -45,3 +47,32 @@ def test_every_device_gives_the_cpus_prompt_logits(cpu_model, device):
     want, _ = cpu_model.prefill(LLAMA_CPP_IDS)
     got, _ = model.prefill(LLAMA_CPP_IDS)
     assert got.numpy().tobytes() == want.numpy().tobytes()
+
+
+# A sampled continuation: 24 tokens past a 5-token prompt, within 32 positions.
+SAMPLED = ["--prompt", "Once upon a time", "--max-tokens", "24", "--max-context", "32",
+           "--temperature", "0.8", "--top-p", "0.95", "--seed", "7"]
+
+
+def run_cli(*args):
+    done = subprocess.run([sys.executable, "-m", "kiln.generate", "--model", gemma_path(), *args],
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_command_line_prints_llama_cpps_greedy_continuation():
+    assert run_cli("--prompt", PROMPT, "--max-tokens", "8", "--max-context", "16") == \
+        " the capital of the country of France.\n"
+
+
+@pytest.fixture(scope="module")
+def cpu_sampled_text():
+    return run_cli(*SAMPLED, "--device", "cpu")
+
+
+def test_a_seed_gives_the_same_text_on_every_device(cpu_sampled_text, device):
+    if device.backend == "cpu":
+        pytest.skip("the CPU is the reference")
+    assert len(cpu_sampled_text) > 40
+    assert run_cli(*SAMPLED, "--device", device.id) == cpu_sampled_text
