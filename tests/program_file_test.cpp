@@ -195,6 +195,10 @@ TEST_F(ProgramFile, BadFilesAndBadSavesAreErrors) {
         "truncated",
         [&] { Program::load(write("short.kprog", bytes.substr(0, bytes.size() - 5))); },
         {"short.kprog", "truncated"});
+    for (size_t cut : {size_t{4}, size_t{10}, size_t{16}, size_t{40}})  // inside the header
+        expect_error_naming("program file",
+                            [&] { Program::load(write("cut.kprog", bytes.substr(0, cut))); },
+                            {"cut.kprog"});
     std::string flipped = bytes;
     flipped[flipped.size() - 20] ^= 0x10;
     expect_error_naming("checksum", [&] { Program::load(write("edited.kprog", flipped)); },
