@@ -43,9 +43,12 @@ def child(mode, device, batch, length, path):
     for _ in range(5):
         forward(*args).numpy()
         again.append(time.perf_counter())
+    save_s = 0.0
     if mode == "save":
+        t = time.perf_counter()
         model.save(path)
-    print(json.dumps({"ready_s": ready - t0, "first_call_s": done - ready,
+        save_s = time.perf_counter() - t
+    print(json.dumps({"save_s": save_s, "ready_s": ready - t0, "first_call_s": done - ready,
                       "later_call_ms": 1e3 * float(np.median(np.diff(again))),
                       "checksum": float(np.abs(first).sum()),
                       "file_bytes": os.path.getsize(path) if mode != "trace" else 0}))
@@ -85,7 +88,8 @@ def main():
     for name, r in rows.items():
         print(f"{name:>26}: ready {r['ready_s']:6.2f} s, first call {r['first_call_s']:6.2f} s, "
               f"later calls {r['later_call_ms']:7.2f} ms"
-              + (f", file {r['file_bytes'] / 1e6:.1f} MB" if r["file_bytes"] else ""))
+              + (f", file {r['file_bytes'] / 1e6:.1f} MB" if r["file_bytes"] else "")
+              + (f", save {r['save_s']:.2f} s" if r["save_s"] else ""))
     if len(sys.argv) > 4:
         with open(sys.argv[4], "w") as f:
             json.dump({"device": device, "batch": batch, "length": length, "rows": rows}, f,
