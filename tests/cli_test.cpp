@@ -23,8 +23,10 @@
 #include <fmt/ranges.h>
 
 #include "kiln/device.hpp"
+#include "kiln/program.hpp"
 #include "ops/attention/attention.hpp"
 #include "runtime/cpu/process.hpp"
+#include "tensor/program_file.hpp"
 
 using namespace kiln;
 using ::testing::HasSubstr;
@@ -402,6 +404,34 @@ TEST_F(CliTest, CacheExportThenImportElsewhereMakesTheTuneAHit) {
     EXPECT_THAT(r.output, HasSubstr("line 1: expected the header"));
     r = kiln_cli({"cache", "import"}, std::chrono::seconds(60));
     EXPECT_NE(r.exit_status, 0);
+}
+
+TEST_F(CliTest, ProgramInfoShowsAFilesSignaturesAndPrepareAddsADeviceModelsPlans) {
+    const std::string file = (dir_ / "double.kprog").string();
+    {
+        Program p = compile(
+            [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0 + 1.0}; });
+        p({Tensor::ones({3, 4}, DType::f32, cpu_device())});
+        p.save(file);
+    }
+    const std::string cpu = "planned for " + cpu_device().info().id;
+    CliRun r = kiln_cli({"program", "info", file}, std::chrono::seconds(60));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("signature 0: inputs (f32[3, 4])"));
+    EXPECT_THAT(r.output, HasSubstr(cpu + ": 1 launches"));
+    // As if planned on another model only: prepare plans it here too and keeps the other's.
+    program::SavedProgram saved = program::read_program_file(file);
+    saved.signatures[0].plans[0].device_id = "cpu-another-model";
+    program::write_program_file(file, saved);
+    r = kiln_cli({"program", "prepare", file, "--device", "cpu"}, std::chrono::seconds(300));
+    ASSERT_EQ(r.exit_status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("1 signature planned for " + cpu_device().info().id));
+    r = kiln_cli({"program", "info", file}, std::chrono::seconds(60));
+    EXPECT_THAT(r.output, HasSubstr("planned for cpu-another-model"));
+    EXPECT_THAT(r.output, HasSubstr(cpu));
+    r = kiln_cli({"program", "info", (dir_ / "absent.kprog").string()}, std::chrono::seconds(60));
+    EXPECT_EQ(r.exit_status, 2);
+    EXPECT_THAT(r.output, HasSubstr("absent.kprog: does not exist"));
 }
 
 TEST_F(CliTest, CacheListCountsKernelsAndRememberedCompilerCrashes) {

@@ -569,7 +569,9 @@ SavedProgram read_program_file(const std::filesystem::path& path, const std::str
         fail("program file {}: its checksum does not match its contents (corrupted or edited)",
              path.string());
     Reader r(path, payload, size_t(payload_bytes));
-    return program_of(r, saved_build == build);
+    SavedProgram program = program_of(r, saved_build == build);
+    program.build = saved_build;
+    return program;
 }
 
 }  // namespace kiln::program

@@ -56,6 +56,7 @@ struct SavedSignature {
 };
 
 struct SavedProgram {
+    std::string build;  // the kiln build that wrote the file (read_program_file fills it)
     std::vector<Bucket> buckets;
     std::string annotation;  // the caller's text, kept as it is (Python keeps its output form)
     std::vector<SavedBlob> blobs;

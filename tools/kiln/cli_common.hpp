@@ -51,5 +51,6 @@ Command add_cache_command(CLI::App& parent);        // cache.cpp
 Command add_profile_command(CLI::App& parent);      // profile.cpp
 Command add_conformance_command(CLI::App& parent);  // conformance.cpp
 Command add_bench_command(CLI::App& parent);        // bench.cpp
+Command add_program_command(CLI::App& parent);      // program.cpp
 
 }  // namespace kiln::cli

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
         kiln::cli::add_info_command(app),    kiln::cli::add_demo_command(app),
         kiln::cli::add_tune_command(app),    kiln::cli::add_cache_command(app),
         kiln::cli::add_profile_command(app), kiln::cli::add_conformance_command(app),
-        kiln::cli::add_bench_command(app),
+        kiln::cli::add_bench_command(app),   kiln::cli::add_program_command(app),
     };
     const int status = parse_and_run(app, commands, argc, argv);
     try {
