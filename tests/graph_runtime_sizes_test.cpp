@@ -101,9 +101,16 @@ TEST(GraphRuntimeSizes, OneBucketSharesKernelsAndRaces) {
     const auto a = lowered_block(36), b = lowered_block(40), c = lowered_block(65);
     ASSERT_EQ(a.size(), b.size());
     ASSERT_EQ(a.size(), c.size());
+    size_t batched = 0;
     for (size_t i = 0; i < a.size(); ++i) {
         ASSERT_EQ(a[i].size(), b[i].size());
         ASSERT_EQ(a[i].size(), c[i].size());
+        // A launch that does not see the batch (the CPU's dense copy of a transposed weight) is
+        // one kernel for every batch.
+        if (ir::structural_hash(a[i][0].kernel) == ir::structural_hash(c[i][0].kernel) &&
+            a[i][0].grid == c[i][0].grid)
+            continue;
+        ++batched;
         EXPECT_EQ(generate_source(Backend::opencl, std::span(&a[i][0].kernel, 1)),
                   generate_source(Backend::opencl, std::span(&b[i][0].kernel, 1)));
         for (size_t p = 0; p < a[i].size(); ++p) {
@@ -120,6 +127,7 @@ TEST(GraphRuntimeSizes, OneBucketSharesKernelsAndRaces) {
             EXPECT_EQ(c[i][p].size_bucket, 128);
         }
     }
+    EXPECT_GE(batched, 2u);
 }
 
 // With racing, a size range's first resolve races (or finds its Tuner decision) and remembers

@@ -117,6 +117,30 @@ TEST(Program, OutputsAreFreshTensorsAndPassThroughsAreTheirValues) {
 
 // A chain of four products holds two slots between calls: each intermediate's slot serves again
 // once the next product has read it. Replays with new inputs stay right.
+// A linear's weight is captured: on the CPU its transposed copy (the matmul points read a
+// transposed operand slowly) reads captured data alone, so it runs once, not every call.
+TEST(Program, LaunchesOfCapturedDataAloneRunOnceAndCallsKeepTheirBits) {
+    for (Device* d : devices())
+        for (const char* mode : kReplayModes) {
+            SCOPED_TRACE(d->info().id + " " + mode);
+            const test::ScopedEnv replay("KILN_REPLAY", mode);
+            Tensor w = test::random_tensor(*d, DType::f32, {9, 7}, 1);
+            w.resolve();
+            const Tensor b = test::random_tensor(*d, DType::f32, {9}, 2);
+            auto fn = [&](const std::vector<Tensor>& in) {
+                return std::vector<Tensor>{relu(linear(in[0], w, &b)) + linear(in[0], w * 2.0)};
+            };
+            Program p = compile(fn);
+            for (uint64_t seed : {5, 6, 7}) {
+                const std::vector<Tensor> in{test::finite_tensor(*d, DType::f32, {4, 7}, seed)};
+                expect_same_bits(p(in)[0], fn(in)[0]);
+            }
+            if (d->info().backend == Backend::cpu) {
+                EXPECT_GE(p.stats().run_once, 1u);
+            }
+        }
+}
+
 TEST(Program, IntermediatesShareSlotsByLiveness) {
     Device& d = cpu_device();
     Tensor w = Tensor::eye(16, {}, 0, DType::f32, d) * 2.0;

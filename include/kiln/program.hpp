@@ -74,6 +74,9 @@ class Program {
         // outputs (slots shared by liveness), staging copies of inputs not counted.
         size_t resident_bytes = 0;
         uint64_t padded = 0;  // calls whose inputs were padded to a bucket
+        // Launches that read captured data alone (a weight's transposed copy): run once when a
+        // signature's first replay sets up its buffers, not by its calls (all signatures).
+        size_t run_once = 0;
     };
     Stats stats() const;
 

@@ -26,6 +26,14 @@ bool swaps_last_two(const std::vector<int64_t>& order) {
     return order[r - 2] == int64_t(r - 1) && order[r - 1] == int64_t(r - 2);
 }
 
+// Whether the device's matmul points read a transposed operand in place at little cost. The CPU's
+// do not: a vector of its register tile would gather one element per row of the transposed
+// operand (MiniLM's linears took 10 to 20 times a dense operand's time), so there the transpose is
+// materialized as a dense copy first (notes/cpu-linear-layout-2026-12-05.md).
+bool reads_transposes_in_place(const Device* device) {
+    return device == nullptr || device->info().backend != Backend::cpu;
+}
+
 }  // namespace
 
 bool is_contraction(const graph::Node& n) {
@@ -83,7 +91,7 @@ ContractOperand contract_operand(const GraphView& g, const std::vector<char>& ma
         bool through = false;
         switch (v->kind) {
             case graph::ViewKind::permute:
-                through = swaps_last_two(v->a);
+                through = swaps_last_two(v->a) && reads_transposes_in_place(g.node(matmul).device);
                 if (through) op.transposed = !op.transposed;
                 break;
             case graph::ViewKind::expand:

@@ -178,7 +178,10 @@ Program::Stats Program::stats() const {
     Stats s = state_->stats;
     s.signatures = state_->compiled.size();
     for (const auto& c : state_->compiled)
-        if (c->replayer) s.resident_bytes += c->replayer->resident_bytes();
+        if (c->replayer) {
+            s.resident_bytes += c->replayer->resident_bytes();
+            s.run_once += c->replayer->run_once();
+        }
     return s;
 }
 

@@ -9,6 +9,7 @@
 #include "kiln/error.hpp"
 
 #include "graph/node.hpp"
+#include "plan/lower_launch.hpp"
 
 namespace kiln::program {
 
@@ -44,6 +45,37 @@ Tensor leaf_output(const Body& body, int o, const std::vector<Tensor>& inputs) {
     fail("internal: compiled program output %{} is neither computed nor a leaf", o);
 }
 
+// Per launch of `body`: whether every call computes the same values with it. A launch qualifies
+// when everything it reads is captured data or written by such launches, it is the only writer
+// of what it writes, none of which is an output, and it has no fault record or scratch buffer.
+std::vector<char> launches_run_once(const Body& body) {
+    const plan::Executable& e = *body.exec;
+    const plan::GraphView& g = body.graph;
+    std::vector<char> once(e.launches.size(), 0);
+    if (!e.plan || e.plan->launches.size() != e.launches.size()) return once;
+    std::vector<int> writers(g.size(), 0);
+    for (const plan::Launch& l : e.plan->launches)
+        for (int o : l.outputs) ++writers[size_t(o)];
+    std::vector<char> fixed(g.size(), 0);
+    for (const LeafSource& l : body.leaves) fixed[size_t(l.position)] = l.input < 0;
+    std::vector<char> output(g.size(), 0);
+    for (int o : g.outputs) output[size_t(o)] = 1;
+    for (size_t i = 0; i < e.launches.size(); ++i) {
+        const std::vector<int>& writes = e.plan->launches[i].outputs;
+        auto written = [&](int b) {
+            return std::find(writes.begin(), writes.end(), b) != writes.end();
+        };
+        bool same = !writes.empty();
+        for (int o : writes) same = same && writers[size_t(o)] == 1 && !output[size_t(o)];
+        for (int b : e.launches[i].buffers)
+            same = same && (b >= 0 ? written(b) || fixed[size_t(b)] : b <= plan::kScalarBase);
+        if (!same) continue;
+        once[i] = 1;
+        for (int o : writes) fixed[size_t(o)] = 1;
+    }
+    return once;
+}
+
 }  // namespace
 
 Replayer::Replayer(const Body& body)
@@ -53,12 +85,32 @@ Replayer::Replayer(const Body& body)
       mode_(mode_from_environment(*body.device)) {
     for (const LeafSource& l : body_.leaves)
         if (l.input < 0) run_.nodes[size_t(l.position)] = l.captured;
+    run_fixed_launches();
     for (int o : body_.graph.outputs)
         if (arena_.slot[size_t(o)] >= 0 &&
             std::find(outputs_.begin(), outputs_.end(), o) == outputs_.end()) {
             outputs_.push_back(o);
             output_slots_.push_back(run_.nodes[size_t(o)]);
         }
+}
+
+void Replayer::run_fixed_launches() {
+    const plan::Executable& e = *body_.exec;
+    const std::vector<char> once = launches_run_once(body_);
+    for (size_t i = 0; i < e.launches.size(); ++i) {
+        if (!once[i]) {
+            per_call_.push_back(&e.launches[i]);
+            continue;
+        }
+        // Buffers of their own: the arena's slots are shared with what later calls compute.
+        for (int o : e.plan->launches[i].outputs) {
+            const graph::Node& n = body_.graph.node(o);
+            run_.nodes[size_t(o)] =
+                std::make_shared<Buffer>(*body_.device, n.dtype, size_t(n.numel()));
+            fixed_bytes_ += run_.nodes[size_t(o)]->bytes();
+        }
+        plan::launch(e.launches[i], run_);
+    }
 }
 
 std::vector<Tensor> Replayer::direct(const std::vector<Tensor>& inputs) {
@@ -70,7 +122,7 @@ std::vector<Tensor> Replayer::direct(const std::vector<Tensor>& inputs) {
         run_.nodes[size_t(o)] = std::make_shared<Buffer>(device, n.dtype, size_t(n.numel()));
     }
     if (run_.faults) run_.faults->fill(0);
-    for (const plan::CompiledLaunch& l : body_.exec->launches) plan::launch(l, run_);
+    for (const plan::CompiledLaunch* l : per_call_) plan::launch(*l, run_);
     std::vector<Tensor> out;
     out.reserve(body_.graph.outputs.size());
     for (int o : body_.graph.outputs)
@@ -96,10 +148,10 @@ void Replayer::prepare_recording() {
             l.input >= 0 ? std::make_shared<Buffer>(*body_.device, n.dtype, size_t(n.numel()))
                          : l.captured;
     }
-    const plan::Executable& e = *body_.exec;
     plan::RunBuffers& staged = staged_;
-    recording_ = body_.device->record([&e, &staged] {
-        for (const plan::CompiledLaunch& l : e.launches) plan::launch(l, staged);
+    const auto& launches = per_call_;
+    recording_ = body_.device->record([&launches, &staged] {
+        for (const plan::CompiledLaunch* l : launches) plan::launch(*l, staged);
     });
 }
 

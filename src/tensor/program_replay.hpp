@@ -6,6 +6,9 @@
 //              one by one (no copies);
 //   recorded   the inputs copied into staging buffers, the launches replayed as one recording
 //              (a CUDA graph), each output copied out into a fresh buffer.
+// Launches that read only captured data (and what such launches wrote), such as a weight's
+// transposed copy, give the same values every call: they run once, when the replayer is made,
+// into buffers of their own, and no call runs them again.
 #pragma once
 
 #include <cstdint>
@@ -43,12 +46,16 @@ class Replayer {
   public:
     explicit Replayer(const Body& body);
     std::vector<Tensor> call(const std::vector<Tensor>& inputs);
-    size_t resident_bytes() const { return arena_.bytes(); }
+    size_t resident_bytes() const { return arena_.bytes() + fixed_bytes_; }
+    size_t run_once() const { return body_.exec->launches.size() - per_call_.size(); }
 
   private:
     std::vector<Tensor> direct(const std::vector<Tensor>& inputs);
     std::vector<Tensor> recorded(const std::vector<Tensor>& inputs);
     void prepare_recording();
+
+    // Runs the launches whose values are the same every call, once (see above).
+    void run_fixed_launches();
 
     const Body& body_;
     plan::ArenaPlan arena_;
@@ -57,6 +64,8 @@ class Replayer {
     std::unique_ptr<Recording> recording_;
     std::vector<int> outputs_;  // the computed outputs' positions, each once
     std::vector<std::shared_ptr<Buffer>> output_slots_;  // their arena buffers
+    std::vector<const plan::CompiledLaunch*> per_call_;  // the launches every call runs
+    size_t fixed_bytes_ = 0;                             // the buffers of the launches run once
     ReplayMode mode_;
     // The first replay's time, direct (to the device's finish), while the mode is undecided.
     double direct_us_ = -1;
