@@ -60,6 +60,22 @@ Signature signature_of(const std::vector<Tensor>& inputs) {
     return s;
 }
 
+// Whether a call with `inputs` under the planner's options has signature s (signature_of's,
+// compared without building one).
+bool takes(const Signature& s, const std::vector<Tensor>& inputs) {
+    const plan::Options& o = plan::options();
+    if (s.race != o.race || s.thorough != o.thorough || s.fuse != o.fuse ||
+        s.wide_index != o.wide_index || s.inputs.size() != inputs.size())
+        return false;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const InputKey& k = s.inputs[i];
+        if (!inputs[i].defined() || k.device != &inputs[i].device() ||
+            k.dtype != inputs[i].dtype() || k.shape != inputs[i].shape())
+            return false;
+    }
+    return true;
+}
+
 // One signature's program: its body (program_replay.hpp) and, from its first replay on, the
 // replayer that holds its buffers.
 struct Compiled {
@@ -84,8 +100,11 @@ plan::GraphView structure_of(const plan::GraphView& g) {
 // Resolves the inputs that are still lazy, in one plan.
 void resolve_inputs(const std::vector<Tensor>& inputs) {
     std::vector<Tensor> lazy;
-    for (const Tensor& t : inputs)
-        if (!t.resolved()) lazy.push_back(t);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        if (!inputs[i].defined())
+            fail("compiled program: input {} is an empty tensor; expected a tensor", i);
+        if (!inputs[i].resolved()) lazy.push_back(inputs[i]);
+    }
     if (!lazy.empty()) resolve(lazy);
 }
 
@@ -398,19 +417,21 @@ std::vector<Tensor> Program::operator()(const std::vector<Tensor>& given) {
     if (!state_) fail("compiled program: used after it was moved from");
     State& s = *state_;
     bool padded = false;
-    const std::vector<Tensor> inputs = bucketed(given, s.options.buckets, padded);
+    std::vector<Tensor> padded_inputs;  // only where buckets are declared: no copy otherwise
+    if (!s.options.buckets.empty()) padded_inputs = bucketed(given, s.options.buckets, padded);
+    const std::vector<Tensor>& inputs = s.options.buckets.empty() ? given : padded_inputs;
     s.stats.padded += padded;
     // A program called inside another's trace is part of that trace.
     if (tracing()) return s.fn(inputs);
-    Signature signature = signature_of(inputs);
     resolve_inputs(inputs);
     for (auto& c : s.compiled)
-        if (c->signature == signature) {
+        if (takes(c->signature, inputs)) {
             c->last_use = ++s.clock;
             ++s.stats.replays;
             s.stats.launches = c->body.exec ? c->body.exec->launches.size() : 0;
             return program::replay(c->body, c->replayer, inputs);
         }
+    Signature signature = signature_of(inputs);
     std::vector<Tensor> outputs;
     std::unique_ptr<Compiled> c;
     if (const int saved = saved_for(s.saved, inputs); saved >= 0)
