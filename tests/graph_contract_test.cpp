@@ -141,6 +141,25 @@ TEST(GraphContract, CastsAndADequantizationFeedingAnOperandRunInTheContractionsL
     }
 }
 
+TEST(GraphContract, AQ8WeightStoredInputByOutputIsReadInThePrologueAtEveryPoint) {
+    // [in, out] int8 values with one f32 scale per 32 inputs of each output (scales [in/32, out]
+    // broadcast over [in/32, 32, out]), as kiln.gemma3 keeps its weights: the scale's index,
+    // taken apart from the flattened element index (ir/range_index.hpp), gives the oracle's bits
+    // at every point; ragged out, 1 and 5 rows of x.
+    for (int64_t rows : {1, 5})
+        expect_graph_everywhere(
+            [rows](Device& d) {
+                const int64_t in = 96, out = 37;
+                Tensor x = finite_tensor(d, DType::f32, {rows, in}, 41).resolve();
+                Tensor scales = finite_tensor(d, DType::f32, {in / 32, out}, 42, 0.05f).resolve();
+                Tensor values = q8_values(d, in, out, 43).resolve().to(DType::f32);
+                Tensor w = (values.reshape({in / 32, 32, out}) * scales.reshape({in / 32, 1, out}))
+                               .reshape({in, out});
+                return std::vector<Tensor>{matmul(x, w)};
+            },
+            /*sweep=*/true);
+}
+
 TEST(GraphContract, BlockDequantizationsOfTheWrongShapesOrDtypesAreErrors) {
     Device& d = cpu_device();
     const Tensor values = q8_values(d, 4, 64, 1);

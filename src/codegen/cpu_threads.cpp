@@ -307,10 +307,13 @@ struct Planner {
                 stride = std::max(stride, thread_stride(value, depth + 1));
             return stride;
         }
-        if (const auto* c = std::get_if<expr::Cast>(&e->node))  // i32 -> i64 keeps the distance
-            return e->type == DType::i64 && c->a->type == DType::i32
-                       ? thread_stride(c->a, depth + 1)
-                       : kFar;
+        // i32 -> i64 keeps the distance; so does i64 -> i32 where the values fit (where they
+        // do not, the plan only runs the loops in another order: the same results).
+        if (const auto* c = std::get_if<expr::Cast>(&e->node)) {
+            auto index_type = [](DType t) { return t == DType::i32 || t == DType::i64; };
+            return index_type(e->type) && index_type(c->a->type) ? thread_stride(c->a, depth + 1)
+                                                                 : kFar;
+        }
         const auto* b = std::get_if<expr::Binary>(&e->node);
         if (!b) return kFar;
         const int64_t sa = thread_stride(b->a, depth + 1), sb = thread_stride(b->b, depth + 1);

@@ -2,6 +2,7 @@
 #include "codegen/lower.hpp"
 
 #include "ir/lower_folds.hpp"
+#include "ir/range_index.hpp"
 #include "ir/simplify.hpp"
 #include "ir/visit.hpp"
 #include "kiln/error.hpp"
@@ -18,7 +19,10 @@ Lowered lower(const ir::Kernel& kernel, const Dialect& dialect, const EmitOption
             "(the "
             "tensor-core class runs its exact kernels there); expected a CUDA device",
             kernel.name, dialect.name);
-    Lowered out{ir::simplify(ir::lower_folds(kernel, dialect.warp_size, dialect.threads_as_loops)),
+    // Index arithmetic rewritten where the ranges allow (ir/range_index.hpp), after the folding
+    // that makes constants of what the planner wrote as expressions.
+    Lowered out{ir::simplify(ir::simplify_indices(ir::simplify(
+                    ir::lower_folds(kernel, dialect.warp_size, dialect.threads_as_loops)))),
                 {}};
     if (options.check_bounds) {
         ir::CheckedKernel checked = ir::check_bounds(out.kernel);

@@ -110,7 +110,9 @@ ContractOperand contract_operand(const GraphView& g, const std::vector<char>& ma
         node = in;
     }
     op.source = node;
-    if (batches == 1) op.shared = false;
+    // One matrix (in the source, or for the one batch) is every batch's: batch stride 0, so the
+    // kernel's indices carry no batch term.
+    if (batches == 1 || matrices(g.node(node).shape).count == 1) op.shared = true;
     return op;
 }
 
