@@ -1,13 +1,16 @@
 """Gemma 3 text generation from a GGUF file with kiln's graph API.
 
-The weights, hyperparameters and vocabulary come from the file (kiln.GgufFile); quantized
-weights are dequantized on the host in each format's defined arithmetic (GgufFile.dequantize).
-Each projection's weight is stored transposed, [in, out], so that a token's product reads it in
-rows (x @ w_t, the same fma chain over `in` for each output as linear(x, w)); the embedding
-table is looked up in its planar blocks (GgufFile.load_blocks, kiln.dequantize_blocks: the same
-values) and projects the logits from its transposed f32 copy. The
-forward pass is Gemma 3's, as llama.cpp runs it (its GGUF norm weights already hold Gemma's
-1 + w):
+The weights, hyperparameters and vocabulary come from the file (kiln.GgufFile). Each
+projection's weight is read transposed, [in, out], so that a token's product reads it in rows
+(x @ w_t, the same fma chain over `in` for each output as linear(x, w)). A block-quantized
+weight of the types in `planar_types` (by default every block format) stays quantized on the
+device as its planar blocks (GgufFile.load_blocks: int8 values, a scale and, for Q4_K, a min per
+block) transposed to [in, out] and [in / block, out]; the product dequantizes each value where it
+reads it (value * scale - min, the arithmetic of GgufFile.dequantize), so the logits' bits are
+those of the f32 weights. Other weights are dequantized on the host into f32 [in, out]. The
+embedding table (the tied output projection's weight) is looked up in its planar blocks
+(kiln.dequantize_blocks: the same values). The forward pass is Gemma 3's, as llama.cpp runs it
+(its GGUF norm weights already hold Gemma's 1 + w):
 
     embeddings  token_embd[ids] * sqrt(d)
     each layer  x = rms_norm(h) (attn_norm); q, k, v = linear(x); q, k rms_norm'd per head
@@ -167,10 +170,11 @@ class Tokenizer:
 
 
 class Gemma3:
-    """A Gemma 3 GGUF on one kiln device: weights uploaded once (projections as f32 [in, out]),
-    the decode step compiled once (kiln.compile) and replayed for every generated token."""
+    """A Gemma 3 GGUF on one kiln device: weights uploaded once (projections [in, out], planar
+    blocks for the GGUF types in planar_types, f32 otherwise), the decode step compiled once
+    (kiln.compile) and replayed for every generated token."""
 
-    def __init__(self, path, device=None, max_context=None):
+    def __init__(self, path, device=None, max_context=None, planar_types=_PLANAR_TYPES):
         self.device = _kiln.find_device(device) if device is not None else _kiln.cpu_device()
         self.file = _kiln.GgufFile(str(path))
         md = self.file.metadata
@@ -207,8 +211,16 @@ class Gemma3:
             if name not in names:
                 raise _error(f"gemma3: {path} lacks the tensor {name}")
         self.weights = {}  # name -> f32: norms as stored, projections transposed to [in, out]
+        self.planar = {}  # name -> (values, scales, mins or None), each [in, out] or per block
         types = {t[0]: t[2] for t in self.file.tensors}
+        unknown = set(planar_types) - _PLANAR_TYPES
+        if unknown:
+            raise _error(f"gemma3: planar_types {sorted(unknown)}; expected some of "
+                         f"{sorted(_PLANAR_TYPES)}")
         for name in sorted(names):
+            if types[name] in planar_types and self._is_projection(name):
+                self.planar[name] = self._planar_in_out(name)
+                continue
             values = self.file.dequantize(name)
             if values.ndim == 2:
                 values = values.T
@@ -229,6 +241,20 @@ class Gemma3:
         return ["token_embd.weight", "output_norm.weight"] + [
             f"blk.{layer}.{name}.weight" for layer in range(self.layers) for name in per_layer]
 
+    def _is_projection(self, name):
+        return name == "token_embd.weight" or name.rsplit(".", 2)[-2] in (
+            "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+
+    def _planar_in_out(self, name):
+        """A block-quantized [out, in] weight's planar blocks as [in, out] values and
+        [in / block, out] scales (and mins) on the device."""
+        def transposed(part):
+            if part is None:
+                return None
+            return _tensor(np.ascontiguousarray(part.numpy().T), device=self.device)
+
+        return tuple(transposed(p) for p in self.file.load_blocks(name, _kiln.cpu_device()))
+
     # -- pieces of the forward ---------------------------------------------------------------
 
     def _w(self, name):
@@ -238,7 +264,22 @@ class Gemma3:
         return self.weights[name]
 
     def _project(self, x, name):
+        if name in self.planar:
+            return _kiln.matmul(x, self._dequantized(*self.planar[name]))
         return _kiln.matmul(x, self._w(name))
+
+    @staticmethod
+    def _dequantized(values, scales, mins):
+        """The f32 [in, out] weight of planar blocks along `in`: value * scale (- min), as a
+        graph the product computes where it reads each value."""
+        inputs, outputs = values.shape
+        blocks = scales.shape[0]
+        per_block = inputs // blocks
+        w = values.to(_kiln.DType.f32).reshape(blocks, per_block, outputs) * \
+            scales.reshape(blocks, 1, outputs)
+        if mins is not None:
+            w = w - mins.reshape(blocks, 1, outputs)
+        return w.reshape(inputs, outputs)
 
     def _rope_tables(self, base):
         half = self.head_dim // 2

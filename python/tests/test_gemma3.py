@@ -62,7 +62,9 @@ def weights(rng):
     return w
 
 
-def write_model(path, arch="gemma3", drop=None, window=32, edit=None):
+def write_model(path, arch="gemma3", drop=None, window=32, edit=None, quantized=None):
+    """The tiny model's file; `quantized` maps tensor names to the GGUF block type they are
+    written in (the others f32)."""
     w = weights(np.random.default_rng(5))
     if edit:
         edit(w)
@@ -88,8 +90,14 @@ def write_model(path, arch="gemma3", drop=None, window=32, edit=None):
     writer.add_add_bos_token(True)
     writer.add_add_space_prefix(False)
     for name, value in w.items():
-        if name != drop:
+        if name == drop:
+            continue
+        kind = (quantized or {}).get(name)
+        if kind is None:
             writer.add_tensor(name, value)
+        else:
+            kind = gguf.GGMLQuantizationType[kind]
+            writer.add_tensor(name, gguf.quants.quantize(value, kind), raw_dtype=kind)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -254,6 +262,36 @@ def test_every_device_gives_the_cpus_bits(tiny, device):
         runs.append(out)
     for want, got in zip(*runs):
         assert want.tobytes() == got.tobytes()
+
+
+def test_planar_weights_give_the_logits_of_their_f32_dequantization(tmp_path):
+    """Projections kept as planar blocks on the device (Q8_0, Q5_0, Q4_0 along `in`) give the
+    prompt's and each decode step's logits bit for bit as the same file's weights dequantized on
+    the host to f32."""
+    kinds = {"token_embd.weight": "Q8_0"}
+    for layer in range(LAYERS):
+        p = f"blk.{layer}."
+        kinds.update({p + "attn_q.weight": "Q5_0", p + "attn_k.weight": "Q8_0",
+                      p + "attn_v.weight": "Q4_0", p + "attn_output.weight": "Q8_0",
+                      p + "ffn_gate.weight": "Q5_0", p + "ffn_up.weight": "Q8_0"})
+    path = tmp_path / "quantized.gguf"
+    write_model(path, quantized=kinds)
+    planar = gemma3.Gemma3(path, max_context=16)
+    dense = gemma3.Gemma3(path, max_context=16, planar_types=())
+    assert set(planar.planar) == set(kinds) and not dense.planar
+    ids = planar.tokenizer.encode("hello world")
+    runs = []
+    for m in (planar, dense):
+        logits, caches = m.prefill(ids)
+        out = [logits.numpy()]
+        for step, token in enumerate([12, 16, 11]):
+            logits, caches = m.decode(token, len(ids) + step, caches)
+            out.append(logits.numpy())
+        runs.append(out)
+    for got, want in zip(*runs):
+        assert got.tobytes() == want.tobytes()
+    with pytest.raises(kiln.Error, match="planar_types"):
+        gemma3.Gemma3(path, max_context=16, planar_types=("Q2_K",))
 
 
 # -- generation: sampling, stops, streaming, the command line ---------------------------------
