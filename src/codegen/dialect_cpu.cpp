@@ -18,13 +18,17 @@ static inline int32_t kiln_threads_below(int64_t end, int64_t offset, int32_t li
     const int64_t n = end - offset;
     return n < 0 ? 0 : (n < limit ? (int32_t)n : limit);
 }
-/* A block that runs in strips runs KILN_STRIP threads at a time: a vector of 4-byte values. */
+/* A block that runs in strips runs KILN_STRIP threads at a time: a vector of 4-byte values
+ * (KILN_BYTE_STRIP, a vector of bytes, where codegen/cpu_strip.hpp says). */
 #if defined(__AVX512F__)
 #define KILN_STRIP 16
+#define KILN_BYTE_STRIP 64
 #elif defined(__AVX__)
 #define KILN_STRIP 8
+#define KILN_BYTE_STRIP 32
 #else
 #define KILN_STRIP 4
+#define KILN_BYTE_STRIP 16
 #endif
 #define KILN_STRIP_END(s, block) \
     ((block) % KILN_STRIP == 0 || (s) + KILN_STRIP < (block) ? (s) + KILN_STRIP : (block))

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "codegen/checked_access.hpp"
+#include "codegen/cpu_strip.hpp"
 #include "codegen/cpu_threads.hpp"
 #include "codegen/emitter.hpp"
 #include "ir/hash.hpp"
@@ -55,6 +56,10 @@ std::string emit_block_range(const ThreadPlan& plan, const Dialect& d, const std
     if (plan.strips) e.close();
     e.close();
     e.out += "}\n";
+    if (byte_strips(plan))  // the function's strips are vectors of bytes (cpu_strip.hpp)
+        return "#pragma push_macro(\"KILN_STRIP\")\n#undef KILN_STRIP\n"
+               "#define KILN_STRIP KILN_BYTE_STRIP\n" +
+               e.out + "#pragma pop_macro(\"KILN_STRIP\")\n";
     return e.out;
 }
 
