@@ -35,13 +35,11 @@ struct InputKey {
     const Device* device;
     DType dtype;
     Shape shape;
-    bool operator==(const InputKey&) const = default;
 };
 
 struct Signature {
     std::vector<InputKey> inputs;
     bool race, thorough, fuse, wide_index;
-    bool operator==(const Signature&) const = default;
 };
 
 Signature signature_of(const std::vector<Tensor>& inputs) {

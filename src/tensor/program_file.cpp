@@ -13,6 +13,7 @@
 #include "cache/atomic_file.hpp"
 #include "graph/map_op_table.hpp"
 #include "kiln/error.hpp"
+#include "kiln/ops/matmul.hpp"
 
 namespace kiln::program {
 
@@ -28,11 +29,25 @@ constexpr const char* kPayloadNames[] = {"leaf",        "constant", "generate", 
                                          "scatter_add", "matmul",   "conv1d",   "attention"};
 static_assert(std::size(kPayloadNames) == std::variant_size_v<graph::Payload>);
 constexpr const char* kGenerateNames[] = {"arange", "rand", "randn"};
-constexpr const char* kClassNames[] = {"exact", "tensor_core"};
-constexpr const char* kFoldNames[] = {"sum", "prod", "max", "min"};
-constexpr const char* kViewNames[] = {"reshape", "permute", "expand", "slice", "pad"};
-constexpr const char* kLaunchKinds[] = {"map",      "row",    "segments", "scatter",
-                                        "contract", "conv1d", "attention"};
+
+// The names the file stores for the enums kiln names elsewhere.
+const char* name_of(graph::FoldKind k) {
+    return graph::name(k);
+}
+const char* name_of(graph::ViewKind k) {
+    return graph::name(k);
+}
+const char* name_of(MatmulClass c) {
+    return ops::name(c);
+}
+const char* name_of(plan::LaunchKind k) {
+    return plan::name(k);
+}
+constexpr int kFoldKinds = 4, kViewKinds = 5, kClasses = 2, kLaunchKinds = 7;
+static_assert(int(graph::FoldKind::min) + 1 == kFoldKinds &&
+              int(graph::ViewKind::pad) + 1 == kViewKinds &&
+              int(MatmulClass::tensor_core) + 1 == kClasses &&
+              int(plan::LaunchKind::attention) + 1 == kLaunchKinds);
 
 class Writer {
   public:
@@ -125,6 +140,14 @@ class Reader {
             if (s == names[i]) return int(i);
         bad(fmt::format("{} is '{}', which this kiln does not know", what, s));
     }
+    // The value of enum E among its first `count` whose name() is the string read.
+    template <typename E>
+    E named_value(int count, const char* what) {
+        const std::string s = string(what);
+        for (int i = 0; i < count; ++i)
+            if (s == name_of(E(i))) return E(i);
+        bad(fmt::format("{} is '{}', which this kiln does not know", what, s));
+    }
     bool flag(const char* what) {
         const uint8_t v = scalar<uint8_t>(what);
         if (v > 1) bad(fmt::format("{} is {}; expected 0 or 1", what, v));
@@ -169,17 +192,17 @@ void write_payload(Writer& w, const graph::Payload& payload) {
                 w.scalar(p.axis);
                 w.scalar<uint8_t>(p.select);
             } else if constexpr (std::is_same_v<P, op::Matmul>) {
-                w.string(kClassNames[int(p.arithmetic)]);
+                w.string(name_of(p.arithmetic));
             } else if constexpr (std::is_same_v<P, op::Conv1d>) {
                 w.scalar(p.stride);
                 w.scalar(p.padding);
                 w.scalar(p.dilation);
                 w.scalar(p.groups);
-                w.string(kClassNames[int(p.arithmetic)]);
+                w.string(name_of(p.arithmetic));
             } else if constexpr (std::is_same_v<P, op::Attention>) {
                 w.scalar<uint8_t>(p.causal);
                 w.scalar(p.scale);
-                w.string(kClassNames[int(p.arithmetic)]);
+                w.string(name_of(p.arithmetic));
             }
         },
         payload);
@@ -209,12 +232,12 @@ graph::Payload read_payload(Reader& r) {
         case 3:
             return op::Map{read_map_op(r)};
         case 4: {
-            op::Fold f{graph::FoldKind(r.named(kFoldNames, "a fold's kind"))};
+            op::Fold f{r.named_value<graph::FoldKind>(kFoldKinds, "a fold's kind")};
             f.axes = r.list<int>("a fold's axes");
             return f;
         }
         case 5: {
-            op::View v{graph::ViewKind(r.named(kViewNames, "a view's kind"))};
+            op::View v{r.named_value<graph::ViewKind>(kViewKinds, "a view's kind")};
             v.a = r.list<int64_t>("a view's sizes");
             v.b = r.list<int64_t>("a view's steps");
             v.pad_value = r.scalar<double>("a view's padding value");
@@ -230,21 +253,21 @@ graph::Payload read_payload(Reader& r) {
         case 8:
             return op::ScatterAdd{r.scalar<int>("a scatter's axis")};
         case 9:
-            return op::Matmul{MatmulClass(r.named(kClassNames, "a matmul's class"))};
+            return op::Matmul{r.named_value<MatmulClass>(kClasses, "a matmul's class")};
         case 10: {
             op::Conv1d c;
             c.stride = r.scalar<int64_t>("a conv1d's stride");
             c.padding = r.scalar<int64_t>("a conv1d's padding");
             c.dilation = r.scalar<int64_t>("a conv1d's dilation");
             c.groups = r.scalar<int64_t>("a conv1d's groups");
-            c.arithmetic = MatmulClass(r.named(kClassNames, "a conv1d's class"));
+            c.arithmetic = r.named_value<MatmulClass>(kClasses, "a conv1d's class");
             return c;
         }
         default: {
             op::Attention a;
             a.causal = r.flag("an attention's mask");
             a.scale = r.scalar<float>("an attention's scale");
-            a.arithmetic = MatmulClass(r.named(kClassNames, "an attention's class"));
+            a.arithmetic = r.named_value<MatmulClass>(kClasses, "an attention's class");
             return a;
         }
     }
@@ -364,7 +387,7 @@ void write_plan(Writer& w, const SavedPlan& p) {
         w.scalar<uint8_t>(b);
     w.count(p.plan.launches.size());
     for (const plan::Launch& l : p.plan.launches) {
-        w.string(kLaunchKinds[int(l.kind)]);
+        w.string(name_of(l.kind));
         w.list(l.outputs);
         w.list(l.row_steps);
         write_shape(w, l.full);
@@ -404,7 +427,7 @@ SavedPlan read_plan(Reader& r) {
         *b = r.flag("a plan's option");
     p.plan.launches.resize(r.count("the launches", 64));
     for (plan::Launch& l : p.plan.launches) {
-        l.kind = plan::LaunchKind(r.named(kLaunchKinds, "a launch's kind"));
+        l.kind = r.named_value<plan::LaunchKind>(kLaunchKinds, "a launch's kind");
         l.outputs = r.list<int>("a launch's outputs");
         l.row_steps = r.list<int>("a launch's row steps");
         l.full = read_shape(r, "a launch's rows");
