@@ -1,7 +1,7 @@
 // attention (exact class): every schedule point, dtype, causal or not and ragged shape
 // bit-identical to the oracle on every device; the key block pinned by values that another block
-// size (or no rescaling) turns into other bits; masked keys left out; the oracle against a double
-// softmax; the tuner; bad inputs; CUDA C by NVRTC.
+// size (or no rescaling) turns into other bits; masked keys left out; weights below the floor 0;
+// the oracle against a double softmax; the tuner; bad inputs; CUDA C by NVRTC.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -139,13 +139,31 @@ Inputs mask_case_inputs() {
     return in;
 }
 
-// The f32 cases through the points: the ragged shapes, the key block's and the masked keys'.
+// Weights on both sides of the floor (head_dim 16: scale 0.25, so the scores are exact). Rows
+// 0, 1 see q = e0, e1; key 1 is -350 e0 (row 0's score -87.5: weight +0, where exp would give
+// 1e-38) and key 2 is -347.6 e1 (row 1's -86.9: weight exp(-86.9)); V is 1e30 e0 and 1e30 e1 at
+// keys 1 and 2, 0 elsewhere, so o[0][0] is 0 only if the weight is, and o[1][1] about 9e-9.
+const Case kFloorCase{{1, 1, 0, 2, 3, 16}, false};
+Inputs floor_case_inputs() {
+    const auto& s = kFloorCase.shape;
+    std::vector<float> q(count_q(s)), k(count_kv(s)), v(count_kv(s));
+    const size_t D = 16;
+    q[0] = 1.0f, q[D + 1] = 1.0f;
+    k[D] = -350.0f, k[2 * D + 1] = -347.6f;
+    v[D] = 1e30f, v[2 * D + 1] = 1e30f;
+    return {test::encode_floats(DType::f32, q), test::encode_floats(DType::f32, k),
+            test::encode_floats(DType::f32, v)};
+}
+
+// The f32 cases through the points: the ragged shapes, the key block's, the masked keys' and
+// the weight floor's.
 void expect_f32_cases(const Points& points) {
     uint64_t seed = 1;
     for (const Case& c : ragged_cases(kDim))
         expect_points(points, DType::f32, random_inputs(DType::f32, c.shape, seed += 10), c);
     expect_points(points, DType::f32, block_case_inputs(), kBlockCase);
     expect_points(points, DType::f32, mask_case_inputs(), kMaskCase);
+    expect_points(points, DType::f32, floor_case_inputs(), kFloorCase);
 }
 
 // One test per group of points, so ctest runs them side by side (each compiles its kernels).
@@ -224,6 +242,25 @@ TEST(Attention, TheKeyBlockIsPartOfTheBits) {
     const HostBuffer op = with_block(ops::kAttentionKeyBlock);
     for (int64_t kb : {int64_t{32}, int64_t{128}, s.seq_k})
         EXPECT_FALSE(identical(with_block(kb), op)) << "key block " << kb;
+}
+
+// A weight below the floor is +0 and one above it is exp's (kFloorCase; every point gives the
+// oracle's bits, above).
+TEST(Attention, WeightsBelowTheFloorAreZero) {
+    const Inputs in = floor_case_inputs();
+    const auto& s = kFloorCase.shape;
+    const Bytes o = oracle::attention(DType::f32, DType::f32, in.q.bytes, in.k.bytes, in.v.bytes, s,
+                                      false, ops::attention_scale(s, {}));
+    auto at = [&](int64_t row, int64_t d) {
+        float v;
+        std::memcpy(&v, o.data() + 4 * (row * s.head_dim + d), 4);
+        return v;
+    };
+    EXPECT_EQ(at(0, 0), 0.0f);
+    EXPECT_FLOAT_EQ(at(0, 1), 5e29f);
+    EXPECT_FLOAT_EQ(at(1, 0), 5e29f);
+    EXPECT_NEAR(at(1, 1), std::exp(-86.9) * 1e30 / 2, 1e-12);
+    EXPECT_GT(at(1, 1), 0.0f);
 }
 
 // For kMaskCase's values, a row that touched a masked key would not be finite; the oracle's rows

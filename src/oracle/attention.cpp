@@ -33,6 +33,11 @@ void each_row(const ops::AttentionShape& shape, bool causal,
             }
 }
 
+// The op's softmax weight w(x): +0 below the floor, else kiln's exp.
+float weight(float x) {
+    return x < ops::kAttentionWeightFloor ? 0.0f : host::exp(x);
+}
+
 }  // namespace
 
 std::vector<uint8_t> attention(DType input, DType out, const std::vector<uint8_t>& q,
@@ -76,11 +81,11 @@ std::vector<uint8_t> attention(DType input, DType out, const std::vector<uint8_t
                         m_new = semantics::kiln_max_f32(m_new, s[static_cast<size_t>(j)]);
                     }
                     const float c =
-                        m == -std::numeric_limits<float>::infinity() ? 0.0f : host::exp(m - m_new);
+                        m == -std::numeric_limits<float>::infinity() ? 0.0f : weight(m - m_new);
                     l = l * c;
                     for (float& a : acc) a = a * c;
                     for (int64_t j = 0; j < n; ++j) {
-                        const float p = host::exp(s[static_cast<size_t>(j)] - m_new);
+                        const float p = weight(s[static_cast<size_t>(j)] - m_new);
                         l = l + p;
                         for (int64_t d = 0; d < D; ++d)
                             acc[static_cast<size_t>(d)] = std::fma(

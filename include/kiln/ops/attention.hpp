@@ -15,14 +15,16 @@
 //     s_j   = dot_j * scale           dot_j = +0, then dot_j = fmaf(q[i,d], k[j,d], dot_j) for
 //                                     d = 0, 1, ..., D-1 (one fma per term, in order)
 //     m_new = m, then m_new = max(m_new, s_j) for j ascending   (kiln's max: NaN propagates)
-//     c     = m == -inf ? 0 : exp(m - m_new)
-//     p_j   = exp(s_j - m_new)
+//     c     = m == -inf ? 0 : w(m - m_new)
+//     p_j   = w(s_j - m_new)           w(x) = x < kAttentionWeightFloor (-87) ? +0 : exp(x)
 //     l     = l * c, then l = l + p_j for j ascending
 //     acc[d] = acc[d] * c, then acc[d] = fmaf(p_j, v[j,d], acc[d]) for j ascending
 //     m     = m_new
 //   o[i,d] = acc[d] / l, rounded once to O's dtype
 // exp is kiln::exp (kiln/math.hpp), written once in the DSL from + - * fma and bit operations, so
-// it gives the same bits on every backend; kiln::host::exp gives them on the host. Blocks past a
+// it gives the same bits on every backend; kiln::host::exp gives them on the host. w takes the
+// weights that would be subnormal (or nearly: e^-87 is about 1.6e-38) as 0, so that no device
+// meets a subnormal in the softmax (x86 CPUs take microcode assists on them). Blocks past a
 // row's limit are skipped (causal), never added as zeros, and a block's masked keys are left out of
 // m_new, l and acc. KB depends on nothing at all, so every schedule, device and backend computes
 // the same bits; src/oracle/attention.hpp is the reference.
@@ -75,6 +77,8 @@ namespace kiln::ops {
 
 // Keys per block of the online softmax: part of the op's definition (see above), never a knob.
 inline constexpr int kAttentionKeyBlock = 64;
+// Below it a softmax weight exp(x) is taken as +0 (the op's w above).
+inline constexpr float kAttentionWeightFloor = -87.0f;
 // The largest head_dim (a kernel is built per head_dim).
 inline constexpr int kAttentionMaxHeadDim = 256;
 

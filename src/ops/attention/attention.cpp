@@ -46,8 +46,13 @@ Expr kv_row(const Params& p, const Expr& bh) {
     return bh / p.heads * p.kv_heads + bh % p.heads / (p.heads / p.kv_heads);
 }
 
+Expr weight(const Expr& x) {
+    const Expr below = x < kAttentionWeightFloor;
+    return select(below, 0.0f, exp(select(below, kAttentionWeightFloor, x)));
+}
+
 Expr rescale(const Expr& m, const Expr& m_new) {
-    return select(m == kMinusInf, 0.0f, exp(m - m_new));
+    return select(m == kMinusInf, 0.0f, weight(m - m_new));
 }
 
 Expr to_output(const AttentionTypes& t, const Expr& v) {
@@ -225,7 +230,7 @@ void direct_form(KernelBuilder& k, const Params& p, const AttentionTypes& t) {
                 l = l * c;
                 for (Var& a : acc) a = a * c;
                 k.for_(0, n, [&](Expr j) {
-                    Var pj = k.let(exp(s[j] - m_new), "p_j");
+                    Var pj = k.let(weight(s[j] - m_new), "p_j");
                     l = l + pj;
                     Var value = k.let(kv_at + (t0 + j) * D, "value");
                     for (int d = 0; d < D; ++d) acc[d] = fma(pj, to_f32(p.v(value + d)), acc[d]);

@@ -47,7 +47,7 @@ void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
         l = whole ? l * c : select(any, l * c, l.expr());
         for (Var& a : acc) a = whole ? a * c : select(any, a * c, a.expr());
         k.for_(0, keys, [&](Expr j) {
-            Var pj = k.let(exp(scores[j * R + th] - m_new), "p_j");
+            Var pj = k.let(weight(scores[j * R + th] - m_new), "p_j");
             // V's row after p_j, so that on a CPU the two run as two vector loops; in a tested
             // block V's row is read whole first (one value for the block), so the selects choose
             // between plain values (GCC vectorizes neither otherwise).

@@ -40,6 +40,9 @@ QueryBlock query_block(KernelBuilder& k, const Params& p, int rows);
 Expr key_limit(const Params& p, const std::optional<Expr>& keys, const Expr& i);
 // The K and V row of (batch, head) `bh`: batch bh / heads, kv head (bh % heads) / group.
 Expr kv_row(const Params& p, const Expr& bh);
+// The op's softmax weight w(x): +0 below kAttentionWeightFloor, else exp(x) (of the floor where x
+// is below it, so that no lane of a vector computes a subnormal; NaN stays NaN).
+Expr weight(const Expr& x);
 // The op's c: the factor by which l and acc shrink when the running max moves from m to m_new.
 Expr rescale(const Expr& m, const Expr& m_new);
 // An f32 value as O's dtype (one rounding).

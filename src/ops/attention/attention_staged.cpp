@@ -128,14 +128,14 @@ class Staged {
             c_.m = m_new;
         });
         k_.barrier();
-        // p_j = exp(s_j - m_new) in place, every thread a share of the tile (the p_j of masked
+        // p_j = w(s_j - m_new) in place, every thread a share of the tile (the p_j of masked
         // keys are computed too and never read).
         k_.for_(
             at_.t, kKeyBlock * R,
             [&](Expr e) {
                 Var row = k_.let(e % R, "p_row");
                 Var at = k_.let(e / R * g_.p_ld + row, "p_at");
-                tiles_.p[at] = exp(tiles_.p[at] - tiles_.row_max[row]);
+                tiles_.p[at] = weight(tiles_.p[at] - tiles_.row_max[row]);
             },
             s_.threads());
         k_.barrier();
