@@ -82,6 +82,31 @@ TEST(GraphConvAttention, CastsAndScalingsOfTheOperandsRunInTheOpsLaunch) {
     }
 }
 
+// q, k and v as a transformer makes them: a projection's rows plus a bias, seen as heads
+// ([1, 19, 32] -> [1, 2, 19, 16]). Where views are read in place the bias and the head view are
+// the attention's prologue (one launch); on the CPU the views' index arithmetic would run for
+// every element each query block reads, so the operands are materialized first. Same bits.
+TEST(GraphAttention, HeadViewsOfItsOperandsAreProloguesExceptOnTheCpu) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Tensor bias = finite_tensor(*d, DType::f32, {32}, 45).resolve();
+        auto heads = [&](uint64_t seed) {
+            Tensor rows = finite_tensor(*d, DType::f32, {1, 19, 32}, seed).resolve();
+            return (rows + bias).reshape({1, 19, 2, 16}).permute({0, 2, 1, 3});
+        };
+        Tensor o = scaled_dot_product_attention(heads(46), heads(47), heads(48));
+        const plan::GraphView g = plan::view_graph({o.node()});
+        const plan::Plan fused =
+            plan::partition(g, plan::fold_groups(g), {plan::GroupForm::fused}).plan;
+        const bool cpu = d->info().backend == Backend::cpu;
+        EXPECT_EQ(fused.launches.size(), cpu ? 2u : 1u);
+        EXPECT_EQ(fused.launches.back().kind, plan::LaunchKind::attention);
+        const auto want = graph::evaluate({o.node()});
+        o.resolve();
+        EXPECT_EQ(o.to_host_bytes(), want[0].bytes());
+    }
+}
+
 TEST(GraphAttention, CausalGroupedQueryMatchesTheOracleAtEveryPointFusedAndSplit) {
     // seq_k past one key block and not a multiple of it; seq_q < seq_k (bottom-right causal);
     // 4 query heads over 2 kv heads; a residual epilogue.

@@ -26,11 +26,13 @@ bool swaps_last_two(const std::vector<int64_t>& order) {
     return order[r - 2] == int64_t(r - 1) && order[r - 1] == int64_t(r - 2);
 }
 
-// Whether the device's matmul points read a transposed operand in place at little cost. The CPU's
-// do not: a vector of its register tile would gather one element per row of the transposed
-// operand (MiniLM's linears took 10 to 20 times a dense operand's time), so there the transpose is
-// materialized as a dense copy first (notes/cpu-linear-layout-2026-12-05.md).
-bool reads_transposes_in_place(const Device* device) {
+// Whether the device's contraction points read an operand through a view at little cost. The
+// CPU's do not: a vector of a matmul's register tile would gather one element per row of a
+// transposed operand (MiniLM's linears took 10 to 20 times a dense operand's time,
+// notes/cpu-linear-layout-2026-12-05.md), and attention reads each K and V element as one scalar
+// for a vector of rows, so a view's index arithmetic runs per element (contract.hpp). There the
+// view is materialized as a dense copy first.
+bool reads_views_in_place(const Device* device) {
     return device == nullptr || device->info().backend != Backend::cpu;
 }
 
@@ -91,7 +93,7 @@ ContractOperand contract_operand(const GraphView& g, const std::vector<char>& ma
         bool through = false;
         switch (v->kind) {
             case graph::ViewKind::permute:
-                through = swaps_last_two(v->a) && reads_transposes_in_place(g.node(matmul).device);
+                through = swaps_last_two(v->a) && reads_views_in_place(g.node(matmul).device);
                 if (through) op.transposed = !op.transposed;
                 break;
             case graph::ViewKind::expand:
@@ -116,7 +118,10 @@ ContractOperand contract_operand(const GraphView& g, const std::vector<char>& ma
     return op;
 }
 
-bool prologue_fusible(const GraphView& g, const std::vector<char>& materialized, int source) {
+bool prologue_fusible(const GraphView& g, const std::vector<char>& materialized, int contraction,
+                      int source) {
+    const graph::Node& c = g.node(contraction);
+    const bool views_allowed = !c.as<graph::op::Attention>() || reads_views_in_place(c.device);
     std::vector<int> work{source};
     std::vector<char> seen(g.size(), 0);
     int nodes = 0;
@@ -132,6 +137,7 @@ bool prologue_fusible(const GraphView& g, const std::vector<char>& materialized,
             !node.resolved() && ((map && graph::info(map->op).prologue) ||
                                  node.as<graph::op::View>() || node.as<graph::op::Constant>());
         if (!fits || ++nodes > kMaxPrologueNodes) return false;
+        if (node.as<graph::op::View>() && !views_allowed) return false;
         maps = maps || map;
         for (int in : g.inputs[size_t(n)]) work.push_back(in);
     }

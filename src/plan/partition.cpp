@@ -129,8 +129,8 @@ struct Builder {
             for (size_t which = 0; which < g.inputs[size_t(gr.folds[0])].size(); ++which) {
                 const int source =
                     contract_operand(g, materialized, gr.folds[0], int(which)).source;
-                const bool prologue =
-                    forms[gi] == GroupForm::fused && prologue_fusible(g, materialized, source);
+                const bool prologue = forms[gi] == GroupForm::fused &&
+                                      prologue_fusible(g, materialized, gr.folds[0], source);
                 if (!prologue) materialize(source);
             }
         }
