@@ -65,7 +65,7 @@ Index::Index(graph::Shape shape, DType type, Expr linear)
     : shape_(std::move(shape)), type_(type), linear_(std::move(linear)) {}
 
 Index::Index(graph::Shape shape, DType type, std::vector<Expr> coords)
-    : shape_(std::move(shape)), type_(type), coords_(std::move(coords)) {
+    : shape_(std::move(shape)), type_(type), coords_(std::move(coords)), given_coords_(true) {
     if (coords_->size() != shape_.size())
         fail("internal: an index of {} coordinates for shape {}", coords_->size(),
              graph::to_string(shape_));

@@ -24,6 +24,8 @@ class Index {
     const Expr& linear();
     const std::vector<Expr>& coords();
     bool has_linear() const { return linear_.has_value(); }
+    // Whether the coordinates were given (not derived from the linear index by divisions).
+    bool given_coords() const { return given_coords_; }
 
     // Vector lanes: this element is lane `lane` of the `width` consecutive elements starting at
     // linear index `base` (a multiple of width), in a launch that reads them with one access.
@@ -53,6 +55,7 @@ class Index {
     DType type_;
     std::optional<Expr> linear_;
     std::optional<std::vector<Expr>> coords_;
+    bool given_coords_ = false;
 };
 
 // A constant of an index type.

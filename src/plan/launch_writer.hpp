@@ -94,7 +94,10 @@ class LaunchWriter {
 
     // The contraction's store: its value (f32) at element `linear` of its node, rounded once to
     // the node's dtype, then each of the launch's outputs computed there from it (an epilogue).
-    void store_contraction(const Expr& linear, const Expr& acc);
+    // `coords`, where given, are the element's coordinates too (an epilogue's broadcast operand,
+    // a bias, then reads at its column without dividing the linear index).
+    void store_contraction(const Expr& linear, const Expr& acc,
+                           const std::optional<std::vector<Expr>>& coords = std::nullopt);
 
     static Expr i32(int64_t v) { return constant(DType::i32, static_cast<int32_t>(v)); }
 

@@ -24,7 +24,8 @@ int64_t largest_extent(const GraphView& g, const Launch& l) {
 // instead of a division and a modulo per axis, and the axes before the run take their
 // coordinates as before. A vector group of the output (Index::Lanes, width dividing inner) then
 // reads `width` consecutive input elements too: its lanes carry over, from the input's index of
-// the group's first element.
+// the group's first element. Where the coordinates were given (a contraction's store knows its
+// row and column), the input's are taken from them: no division at all.
 Index expand_read(const graph::Shape& in_shape, Index& idx) {
     const DType type = idx.type();
     auto it = [&](int64_t c) { return index_const(type, c); };
@@ -33,7 +34,7 @@ Index expand_read(const graph::Shape& in_shape, Index& idx) {
     int64_t inner = 1;
     while (keep > 0 && in_shape[keep - 1] == idx.shape()[keep - 1 + offset])
         inner *= in_shape[--keep];
-    if (!idx.has_linear() || inner <= 1) {
+    if (!idx.has_linear() || inner <= 1 || (idx.given_coords() && !idx.lanes && !idx.split)) {
         std::vector<Expr> out;
         for (size_t j = 0; j < in_shape.size(); ++j)
             out.push_back(in_shape[j] == 1 ? it(0) : idx.coords()[j + offset]);

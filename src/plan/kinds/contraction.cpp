@@ -15,14 +15,19 @@ using graph::Node;
 
 // The contraction's store: its value (f32) at element `linear` of its node, rounded once to
 // the node's dtype, then each of the launch's outputs computed there from it (an epilogue).
-void LaunchWriter::store_contraction(const Expr& linear, const Expr& acc) {
+void LaunchWriter::store_contraction(const Expr& linear, const Expr& acc,
+                                     const std::optional<std::vector<Expr>>& coords) {
     const int c = l_.contraction;
     const Node& node = g_.node(c);
-    Index at(node.shape, index_type_, linear);
+    auto index = [&] {
+        return coords ? Index(node.shape, index_type_, linear, *coords)
+                      : Index(node.shape, index_type_, linear);
+    };
+    Index at = index();
     row_values_.erase(c);
     row_values_.emplace(c, RowValue{node.dtype == DType::f32 ? acc : cast(node.dtype, acc), at});
     for (int o : l_.outputs) {
-        Index here(node.shape, index_type_, linear);
+        Index here = index();
         buffers_.at(o)[at.linear()] = value_at(o, here);
     }
 }
@@ -66,8 +71,15 @@ void LaunchWriter::write_contract() {
     ops::matmul_body(
         k_, views, types, point,
         [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& acc) {
+            // The node is [batch axes..., m, n]: with at most one batch axis its coordinates are
+            // the kernel's own.
+            const size_t rank = g_.node(c).shape.size();
+            std::optional<std::vector<Expr>> coords;
+            if (rank == 2 && sh.batch == 1) coords = std::vector{as_index(row), as_index(col)};
+            if (rank == 3) coords = std::vector{as_index(batch), as_index(row), as_index(col)};
             store_contraction(
-                (as_index(batch) * as_index(m) + as_index(row)) * it(sh.n) + as_index(col), acc);
+                (as_index(batch) * as_index(m) + as_index(row)) * it(sh.n) + as_index(col), acc,
+                coords);
         });
 }
 
