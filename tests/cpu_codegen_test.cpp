@@ -24,6 +24,7 @@
 #include "kiln/dsl.hpp"
 #include "ops/attention/attention.hpp"
 #include "ops/conv1d/conv1d.hpp"
+#include "ops/kernel_parts.hpp"
 #include "ops/matmul/matmul.hpp"
 #include "ops/test_kernels.hpp"
 #include "ops/user_kernels.hpp"
@@ -385,4 +386,61 @@ TEST(CpuCodegen, AttentionsLockstepPointRunsItsRowsAsLanesInsideTheKeyLoops) {
         EXPECT_TRUE(in_thread_loop(body, read)) << body.substr(key_loop, read - key_loop);
         at = read;
     }
+}
+
+// A uniform if around per-thread work: the thread loop runs inside it, so its stores are not
+// masked lane by lane (the compiler's masked scatters).
+TEST(CpuCodegen, AUniformIfRunsItsThreadLoopInsideIt) {
+    KernelBuilder k("uniform_if", 64);
+    auto out = k.output("out", DType::f32);
+    Expr n = k.scalar("n", DType::i32);
+    Expr t = k.thread_index();
+    k.if_(n > 3, [&] { out[t] = cast(DType::f32, t) * 2.0f; });
+    const ir::Kernel kernel = k.finish();
+    const std::string body = cpu_entry_body(kernel);
+    const size_t store = body.find("p_out[");
+    ASSERT_NE(store, std::string::npos) << body;
+    EXPECT_TRUE(in_thread_loop(body, store)) << body;
+    const size_t loop = body.rfind("#pragma omp simd", store);
+    EXPECT_NE(body.rfind("if (", loop), std::string::npos) << body;
+    EXPECT_EQ(body.find("if (", loop), body.find("if (", store)) << body;  // none in the loop
+}
+
+// A graph's linear: n a constant multiple of the block's columns and the batch and rows runtime
+// sizes of a known range. Its stores are in the thread loop with no test of the column (one of
+// the row, outside the loop) and a plain index, so they are contiguous vector stores.
+TEST(CpuCodegen, ALinearsStoresArePlainAndTestOnlyTheRowOutsideTheThreadLoop) {
+    const ops::MatmulSchedule& s = ops::matmul_variant("d6x128_t6x4_s");
+    KernelBuilder k("linear_store", s.threads());
+    auto c = k.output("c", DType::f32);
+    auto a = k.input("a", DType::f32);
+    auto b = k.input("b", DType::f32);
+    Expr batches = k.scalar("batches", DType::i32), m = k.scalar("m", DType::i32);
+    k.require(batches >= 1 && batches <= 32, "batches in 1 to 32");
+    k.require(m >= 1 && m <= 128, "m in 1 to 128");
+    const Expr n = constant(DType::i32, 256), kk = constant(DType::i32, 64);
+    const ops::MatmulViews views{ops::buffer_elements(a),
+                                 ops::buffer_elements(b),
+                                 batches,
+                                 m,
+                                 n,
+                                 kk,
+                                 constant(DType::i32, 0),
+                                 m * kk,
+                                 kk,
+                                 constant(DType::i32, 0),
+                                 constant(DType::i32, 0),
+                                 n};
+    ops::matmul_body(k, views, ops::MatmulTypes{}, s,
+                     [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& v) {
+                         c[(batch * m + row) * n + col] = v;
+                     });
+    const std::string body = cpu_entry_body(k.finish());
+    const size_t store = body.rfind("p_c[");
+    ASSERT_NE(store, std::string::npos) << body;
+    EXPECT_TRUE(in_thread_loop(body, store)) << body;
+    const size_t loop = body.rfind("#pragma omp simd", store);
+    EXPECT_EQ(body.find("if (", loop), std::string::npos) << body.substr(loop);
+    EXPECT_THAT(body.substr(store, body.find(']', store) - store), Not(HasSubstr("uint")))
+        << body.substr(loop);
 }

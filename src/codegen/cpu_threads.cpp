@@ -460,35 +460,6 @@ struct Planner {
         return outside;
     }
 
-    // Whether s (reached under uniform control) holds work done once for the block, so an If
-    // around it is split rather than run inside a thread loop.
-    bool hoisted(const StmtRef& s) const {
-        if (!s) return false;
-        return std::visit(
-            [&](const auto& n) -> bool {
-                using N = std::decay_t<decltype(n)>;
-                if constexpr (std::is_same_v<N, stmt::Seq>) {
-                    for (const auto& i : n.items)
-                        if (hoisted(i)) return true;
-                    return false;
-                } else if constexpr (std::is_same_v<N, stmt::Barrier>) {
-                    return true;
-                } else if constexpr (std::is_same_v<N, stmt::Let> ||
-                                     std::is_same_v<N, stmt::Assign>) {
-                    return uniform_local(n.local);
-                } else if constexpr (std::is_same_v<N, stmt::LoadVector>) {
-                    return uniform_locals(n.locals);
-                } else if constexpr (std::is_same_v<N, stmt::For>) {
-                    return hoist(n) || stridable(n, s) || contains_barrier(n.body);
-                } else if constexpr (std::is_same_v<N, stmt::If>) {
-                    return uniform(n.cond) && (hoisted(n.then_body) || hoisted(n.else_body));
-                } else {
-                    return false;
-                }
-            },
-            s->node);
-    }
-
     bool uniform_locals(const std::vector<int>& ids) const {
         for (int l : ids)
             if (!uniform_local(l)) return false;
@@ -571,7 +542,10 @@ struct Planner {
                             batch.push_back(i);
                         }
                     } else if constexpr (std::is_same_v<N, stmt::If>) {
-                        if (uniform(n.cond) && (hoisted(n.then_body) || hoisted(n.else_body)))
+                        // A uniform condition is tested once, around its arms' thread loops: in
+                        // a thread loop the compiler would mask every lane's accesses (masked
+                        // scatters and gathers instead of vector stores and loads).
+                        if (uniform(n.cond))
                             step(BlockStep::Kind::branch, i, region(n.then_body),
                                  region(n.else_body));
                         else

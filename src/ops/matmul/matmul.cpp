@@ -116,7 +116,7 @@ struct Place {
 };
 
 Place place(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
-    const BlockIndex block = block_index(k, p.m, p.n, s);
+    const BlockIndex block = block_index(k, p.batch, p.m, p.n, s);
     const int across = s.bn / s.tn;  // threads along a row of the block tile
     Var t = k.let(k.thread_index(), "t");
     const bool one_row = s.threads() <= across;  // then ty is 0 and tx is t, known as such
@@ -406,7 +406,9 @@ std::span<const MatmulSchedule> matmul_domain(const Device& device, MatmulClass 
                         cls == MatmulClass::tensor_core && device.info().tensor_cores);
 }
 
-BlockIndex block_index(KernelBuilder& k, const Expr& m, const Expr& n, const MatmulSchedule& s) {
+BlockIndex block_index(KernelBuilder& k, const std::optional<Expr>& batches, const Expr& m,
+                       const Expr& n, const MatmulSchedule& s) {
+    auto below_batches = [&](const Expr& b) { return batches ? min(b, *batches - 1) : b; };
     Var tiles_m = k.let((m + (s.bm - 1)) / s.bm, "tiles_m");
     Var tiles_n = k.let((n + (s.bn - 1)) / s.bn, "tiles_n");
     Var block = k.let(k.block_index(), "block");
@@ -416,13 +418,13 @@ BlockIndex block_index(KernelBuilder& k, const Expr& m, const Expr& n, const Mat
         Var tile_m = k.let(block % tiles_m, "tile_m");
         Var rest = k.let(block / tiles_m, "rest");
         Var tile_n = k.let(rest % tiles_n, "tile_n");
-        Var batch = k.let(rest / tiles_n, "batch");
+        Var batch = k.let(below_batches(rest / tiles_n), "batch");
         return {batch, tile_m, tile_n};
     }
     Var tile_n = k.let(block % tiles_n, "tile_n");
     Var rest = k.let(block / tiles_n, "rest");
     Var tile_m = k.let(rest % tiles_m, "tile_m");
-    Var batch = k.let(rest / tiles_m, "batch");
+    Var batch = k.let(below_batches(rest / tiles_m), "batch");
     return {batch, tile_m, tile_n};
 }
 
@@ -453,12 +455,17 @@ void matmul_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
         staged_terms(k, p, at, t, s, acc);
     else
         direct_terms(k, p, at, t, s, acc);
+    // Where n is a constant multiple of bn (a graph's linear), every column is inside: only the
+    // row is tested, which is the same for a CPU's vector of threads, so the stores stay
+    // contiguous vector stores instead of masked scatters.
+    int64_t n_value = 0;
+    const bool columns_inside = ir::is_const(p.n.node(), &n_value) && n_value % s.bn == 0;
     for (int r = 0; r < s.tm; ++r)
         for (int c = 0; c < s.tn; ++c) {
             Var row = k.let(at.i0 + at.ty * s.tm + r, "row");
             Var col = k.let(at.column(s, c), "col");
             const Expr v = acc.at(r, c);
-            Expr inside = row < p.m && col < p.n;
+            Expr inside = columns_inside ? row < p.m : row < p.m && col < p.n;
             if (break_switch("matmul_tile_edge"))  // tests of the sweep only
                 inside = inside && !(at.j0 + s.bn > p.n && col == p.n - 1);
             k.if_(inside, [&] { store(at.batch, row, col, v); });

@@ -111,7 +111,7 @@ void tensor_core_product(KernelBuilder& k, const TensorCoreProduct& p, DType inp
     check_class(MatmulClass::tensor_core, input);
     const int T = s.threads(), bm = s.bm, bn = s.bn, bk = s.bk, S = s.stages;
     const int pairs = bk / 2, ld = pairs + kPairPad;
-    const BlockIndex block = block_index(k, p.m, p.n, s);
+    const BlockIndex block = block_index(k, std::nullopt, p.m, p.n, s);
     // A's pair tile holds bm rows of a step's k pairs, B's bn columns of them (n-major), so a
     // warp reads both fragments' pairs as single words; a k-major tile holds bk rows of the
     // lines' elements. A's lines are rows of C, B's columns.

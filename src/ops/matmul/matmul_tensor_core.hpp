@@ -3,6 +3,8 @@
 // implicit GEMM), and the pieces it shares with the exact class's body.
 #pragma once
 
+#include <optional>
+
 #include "ops/matmul/matmul.hpp"
 
 namespace kiln::ops {
@@ -14,11 +16,15 @@ inline Expr element_at(const Expr& base, const Expr& r, const Expr& c, const Exp
 }
 
 // Which tile of C (m x n a batch) a block computes: block x takes batch x / (mt*nt) and the tile
-// at (x / nt % mt, x % nt) (matmul_grid()).
+// at (x / nt % mt, x % nt) (matmul_grid()). Given `batches`, the batch is taken as at most
+// batches - 1, which the grid makes it anyway: so bounded, the range analysis (ir/ranges.hpp)
+// knows the index arithmetic built on it does not wrap, and a CPU's compiler sees C's rows as
+// contiguous stores.
 struct BlockIndex {
     Var batch, tile_m, tile_n;
 };
-BlockIndex block_index(KernelBuilder& k, const Expr& m, const Expr& n, const MatmulSchedule& s);
+BlockIndex block_index(KernelBuilder& k, const std::optional<Expr>& batches, const Expr& m,
+                       const Expr& n, const MatmulSchedule& s);
 
 // kiln::Error unless a tensor-core point's tiles fit: warp tile wm x wn multiples of 16 x 8
 // dividing the block tile, bk a multiple of 16 up to 64, at most 1024 threads.
