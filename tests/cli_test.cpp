@@ -87,9 +87,16 @@ CliRun run_cli(const std::vector<std::string>& argv, std::chrono::seconds timeou
     return {r.exit_status, r.output};
 }
 
+// The kiln binary: $KILN_TEST_CLI where set (a bundle's tests on another machine), else the
+// build's.
+std::string cli_path() {
+    const char* path = std::getenv("KILN_TEST_CLI");
+    return path && *path ? path : KILN_CLI_PATH;
+}
+
 // Runs kiln with `args`.
 CliRun kiln_cli(const std::vector<std::string>& args, std::chrono::seconds timeout) {
-    std::vector<std::string> argv = {KILN_CLI_PATH};
+    std::vector<std::string> argv = {cli_path()};
     argv.insert(argv.end(), args.begin(), args.end());
     return run_cli(argv, timeout);
 }
@@ -98,7 +105,7 @@ CliRun kiln_cli(const std::vector<std::string>& args, std::chrono::seconds timeo
 CliRun kiln_cli_stdout_to(const std::string& path, const std::vector<std::string>& args,
                           std::chrono::seconds timeout) {
     std::vector<std::string> argv = {"/bin/sh", "-c", "out=$1; shift; exec \"$@\" >\"$out\"",
-                                     "sh",      path, KILN_CLI_PATH};
+                                     "sh",      path, cli_path()};
     argv.insert(argv.end(), args.begin(), args.end());
     return run_cli(argv, timeout);
 }
@@ -519,7 +526,7 @@ TEST_F(CliTest, ConformancePrintsItsSummaryWritesJsonAndFailsOnAMiscompile) {
 TEST_F(CliTest, AFirstRunOnATerminalShowsWhatItCompilesAndRacesThenErasesTheLine) {
     // script(1) gives kiln a pseudo-terminal; the profile's first run plans, compiles and races.
     const std::string command =
-        fmt::format("{} profile softmax --rows 3 --n 40 --device cpu", KILN_CLI_PATH);
+        fmt::format("{} profile softmax --rows 3 --n 40 --device cpu", cli_path());
     const CliRun on_terminal =
         run_cli({"/usr/bin/script", "-qec", command, "/dev/null"}, std::chrono::seconds(300));
     ASSERT_EQ(on_terminal.exit_status, 0) << on_terminal.output;
