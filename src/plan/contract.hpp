@@ -51,8 +51,8 @@ ContractOperand contract_operand(const GraphView& g, const std::vector<char>& ma
 // dequantizations (an int8 tensor cast and scaled by its blocks' scales) qualify. On the CPU an
 // attention's prologue holds no view: its points read each K and V element once per block of
 // query rows as one scalar for every row, so a view's index arithmetic (a head view's divisions,
-// a broadcast bias's remainder) is not spread over a vector's lanes (MiniLM's attention at batch
-// 32 took 5.5 times a dense operand's time, notes/cpu-attention-operands-2026-12-05.md).
+// a broadcast bias's remainder) is not spread over a vector's lanes
+// (notes/cpu-attention-operands-2026-12-05.md).
 inline constexpr int kMaxPrologueNodes = 16;
 bool prologue_fusible(const GraphView& g, const std::vector<char>& materialized, int contraction,
                       int source);
