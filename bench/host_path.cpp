@@ -1,11 +1,13 @@
 // Host time of the smallest calls, per device: a buffer's allocation and release, a one-launch
-// compiled program's call and a resolve's replay hit; on CUDA also the driver's own floor for
-// each step (an empty kernel's cuLaunchKernel, a pool allocation and free, cuCtxSetCurrent, a
-// one-kernel graph's cuGraphLaunch), so the program's figure can be read against what the driver
-// alone costs.
+// compiled program's call (each replay mode; outputs dropped by the next call, so their buffers
+// serve again, or held, so each call makes its own) and a resolve's replay hit; on CUDA also the
+// driver's own floor for each step (an empty kernel's cuLaunchKernel, a pool allocation and free,
+// cuCtxSetCurrent, a one-kernel graph's cuGraphLaunch), so the program's figure can be read against
+// what the driver alone costs.
 //   bench_host_path [--device D] [--iters N] [--json FILE]
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -47,13 +49,29 @@ std::vector<Row> kiln_rows(Device& d, int iters) {
     rows.emplace_back("buffer allocate+release (256 B)",
                       host_us(d, iters, [&] { Buffer b(d, DType::f32, 64); }));
     const Tensor x = Tensor::full({64}, 1.5, DType::f32, d);
-    Program program = compile(
-        [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0 + 1.0}; });
-    std::vector<Tensor> out = program({x});
-    out = program({x});  // the replay mode is chosen at the first two replays
-    out = program({x});
-    rows.emplace_back("compiled program call, 1 launch, fresh output",
-                      host_us(d, iters, [&] { out = program({x}); }));
+    // A one-launch program per replay mode (KILN_REPLAY is read when a signature first replays).
+    const auto program_row = [&](const char* mode, const std::string& what, size_t held) {
+        const char* before = std::getenv("KILN_REPLAY");
+        const std::string saved = before ? before : "";
+        setenv("KILN_REPLAY", mode, 1);
+        Program program = compile(
+            [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0 + 1.0}; });
+        std::vector<std::vector<Tensor>> outs(held + 1);
+        for (int i = 0; i < 4; ++i) outs[0] = program({x});  // the trace, the mode's choice
+        size_t next = 0;
+        rows.emplace_back(what, host_us(d, iters, [&] {
+                              next = (next + 1) % outs.size();
+                              outs[next] = program({x});
+                          }));
+        if (before)
+            setenv("KILN_REPLAY", saved.c_str(), 1);
+        else
+            unsetenv("KILN_REPLAY");
+    };
+    program_row("measure", "compiled program call, 1 launch (the mode it measured faster)", 0);
+    program_row("direct", "compiled program call, 1 launch, direct", 0);
+    if (d.records_graphs()) program_row("recorded", "compiled program call, 1 launch, recorded", 0);
+    program_row("direct", "compiled program call, 1 launch, direct, 3 outputs held", 3);
     rows.emplace_back("resolve replay hit, 1 launch (graph built each call)",
                       host_us(d, iters, [&] {
                           Tensor y = x * 2.0 + 1.0;
@@ -105,6 +123,16 @@ std::vector<Row> driver_rows(Device& d, int iters) {
                           api.cuMemFreeAsync(p, stream);
                       }));
 
+    // kiln's own launch of an empty kernel (Device::launch: context, checks, argument packing).
+    const std::vector<uint8_t> cubin = d.compile(
+        "extern \"C\" __global__ void empty(unsigned long long* p, unsigned long long n) {}\n");
+    const std::unique_ptr<Module> kiln_module = d.load(cubin);
+    Buffer argument(d, DType::i64, 1);
+    const KernelArg kiln_args[] = {KernelArg::buffer(argument.memory()), KernelArg::value(1, 8)};
+    rows.emplace_back("kiln: Device::launch, empty kernel", host_us(d, iters, [&] {
+                          d.launch(*kiln_module, "empty", 1, 32, kiln_args);
+                      }));
+
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
     check(api.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "capture");
@@ -144,7 +172,7 @@ int run(int argc, char** argv) {
 #endif
         fmt::print("{}\n", d->info().id);
         for (const auto& [what, us] : rows) {
-            fmt::print("  {:<58} {:8.2f} us\n", what, us);
+            fmt::print("  {:<64} {:8.2f} us\n", what, us);
             objects.push_back(fmt::format("{{\"device\": {}, \"what\": {}, \"us\": {:.3f}}}",
                                           bench::json_quote(d->info().id), bench::json_quote(what),
                                           us));

@@ -115,6 +115,82 @@ TEST(Program, OutputsAreFreshTensorsAndPassThroughsAreTheirValues) {
     }
 }
 
+// A call's computed outputs go into a set of buffers the signature keeps, the first that no
+// tensor holds: an output dropped before the next call lends its buffer to it, one still held
+// keeps its value and the call takes another set (two are kept, more are made per call).
+TEST(Program, OutputBuffersServeAgainOnlyWhenNoTensorHoldsThem) {
+    for (Device* d : devices())
+        for (const char* mode : kReplayModes) {
+            SCOPED_TRACE(d->info().id + " " + mode);
+            const test::ScopedEnv replay("KILN_REPLAY", mode);
+            Program p = compile([](const std::vector<Tensor>& in) {
+                return std::vector<Tensor>{in[0] * 3.0 - 1.0};
+            });
+            const auto input = [&](float v) { return Tensor::full({5}, v, DType::f32, *d); };
+            const auto values = [](float v) { return std::vector<float>(5, v * 3 - 1); };
+            p({input(0)});  // the trace
+            const Buffer* dropped = nullptr;
+            {
+                const std::vector<Tensor> y = p({input(1)});
+                dropped = &y[0].buffer();
+            }
+            const std::vector<Tensor> y = p({input(2)});
+            EXPECT_EQ(&y[0].buffer(), dropped);
+            const std::vector<Tensor> z = p({input(3)});
+            const std::vector<Tensor> w = p({input(4)});
+            EXPECT_NE(&z[0].buffer(), &y[0].buffer());
+            EXPECT_NE(&w[0].buffer(), &y[0].buffer());
+            EXPECT_NE(&w[0].buffer(), &z[0].buffer());
+            EXPECT_EQ(y[0].to_host<float>(), values(2));
+            EXPECT_EQ(z[0].to_host<float>(), values(3));
+            EXPECT_EQ(w[0].to_host<float>(), values(4));
+            // Two sets kept: the arena's output slot (256 bytes) and a buffer of the output's
+            // size; the third was the call's own.
+            EXPECT_EQ(p.stats().resident_bytes, 256u + 5 * sizeof(float));
+        }
+}
+
+// Recorded replays (KILN_REPLAY=recorded): a recording is made for the input and output
+// buffers of a call when they were a recent call's too, and replayed by calls at those buffers;
+// it reads each call's data (a buffer the caller uploads to between calls), and calls at buffers
+// that do not recur run direct. Two inputs taking turns get a recording each.
+TEST(Program, RecordingsServeRecurringBuffersAndReadEachCallsData) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        const test::ScopedEnv replay("KILN_REPLAY", "recorded");
+        const auto fn = [](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{sum(in[0] * in[0], {1}) + 0.5};
+        };
+        const auto want = [&](const Tensor& x) { return fn({x})[0].to_host<float>(); };
+        Program uploaded = compile(fn);
+        const auto buffer = std::make_shared<Buffer>(*d, DType::f32, 6);
+        for (int step = 0; step < 6; ++step) {
+            buffer->upload(std::vector<float>{float(step), 1, 2, 3, float(-step), 0.25f});
+            const Tensor x = Tensor::from_buffer(buffer, {2, 3});
+            EXPECT_EQ(uploaded({x})[0].to_host<float>(), want(x)) << "step " << step;
+        }
+        // Step 0 traced, step 1 ran direct, step 2 recorded; steps 2 to 5 replayed it.
+        EXPECT_EQ(uploaded.stats().recorded, 4u);
+
+        Program alternating = compile(fn);
+        const Tensor a = test::finite_tensor(*d, DType::f32, {2, 3}, 1).resolve();
+        const Tensor b = test::finite_tensor(*d, DType::f32, {2, 3}, 2).resolve();
+        for (int call = 0; call < 7; ++call) {
+            const Tensor& x = call % 2 ? b : a;
+            EXPECT_EQ(alternating({x})[0].to_host<float>(), want(x)) << "call " << call;
+        }
+        EXPECT_EQ(alternating.stats().recorded, 4u);  // calls 3 to 6
+
+        Program fresh = compile(fn);
+        std::vector<Tensor> held;
+        for (int call = 0; call < 5; ++call) {
+            held.push_back(test::finite_tensor(*d, DType::f32, {2, 3}, 10 + call).resolve());
+            EXPECT_EQ(fresh({held.back()})[0].to_host<float>(), want(held.back()));
+        }
+        EXPECT_EQ(fresh.stats().recorded, 0u);
+    }
+}
+
 // A chain of four products holds two slots between calls: each intermediate's slot serves again
 // once the next product has read it. Replays with new inputs stay right.
 // A linear's weight is captured: on the CPU its transposed copy (the matmul points read a

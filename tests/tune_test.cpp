@@ -831,6 +831,7 @@ class FakeDevice : public Device {
         size_t size;
         explicit Memory(size_t s) : size(s) {}
         size_t bytes() const override { return size; }
+        uintptr_t handle() const override { return reinterpret_cast<uintptr_t>(this); }
     };
     FakeDevice(Backend backend, std::string arch, bool simt) {
         info_.backend = backend;

@@ -44,6 +44,10 @@ class DeviceMemory {
   public:
     virtual ~DeviceMemory() = default;
     virtual size_t bytes() const = 0;
+    // What a kernel argument of this memory carries (a host pointer on the CPU, a CUdeviceptr on
+    // CUDA, the cl_mem on OpenCL): two memories alive at once never share it, and a recording
+    // (Device::record) that bakes its arguments in reads and writes the memory holding it.
+    virtual uintptr_t handle() const = 0;
 };
 
 // A loaded binary: one or more kernels, looked up by entry name at launch.

@@ -17,9 +17,11 @@
 // runs only when tracing, so its Python-level or C++ control flow is fixed at the trace; tensors
 // it captures (weights) or creates (constants, seeded generators) are part of the program as they
 // were at the trace. Reading a tensor's data inside the function is a kiln::Error (it has none
-// yet). Each call's outputs are fresh tensors. A replay runs in buffers the signature keeps
-// between calls (intermediates sharing memory by liveness), its launches issued directly or, on
-// CUDA where that measures faster, replayed as one CUDA graph. A dimension declared to vary
+// yet). Each call's outputs are values: an earlier call's never change. A replay runs in buffers
+// the signature keeps between calls (intermediates sharing memory by liveness, outputs in a few
+// sets that serve again once no tensor holds them), its launches issued directly or, on CUDA
+// where that measures faster, replayed as one CUDA graph (one per set of input and output
+// addresses that recurs). A dimension declared to vary
 // (ProgramOptions::buckets) is padded to the next of a few sizes, so its sizes share their
 // bucket's signature. At most `kMaxSignatures`
 // signatures are kept; the least recently used is dropped past that. A program is not safe to call
@@ -77,6 +79,9 @@ class Program {
         // Launches that read captured data alone (a weight's transposed copy): run once when a
         // signature's first replay sets up its buffers, not by its calls (all signatures).
         size_t run_once = 0;
+        // Replays that ran a recording (one CUDA graph launch) rather than their launches one by
+        // one (all signatures).
+        uint64_t recorded = 0;
     };
     Stats stats() const;
 

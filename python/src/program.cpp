@@ -44,6 +44,7 @@ void bind_program(nb::module_& m) {
             d["resident_bytes"] = s.resident_bytes;
             d["padded"] = s.padded;
             d["run_once"] = s.run_once;
+            d["recorded"] = s.recorded;
             return d;
         });
     m.def("tracing", &tracing, "Whether this thread is tracing a compiled function.");

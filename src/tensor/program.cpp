@@ -198,6 +198,7 @@ Program::Stats Program::stats() const {
         if (c->replayer) {
             s.resident_bytes += c->replayer->resident_bytes();
             s.run_once += c->replayer->run_once();
+            s.recorded += c->replayer->recorded_calls();
         }
     return s;
 }

@@ -86,12 +86,21 @@ Replayer::Replayer(const Body& body)
     for (const LeafSource& l : body_.leaves)
         if (l.input < 0) run_.nodes[size_t(l.position)] = l.captured;
     run_fixed_launches();
+    // The first output set is the arena's output slots; the bindings hold none between calls.
+    std::vector<std::shared_ptr<Buffer>> first;
     for (int o : body_.graph.outputs)
         if (arena_.slot[size_t(o)] >= 0 &&
             std::find(outputs_.begin(), outputs_.end(), o) == outputs_.end()) {
             outputs_.push_back(o);
-            output_slots_.push_back(run_.nodes[size_t(o)]);
+            first.push_back(std::move(run_.nodes[size_t(o)]));
+            output_set_bytes_ += first.back()->bytes();
         }
+    if (!outputs_.empty()) output_sets_.push_back(std::move(first));
+}
+
+size_t Replayer::resident_bytes() const {
+    const size_t extra_sets = output_sets_.empty() ? 0 : output_sets_.size() - 1;
+    return arena_.bytes() + fixed_bytes_ + extra_sets * output_set_bytes_;
 }
 
 void Replayer::run_fixed_launches() {
@@ -113,84 +122,101 @@ void Replayer::run_fixed_launches() {
     }
 }
 
-std::vector<Tensor> Replayer::direct(const std::vector<Tensor>& inputs) {
-    Device& device = *body_.device;
-    for (const LeafSource& l : body_.leaves)
-        if (l.input >= 0) run_.nodes[size_t(l.position)] = inputs[size_t(l.input)].node()->buffer;
+std::vector<std::shared_ptr<Buffer>> Replayer::take_outputs() {
+    for (const auto& set : output_sets_)
+        if (std::all_of(set.begin(), set.end(), [](const auto& b) { return b.use_count() == 1; }))
+            return set;
+    std::vector<std::shared_ptr<Buffer>> fresh;
     for (int o : outputs_) {
         const graph::Node& n = body_.graph.node(o);
-        run_.nodes[size_t(o)] = std::make_shared<Buffer>(device, n.dtype, size_t(n.numel()));
+        fresh.push_back(std::make_shared<Buffer>(*body_.device, n.dtype, size_t(n.numel())));
     }
-    if (run_.faults) run_.faults->fill(0);
-    for (const plan::CompiledLaunch* l : per_call_) plan::launch(*l, run_);
-    std::vector<Tensor> out;
-    out.reserve(body_.graph.outputs.size());
-    for (int o : body_.graph.outputs)
-        out.push_back(arena_.slot[size_t(o)] >= 0
-                          ? Tensor::from_buffer(run_.nodes[size_t(o)], body_.graph.node(o).shape)
-                          : leaf_output(body_, o, inputs));
-    // The caller's buffers are not kept past the call.
+    if (output_sets_.size() < kOutputSets) output_sets_.push_back(fresh);
+    return fresh;
+}
+
+void Replayer::bind(const std::vector<Tensor>& inputs,
+                    std::vector<std::shared_ptr<Buffer>> outputs) {
+    for (const LeafSource& l : body_.leaves)
+        if (l.input >= 0) run_.nodes[size_t(l.position)] = inputs[size_t(l.input)].node()->buffer;
+    for (size_t i = 0; i < outputs_.size(); ++i)
+        run_.nodes[size_t(outputs_[i])] = std::move(outputs[i]);
+}
+
+// The caller's buffers and the output set are not held past the call.
+void Replayer::unbind() {
     for (const LeafSource& l : body_.leaves)
         if (l.input >= 0) run_.nodes[size_t(l.position)].reset();
     for (int o : outputs_) run_.nodes[size_t(o)].reset();
+}
+
+Replayer::Addresses Replayer::bound_addresses() const {
+    Addresses a;
+    a.reserve(body_.leaves.size() + outputs_.size());
+    for (const LeafSource& l : body_.leaves)
+        if (l.input >= 0) a.push_back(run_.nodes[size_t(l.position)]->memory().handle());
+    for (int o : outputs_) a.push_back(run_.nodes[size_t(o)]->memory().handle());
+    return a;
+}
+
+void Replayer::launch_direct() {
+    for (const plan::CompiledLaunch* l : per_call_) plan::launch(*l, run_);
+}
+
+Recording* Replayer::recording_for_bound(bool record_now) {
+    Addresses a = bound_addresses();
+    for (Recorded& r : recordings_)
+        if (r.addresses == a) {
+            r.last_use = ++clock_;
+            return r.recording.get();
+        }
+    if (auto seen = std::find(recent_.begin(), recent_.end(), a); seen != recent_.end())
+        recent_.erase(seen);
+    else if (!record_now) {
+        recent_.push_back(std::move(a));
+        if (recent_.size() > kRecentCalls) recent_.erase(recent_.begin());
+        return nullptr;
+    }
+    if (recordings_.size() >= kRecordings)
+        recordings_.erase(std::min_element(
+            recordings_.begin(), recordings_.end(),
+            [](const Recorded& x, const Recorded& y) { return x.last_use < y.last_use; }));
+    // Over the bound buffers: a CUDA graph bakes their addresses in; a device that runs the
+    // work again reads the bindings of the call that replays it.
+    recordings_.push_back(
+        {std::move(a), body_.device->record([this] { launch_direct(); }), ++clock_});
+    return recordings_.back().recording.get();
+}
+
+std::vector<Tensor> Replayer::run(const std::vector<Tensor>& inputs, ReplayMode mode) {
+    bind(inputs, take_outputs());
+    std::vector<Tensor> out;
+    try {
+        if (run_.faults) run_.faults->fill(0);
+        Recording* recording = mode == ReplayMode::recorded ? recording_for_bound(false) : nullptr;
+        if (recording) {
+            recording->replay();
+            ++recorded_calls_;
+        } else {
+            launch_direct();
+        }
+        out.reserve(body_.graph.outputs.size());
+        for (int o : body_.graph.outputs)
+            out.push_back(
+                arena_.slot[size_t(o)] >= 0
+                    ? Tensor::from_buffer(run_.nodes[size_t(o)], body_.graph.node(o).shape)
+                    : leaf_output(body_, o, inputs));
+    } catch (...) {
+        unbind();
+        throw;
+    }
+    unbind();
     plan::check_faults(body_.graph, run_);
     return out;
 }
 
-void Replayer::prepare_recording() {
-    // The arena's buffers, its outputs' slots, and a staging buffer per input.
-    staged_ = run_;
-    for (size_t i = 0; i < outputs_.size(); ++i)
-        staged_.nodes[size_t(outputs_[i])] = output_slots_[i];
-    for (const LeafSource& l : body_.leaves) {
-        const graph::Node& n = body_.graph.node(l.position);
-        staged_.nodes[size_t(l.position)] =
-            l.input >= 0 ? std::make_shared<Buffer>(*body_.device, n.dtype, size_t(n.numel()))
-                         : l.captured;
-    }
-    plan::RunBuffers& staged = staged_;
-    const auto& launches = per_call_;
-    recording_ = body_.device->record([&launches, &staged] {
-        for (const plan::CompiledLaunch* l : launches) plan::launch(*l, staged);
-    });
-}
-
-std::vector<Tensor> Replayer::recorded(const std::vector<Tensor>& inputs) {
-    Device& device = *body_.device;
-    for (const LeafSource& l : body_.leaves)
-        if (l.input >= 0) {
-            Buffer& staging = *staged_.nodes[size_t(l.position)];
-            device.copy(staging.memory(), inputs[size_t(l.input)].node()->buffer->memory(),
-                        staging.bytes());
-        }
-    if (staged_.faults) staged_.faults->fill(0);
-    recording_->replay();
-    plan::check_faults(body_.graph, staged_);
-    std::vector<Tensor> out;
-    out.reserve(body_.graph.outputs.size());
-    for (int o : body_.graph.outputs) {
-        if (arena_.slot[size_t(o)] < 0) {
-            out.push_back(leaf_output(body_, o, inputs));
-            continue;
-        }
-        const graph::Node& n = body_.graph.node(o);
-        auto fresh = std::make_shared<Buffer>(device, n.dtype, size_t(n.numel()));
-        device.copy(fresh->memory(), staged_.nodes[size_t(o)]->memory(), fresh->bytes());
-        out.push_back(Tensor::from_buffer(std::move(fresh), n.shape));
-    }
-    return out;
-}
-
 std::vector<Tensor> Replayer::call(const std::vector<Tensor>& inputs) {
-    switch (mode_) {
-        case ReplayMode::direct:
-            return direct(inputs);
-        case ReplayMode::recorded:
-            if (!recording_) prepare_recording();
-            return recorded(inputs);
-        case ReplayMode::undecided:
-            break;
-    }
+    if (mode_ != ReplayMode::undecided) return run(inputs, mode_);
     // The first replay runs direct, the second recorded, each timed to the device's finish; the
     // faster way serves every later call.
     Device& device = *body_.device;
@@ -198,21 +224,30 @@ std::vector<Tensor> Replayer::call(const std::vector<Tensor>& inputs) {
     if (direct_us_ < 0) {
         device.synchronize();
         direct_us_ = us_of([&] {
-            out = direct(inputs);
+            out = run(inputs, ReplayMode::direct);
             device.synchronize();
         });
         return out;
     }
-    prepare_recording();
+    // Recorded before the clock starts, over the buffers this call binds (the same output set:
+    // the first that no tensor holds).
+    bind(inputs, take_outputs());
+    try {
+        recording_for_bound(true);
+    } catch (...) {
+        unbind();
+        throw;
+    }
+    unbind();
     device.synchronize();
     const double recorded_us = us_of([&] {
-        out = recorded(inputs);
+        out = run(inputs, ReplayMode::recorded);
         device.synchronize();
     });
     mode_ = recorded_us < direct_us_ ? ReplayMode::recorded : ReplayMode::direct;
     if (mode_ == ReplayMode::direct) {
-        recording_.reset();
-        staged_ = {};
+        recordings_.clear();
+        recent_.clear();
     }
     return out;
 }

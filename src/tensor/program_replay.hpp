@@ -1,11 +1,14 @@
 // program_replay: one signature of a compiled program (kiln/program.hpp) and how its later calls
 // run. Its buffers are kept between calls: intermediates in slots shared by liveness
-// (plan/arena.hpp), captured data bound once. A call runs one of two ways, the faster of them
-// measured at the first two replays on devices that record graphs (CUDA), direct elsewhere:
-//   direct     the caller's inputs and fresh output buffers bound in place, the launches issued
-//              one by one (no copies);
-//   recorded   the inputs copied into staging buffers, the launches replayed as one recording
-//              (a CUDA graph), each output copied out into a fresh buffer.
+// (plan/arena.hpp), captured data bound once, and a few sets of output buffers that serve again
+// once no tensor holds them (so outputs stay values). A call binds the caller's inputs and an
+// output set in place and runs one of two ways, the faster of them measured at the first two
+// replays on devices that record graphs (CUDA), direct elsewhere:
+//   direct     the launches issued one by one;
+//   recorded   the launches replayed as one recording (a CUDA graph, which bakes in its buffers'
+//              addresses): one per set of input and output addresses, made when a call's
+//              addresses were seen on a recent call (a loop's buffers recur); a call at addresses
+//              without a recording runs direct.
 // Launches that read only captured data (and what such launches wrote), such as a weight's
 // transposed copy, give the same values every call: they run once, when the replayer is made,
 // into buffers of their own, and no call runs them again.
@@ -44,28 +47,52 @@ enum class ReplayMode { undecided, direct, recorded };
 
 class Replayer {
   public:
+    static constexpr size_t kOutputSets = 2;   // output sets kept (more are made per call)
+    static constexpr size_t kRecordings = 4;   // recordings kept, the least recently used dropped
+    static constexpr size_t kRecentCalls = 4;  // the address sets a call is looked up in
+
     explicit Replayer(const Body& body);
     std::vector<Tensor> call(const std::vector<Tensor>& inputs);
-    size_t resident_bytes() const { return arena_.bytes() + fixed_bytes_; }
+    size_t resident_bytes() const;
     size_t run_once() const { return body_.exec->launches.size() - per_call_.size(); }
+    uint64_t recorded_calls() const { return recorded_calls_; }
 
   private:
-    std::vector<Tensor> direct(const std::vector<Tensor>& inputs);
-    std::vector<Tensor> recorded(const std::vector<Tensor>& inputs);
-    void prepare_recording();
+    using Addresses = std::vector<uintptr_t>;
+    struct Recorded {
+        Addresses addresses;  // the inputs' and outputs' memory it was made over
+        std::unique_ptr<Recording> recording;
+        uint64_t last_use = 0;
+    };
+
+    // Output buffers no tensor holds: a kept set, a new kept one, or past kOutputSets a new set
+    // for this call alone.
+    std::vector<std::shared_ptr<Buffer>> take_outputs();
+    void bind(const std::vector<Tensor>& inputs, std::vector<std::shared_ptr<Buffer>> outputs);
+    void unbind();
+    Addresses bound_addresses() const;
+    // The recording for the bound addresses: kept, or made now if they were bound on a recent
+    // call (or `record_now`); null otherwise.
+    Recording* recording_for_bound(bool record_now);
+    void launch_direct();
+    // One call, its launches direct or (ReplayMode::recorded) from the recording for its
+    // buffers where there is one.
+    std::vector<Tensor> run(const std::vector<Tensor>& inputs, ReplayMode mode);
 
     // Runs the launches whose values are the same every call, once (see above).
     void run_fixed_launches();
 
     const Body& body_;
     plan::ArenaPlan arena_;
-    plan::RunBuffers run_;     // the arena's buffers; direct calls bind inputs and outputs here
-    plan::RunBuffers staged_;  // the recording's: inputs bound to staging buffers
-    std::unique_ptr<Recording> recording_;
+    plan::RunBuffers run_;      // the arena's buffers; each call binds its inputs and outputs here
     std::vector<int> outputs_;  // the computed outputs' positions, each once
-    std::vector<std::shared_ptr<Buffer>> output_slots_;  // their arena buffers
+    std::vector<std::vector<std::shared_ptr<Buffer>>> output_sets_;  // per set, per outputs_
+    size_t output_set_bytes_ = 0;
     std::vector<const plan::CompiledLaunch*> per_call_;  // the launches every call runs
     size_t fixed_bytes_ = 0;                             // the buffers of the launches run once
+    std::vector<Recorded> recordings_;
+    std::vector<Addresses> recent_;  // the last kRecentCalls calls' addresses without recordings
+    uint64_t clock_ = 0, recorded_calls_ = 0;
     ReplayMode mode_;
     // The first replay's time, direct (to the device's finish), while the mode is undecided.
     double direct_us_ = -1;

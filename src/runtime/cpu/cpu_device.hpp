@@ -22,6 +22,7 @@ class CpuMemory final : public DeviceMemory {
     CpuMemory(const CpuMemory&) = delete;
     CpuMemory& operator=(const CpuMemory&) = delete;
     size_t bytes() const override { return bytes_; }
+    uintptr_t handle() const override { return reinterpret_cast<uintptr_t>(data_); }
     void* data() const { return data_; }
 
   private:

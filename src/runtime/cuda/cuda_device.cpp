@@ -252,6 +252,7 @@ class CudaMemory final : public DeviceMemory {
 
     size_t bytes() const override { return bytes_; }
     CUdeviceptr pointer() const { return pointer_; }
+    uintptr_t handle() const override { return static_cast<uintptr_t>(pointer_); }
     const Context* context() const { return context_.get(); }
 
   private:

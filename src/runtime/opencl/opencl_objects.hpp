@@ -20,6 +20,7 @@ class OpenClMemory final : public DeviceMemory {
     OpenClMemory(const OpenClMemory&) = delete;
     OpenClMemory& operator=(const OpenClMemory&) = delete;
     size_t bytes() const override { return bytes_; }
+    uintptr_t handle() const override { return reinterpret_cast<uintptr_t>(mem_); }
     cl_mem mem() const { return mem_; }
     cl_context context() const { return context_; }
 
