@@ -63,6 +63,59 @@ TEST(GraphContract, TransposedAndBroadcastOperandsAreReadInPlace) {
     }
 }
 
+// The shape of what the copy before a matmul writes: b's matrices, or the longer rows the CPU
+// gives a b whose rows are a multiple of 1 KiB apart (plan/contract.cpp).
+Shape copied_before(const Tensor& c) {
+    const plan::GraphView g = plan::view_graph({c.node()});
+    const plan::Plan p = plan::choose_plan(g, test::kTwoCoreFacts, true);
+    if (p.launches.size() != 2 || p.launches[0].outputs.size() != 1) return {};
+    return g.node(p.launches[0].outputs[0]).shape;
+}
+
+// On the CPU a b whose rows are 1 KiB apart or a multiple of that (the kernel's walk down k would
+// reuse a few cache sets) is read as the leading columns of a copy with rows 64 bytes longer: a
+// linear's weight, which is copied anyway to undo its transpose, and a dense b when a has enough
+// rows and the sum enough terms to pay for the copy. The bits are the oracle's; other devices
+// and other shapes read b as it is.
+TEST(GraphContract, OnTheCpuABWithRowsAMultipleOf1KiBApartIsReadFromAPaddedCopy) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        const bool cpu = d->info().backend == Backend::cpu;
+        const Tensor x = finite_tensor(*d, DType::f32, {7, 40}, 1).resolve();
+        const Tensor w = finite_tensor(*d, DType::f32, {256, 40}, 2).resolve();
+        const Tensor bias = finite_tensor(*d, DType::f32, {256}, 3).resolve();
+        Tensor y = linear(x, w, &bias);
+        if (cpu) {
+            EXPECT_EQ(copied_before(y), (Shape{40, 256 + 16}));
+        }
+        auto want = graph::evaluate({y.node()});
+        y.resolve();
+        EXPECT_EQ(y.to_host_bytes(), want[0].bytes());
+
+        const Tensor a = finite_tensor(*d, DType::f32, {256, 512}, 4).resolve();
+        const Tensor b = finite_tensor(*d, DType::f32, {512, 256}, 5).resolve();
+        Tensor c = matmul(a, b);
+        if (cpu) {
+            EXPECT_EQ(copied_before(c), (Shape{512, 256 + 16}));
+        }
+        want = graph::evaluate({c.node()});
+        c.resolve();
+        EXPECT_EQ(c.to_host_bytes(), want[0].bytes());
+        const auto copied = std::vector{plan::LaunchKind::map, plan::LaunchKind::contract};
+        EXPECT_EQ(launch_kinds(), cpu ? copied : std::vector{plan::LaunchKind::contract});
+
+        // Too few rows of a to pay for a copy, or rows of 1.5 KiB: b as it is.
+        Tensor few = matmul(finite_tensor(*d, DType::f32, {64, 512}, 7).resolve(), b);
+        Tensor fine = matmul(a, finite_tensor(*d, DType::f32, {512, 384}, 6).resolve());
+        for (Tensor* t : {&few, &fine}) {
+            want = graph::evaluate({t->node()});
+            t->resolve();
+            EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::contract});
+            EXPECT_EQ(t->to_host_bytes(), want[0].bytes());
+        }
+    }
+}
+
 TEST(GraphContract, AnEpilogueOfBiasActivationAndResidualRunsInTheContractionsLaunch) {
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);

@@ -36,6 +36,18 @@ bool reads_views_in_place(const Device* device) {
     return device == nullptr || device->info().backend != Backend::cpu;
 }
 
+// Whether view v (input shape `from`) keeps the leading columns of every matrix and all of its
+// rows and batches: what a matmul reads in place with the input's row length as its leading
+// dimension. Taken on the CPU alone, where matmul's b may be such a view of a copy with longer
+// rows (tensor/tensor_contract.cpp, padded_for_cpu); the GPUs' points are not written for it.
+bool leading_columns(const graph::op::View& v, const graph::Shape& from, const Device* device) {
+    if (reads_views_in_place(device) || v.kind != graph::ViewKind::slice || from.size() < 2)
+        return false;
+    for (size_t i = 0; i < from.size(); ++i)
+        if (v.a[i] != 0 || v.b[i] != 1) return false;
+    return true;
+}
+
 }  // namespace
 
 bool is_contraction(const graph::Node& n) {
@@ -105,6 +117,16 @@ ContractOperand contract_operand(const GraphView& g, const std::vector<char>& ma
                 // Batch axes regrouped or unit axes added: the matrices keep their layout.
                 through = from.rows == to.rows && from.cols == to.cols && from.count == to.count;
                 break;
+            case graph::ViewKind::slice:
+                // Only as the operand itself (no view above it), and the last view peeled.
+                if (node != g.inputs[size_t(matmul)][size_t(which)] || from.rows != to.rows ||
+                    from.count != to.count ||
+                    !leading_columns(*v, g.node(in).shape, g.node(matmul).device))
+                    break;
+                op.row_length = from.cols;
+                op.source = in;
+                if (batches == 1 || from.count == 1) op.shared = true;
+                return op;
             default:
                 break;
         }

@@ -1,7 +1,8 @@
 // The planner's view of a contraction node (graph Matmul, Conv1d, Attention): its launch kind,
 // its sizes, and each operand as the kernel reads it: a materialized node's buffer, for a Matmul
 // seen through the views between that node and the operand that cost nothing to read in place (a
-// transpose of the last two axes, a broadcast batch, leading unit axes). Whatever is not such a
+// transpose of the last two axes, a broadcast batch, leading unit axes, on the CPU the leading
+// columns of a wider matrix). Whatever is not such a
 // view is the array read: the planner materializes it, or computes it where it is read (a
 // prologue: prologue_fusible). Conv1d and Attention read their operands as dense arrays.
 #pragma once
@@ -34,6 +35,10 @@ struct ContractOperand {
     int source = -1;          // the node whose buffer (dense, row-major) the kernel reads
     bool transposed = false;  // the operand is the transpose of source's last two axes
     bool shared = false;      // one matrix for every batch (batch stride 0)
+    // Where the operand is the leading columns of source's matrices (a column slice read in
+    // place): source's row length, the kernel's leading dimension. 0: the operand is source's
+    // whole matrices.
+    int64_t row_length = 0;
 };
 // Operand `which` of contraction node `node` (Matmul: 0 is a, 1 is b, peeling views down to the
 // first node that is materialized or is not a view the kernel can read through; Conv1d and

@@ -35,6 +35,33 @@ void require_matmul_operand(const Tensor& x, const char* what, const Tensor& a, 
              graph::to_string(x.shape()), x.numel(), kMaxContractionElements);
 }
 
+// On the CPU, b's rows a multiple of 1 KiB apart map the kernel's walk down k onto a few cache
+// sets; such a b is read as the leading columns of a copy with rows kPaddingBytes longer
+// (docs/graph.md, the planner's contractions; plan/contract.cpp reads the columns in place). Taken
+// where b is views of data (no computation to materialize instead) and the copy is paid anyway
+// (a transpose: the CPU copies it to read it) or amortized (at least kPaddedMinRows rows of a and
+// kPaddedMinTerms terms). The copy reads and writes only b's elements: the bits are unchanged.
+constexpr int64_t kPaddedRowBytes = 1024, kPaddedMinRows = 256, kPaddedMinTerms = 512;
+constexpr int64_t kPaddingBytes = 64;
+
+Tensor padded_for_cpu(const Tensor& b, int64_t m) {
+    if (b.device().info().backend != Backend::cpu || b.rank() < 2) return b;
+    const int64_t k = b.shape()[b.rank() - 2], n = b.shape().back();
+    const int64_t size = static_cast<int64_t>(size_of(b.dtype()));
+    if (n * size % kPaddedRowBytes != 0) return b;
+    bool transposed = false;
+    const graph::Node* node = b.node().get();
+    while (const auto* v = node->as<graph::op::View>()) {
+        transposed = transposed || v->kind == graph::ViewKind::permute;
+        node = node->inputs[0].get();
+    }
+    if (!node->resolved() || (!transposed && (m < kPaddedMinRows || k < kPaddedMinTerms))) return b;
+    std::vector<std::pair<int64_t, int64_t>> widths(b.rank(), {0, 0});
+    widths.back().second = kPaddingBytes / size;
+    if (b.numel() / n * (n + widths.back().second) > kMaxContractionElements) return b;
+    return b.pad(widths).slice(-1, 0, n);
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, MatmulClass arithmetic) {
@@ -47,8 +74,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, MatmulClass arithmetic) {
     ops::check_class(arithmetic, a.dtype());
     // Vectors as matrices: a [k] as [1, k], b [k] as [k, 1]; the axis is dropped at the end.
     const Tensor am = a.rank() == 1 ? a.unsqueeze(0) : a;
-    const Tensor bm = b.rank() == 1 ? b.unsqueeze(1) : b;
     const int64_t m = am.shape()[am.rank() - 2], k = am.shape()[am.rank() - 1];
+    const Tensor bm = padded_for_cpu(b.rank() == 1 ? b.unsqueeze(1) : b, m);
     const int64_t kb = bm.shape()[bm.rank() - 2], n = bm.shape()[bm.rank() - 1];
     if (k != kb)
         fail(

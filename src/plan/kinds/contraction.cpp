@@ -61,11 +61,15 @@ void LaunchWriter::write_contract() {
                                  i32(sh.n),
                                  i32(sh.k),
                                  i32(0),
-                                 a.shared ? i32(0) : m * i32(sh.k),
-                                 a.transposed ? m : i32(sh.k),
+                                 a.shared ? i32(0) : m * i32(a.row_length ? a.row_length : sh.k),
+                                 a.row_length   ? i32(a.row_length)
+                                 : a.transposed ? m
+                                                : i32(sh.k),
                                  i32(0),
-                                 i32(b.shared ? 0 : sh.k * sh.n),
-                                 i32(b.transposed ? sh.k : sh.n)};
+                                 i32(b.shared ? 0 : sh.k * (b.row_length ? b.row_length : sh.n)),
+                                 i32(b.row_length   ? b.row_length
+                                     : b.transposed ? sh.k
+                                                    : sh.n)};
     const ops::MatmulTypes types{g_.node(a.source).dtype, DType::f32, a.transposed, b.transposed};
     const ops::MatmulSchedule& point = ops::matmul_all_variants().at(size_t(s_.variant));
     ops::matmul_body(
