@@ -92,11 +92,11 @@ TEST(GraphContract, OnTheCpuABWithRowsAMultipleOf1KiBApartIsReadFromAPaddedCopy)
         y.resolve();
         EXPECT_EQ(y.to_host_bytes(), want[0].bytes());
 
-        const Tensor a = finite_tensor(*d, DType::f32, {256, 512}, 4).resolve();
-        const Tensor b = finite_tensor(*d, DType::f32, {512, 256}, 5).resolve();
+        const Tensor a = finite_tensor(*d, DType::f32, {256, 1024}, 4).resolve();
+        const Tensor b = finite_tensor(*d, DType::f32, {1024, 256}, 5).resolve();
         Tensor c = matmul(a, b);
         if (cpu) {
-            EXPECT_EQ(copied_before(c), (Shape{512, 256 + 16}));
+            EXPECT_EQ(copied_before(c), (Shape{1024, 256 + 16}));
         }
         want = graph::evaluate({c.node()});
         c.resolve();
@@ -105,8 +105,8 @@ TEST(GraphContract, OnTheCpuABWithRowsAMultipleOf1KiBApartIsReadFromAPaddedCopy)
         EXPECT_EQ(launch_kinds(), cpu ? copied : std::vector{plan::LaunchKind::contract});
 
         // Too few rows of a to pay for a copy, or rows of 1.5 KiB: b as it is.
-        Tensor few = matmul(finite_tensor(*d, DType::f32, {64, 512}, 7).resolve(), b);
-        Tensor fine = matmul(a, finite_tensor(*d, DType::f32, {512, 384}, 6).resolve());
+        Tensor few = matmul(finite_tensor(*d, DType::f32, {64, 1024}, 7).resolve(), b);
+        Tensor fine = matmul(a, finite_tensor(*d, DType::f32, {1024, 384}, 6).resolve());
         for (Tensor* t : {&few, &fine}) {
             want = graph::evaluate({t->node()});
             t->resolve();

@@ -232,6 +232,24 @@ TEST(FullMatmul, TransposedAWithBothBLayoutsMatchesTheOracleOnEveryDevice) {
     expect_views(other_points(3), true, 2000);
 }
 
+// On the CPU, B's rows 1 KiB apart with a large k are read from a copy with longer rows
+// (ops::pads_b_rows): an offset and batches further apart than needed, copied row by row, give the
+// oracle's bits at every device's point.
+void expect_padded_rows(const Points& points) {
+    const ops::MatmulShape s{2, 256, 256, 1024};
+    ASSERT_TRUE(ops::pads_b_rows(cpu_device(), s.n, 4, s.m, s.k, false));
+    compile_points({DType::f32, DType::f32, false, false}, points);
+    const ops::MatmulOperand av{0, s.m * s.k, 0, false};
+    const ops::MatmulOperand bv{3, s.k * s.n + 5, 0, false};
+    const HostBuffer a = random_values(DType::f32, view_count(av, s.batch, s.m, s.k), 11);
+    const HostBuffer b = random_values(DType::f32, view_count(bv, s.batch, s.k, s.n), 12);
+    expect_points(points, DType::f32, DType::f32, a, av, b, bv, s);
+}
+
+TEST(Matmul, BRowsOneKiBApartMatchTheOracleThroughTheCpusPaddedCopy) {
+    expect_padded_rows({&ops::matmul_variant("d6x128_t6x4_s")});
+}
+
 // Batches: B shared by every batch (batch stride 0), products underflowing to subnormals and
 // signed zeros (B scaled by 2^-140), in f32 and in bf16 with a bf16 output.
 void expect_shared_operand_batches(const Points& points) {

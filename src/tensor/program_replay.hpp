@@ -50,6 +50,7 @@ class Replayer {
     static constexpr size_t kOutputSets = 2;   // output sets kept (more are made per call)
     static constexpr size_t kRecordings = 4;   // recordings kept, the least recently used dropped
     static constexpr size_t kRecentCalls = 4;  // the address sets a call is looked up in
+    static constexpr int kMeasuredRuns = 3;    // runs of each way while the mode is undecided
 
     explicit Replayer(const Body& body);
     std::vector<Tensor> call(const std::vector<Tensor>& inputs);
@@ -94,7 +95,8 @@ class Replayer {
     std::vector<Addresses> recent_;  // the last kRecentCalls calls' addresses without recordings
     uint64_t clock_ = 0, recorded_calls_ = 0;
     ReplayMode mode_;
-    // The first replay's time, direct (to the device's finish), while the mode is undecided.
+    // The first replay's best time, direct (to the device's finish), while the mode is
+    // undecided.
     double direct_us_ = -1;
 };
 

@@ -35,29 +35,23 @@ void require_matmul_operand(const Tensor& x, const char* what, const Tensor& a, 
              graph::to_string(x.shape()), x.numel(), kMaxContractionElements);
 }
 
-// On the CPU, b's rows a multiple of 1 KiB apart map the kernel's walk down k onto a few cache
-// sets; such a b is read as the leading columns of a copy with rows kPaddingBytes longer
-// (docs/graph.md, the planner's contractions; plan/contract.cpp reads the columns in place). Taken
-// where b is views of data (no computation to materialize instead) and the copy is paid anyway
-// (a transpose: the CPU copies it to read it) or amortized (at least kPaddedMinRows rows of a and
-// kPaddedMinTerms terms). The copy reads and writes only b's elements: the bits are unchanged.
-constexpr int64_t kPaddedRowBytes = 1024, kPaddedMinRows = 256, kPaddedMinTerms = 512;
-constexpr int64_t kPaddingBytes = 64;
-
+// b as the contraction reads it: on the CPU, rows a multiple of 1 KiB apart are read as the
+// leading columns of a copy with longer rows (ops::pads_b_rows; plan/contract.cpp reads the
+// columns in place, docs/graph.md), where b is views of data (no computation to materialize
+// instead).
 Tensor padded_for_cpu(const Tensor& b, int64_t m) {
-    if (b.device().info().backend != Backend::cpu || b.rank() < 2) return b;
+    if (b.rank() < 2) return b;
     const int64_t k = b.shape()[b.rank() - 2], n = b.shape().back();
     const int64_t size = static_cast<int64_t>(size_of(b.dtype()));
-    if (n * size % kPaddedRowBytes != 0) return b;
     bool transposed = false;
     const graph::Node* node = b.node().get();
     while (const auto* v = node->as<graph::op::View>()) {
         transposed = transposed || v->kind == graph::ViewKind::permute;
         node = node->inputs[0].get();
     }
-    if (!node->resolved() || (!transposed && (m < kPaddedMinRows || k < kPaddedMinTerms))) return b;
+    if (!node->resolved() || !ops::pads_b_rows(b.device(), n, size, m, k, transposed)) return b;
     std::vector<std::pair<int64_t, int64_t>> widths(b.rank(), {0, 0});
-    widths.back().second = kPaddingBytes / size;
+    widths.back().second = ops::kPaddedRowBytes / size;
     if (b.numel() / n * (n + widths.back().second) > kMaxContractionElements) return b;
     return b.pad(widths).slice(-1, 0, n);
 }

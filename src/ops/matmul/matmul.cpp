@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -289,6 +291,40 @@ void check_view(const char* what, const MatmulOperand& v, int64_t batch, int64_t
              kMaxIndex);
 }
 
+// b's matrices copied into rows kPaddedRowBytes longer where the CPU reads them so (pads_b_rows;
+// host memory there), and the view of the copy; nothing elsewhere.
+struct PaddedB {
+    std::optional<Buffer> copy;
+    MatmulOperand view;
+};
+
+PaddedB padded_b(Device& device, const Buffer& b, const MatmulOperand& bv, const MatmulShape& s) {
+    const int64_t size = static_cast<int64_t>(size_of(b.dtype()));
+    const int64_t ld = leading(bv, s.k, s.n);
+    if (bv.transposed || !pads_b_rows(device, ld, size, s.m, s.k, false)) return {{}, bv};
+    const int64_t padded_ld = s.n + kPaddedRowBytes / size;
+    const int64_t matrices = bv.batch_stride == 0 ? 1 : s.batch;
+    if (matrices * s.k * padded_ld > kMaxIndex) return {{}, bv};
+    PaddedB p{Buffer(device, b.dtype(), static_cast<size_t>(matrices * s.k * padded_ld)),
+              {0, bv.batch_stride == 0 ? 0 : s.k * padded_ld, padded_ld, false}};
+    return p;
+}
+
+// Copies b's rows into the padded copy (host memory: the CPU's buffers).
+void copy_rows(Device& device, const Buffer& b, const MatmulOperand& bv, const MatmulShape& s,
+               PaddedB& p) {
+    const size_t size = size_of(b.dtype());
+    const auto* from = reinterpret_cast<const char*>(device.address(b.memory()));
+    auto* to = reinterpret_cast<char*>(device.address(p.copy->memory()));
+    const int64_t ld = leading(bv, s.k, s.n);
+    const int64_t matrices = bv.batch_stride == 0 ? 1 : s.batch;
+    for (int64_t i = 0; i < matrices; ++i)
+        for (int64_t r = 0; r < s.k; ++r)
+            std::memcpy(to + size_t(i * p.view.batch_stride + r * p.view.ld) * size,
+                        from + size_t(bv.offset + i * bv.batch_stride + r * ld) * size,
+                        size_t(s.n) * size);
+}
+
 MatmulOperand dense_output(const MatmulShape& s) {
     return {0, s.m * s.n, s.n, false};
 }
@@ -472,6 +508,13 @@ void matmul_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
         }
 }
 
+bool pads_b_rows(const Device& device, int64_t ld, int64_t size, int64_t m, int64_t k,
+                 bool copied) {
+    constexpr int64_t kAliasingRowBytes = 1024, kMinRows = 256, kMinTerms = 1024;
+    return device.info().backend == Backend::cpu && ld * size % kAliasingRowBytes == 0 &&
+           (copied || (m >= kMinRows && k >= kMinTerms));
+}
+
 int64_t matmul_grid(const MatmulShape& shape, const MatmulSchedule& s) {
     return shape.batch * ceil_div(shape.m, s.bm) * ceil_div(shape.n, s.bn);
 }
@@ -528,10 +571,16 @@ Timed<Buffer> matmul_bench(Device& device, const Buffer& a, const MatmulOperand&
     const MatmulTypes t = types_of(a, av, bv, out);
     auto compiled = memo_compiled(device, kernel_key(t, schedule), builder(t, schedule));
     Buffer c(device, out, static_cast<size_t>(shape.batch * shape.m * shape.n));
-    std::vector<Arg> args{a, b, c};
-    for (const Arg& s : matmul_scalars(shape, av, bv, dense_output(shape))) args.push_back(s);
+    // The copy, where there is one, is part of every timed call.
+    PaddedB padded = padded_b(device, b, bv, shape);
+    std::vector<Arg> args{a, padded.copy ? *padded.copy : b, c};
+    for (const Arg& s : matmul_scalars(shape, av, padded.view, dense_output(shape)))
+        args.push_back(s);
     const int64_t grid = matmul_grid(shape, schedule);
-    const double ms = time_dispatches(device, iters, [&] { compiled->launch(grid, args); });
+    const double ms = time_dispatches(device, iters, [&] {
+        if (padded.copy) copy_rows(device, b, bv, shape, padded);
+        compiled->launch(grid, args);
+    });
     return {std::move(c), ms};
 }
 

@@ -25,4 +25,12 @@ using MatmulStore =
 void matmul_body(KernelBuilder& k, const MatmulViews& views, const MatmulTypes& types,
                  const MatmulSchedule& schedule, const MatmulStore& store);
 
+// On the CPU, walking down k through b's rows when they are a multiple of 1 KiB apart reuses a
+// few cache sets (notes/cpu-padded-operand-2026-12-06.md): such a b is read from a copy with rows
+// kPaddedRowBytes longer. Whether device does so for b's rows `ld` elements of `size` bytes
+// apart, with m rows of a and k terms: where the copy is made anyway (`copied`: a transpose) or
+// pays for itself (m >= 256, k >= 1024). The copy moves elements only: the bits are unchanged.
+inline constexpr int64_t kPaddedRowBytes = 64;
+bool pads_b_rows(const Device& device, int64_t ld, int64_t size, int64_t m, int64_t k, bool copied);
+
 }  // namespace kiln::ops
