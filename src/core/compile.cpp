@@ -152,6 +152,7 @@ void CompiledKernel::launch(int64_t grid, std::span<const Arg> given) const {
     if (grid < 0 || grid > INT32_MAX)
         fail("kernel {}: grid of {} blocks; expected 0 to {}", k.name, grid, INT32_MAX);
     std::vector<KernelArg> raw;
+    raw.reserve(2 * args.size() + 2);  // a buffer is two arguments; the fault record two more
     std::vector<ir::HostValue> scalars(args.size());
     for (size_t i = 0; i < args.size(); ++i) {
         const ir::Param& p = k.params[i];
