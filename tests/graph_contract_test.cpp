@@ -104,6 +104,11 @@ TEST(GraphContract, OnTheCpuABWithRowsAMultipleOf1KiBApartIsReadFromAPaddedCopy)
         const auto copied = std::vector{plan::LaunchKind::map, plan::LaunchKind::contract};
         EXPECT_EQ(launch_kinds(), cpu ? copied : std::vector{plan::LaunchKind::contract});
 
+        // An empty b (no columns, a transpose the CPU copies anyway) has nothing to pad.
+        Tensor none = linear(x, finite_tensor(*d, DType::f32, {0, 40}, 8).resolve());
+        EXPECT_EQ(none.shape(), (Shape{7, 0}));
+        none.resolve();
+
         // Too few rows of a to pay for a copy, or rows of 1.5 KiB: b as it is.
         Tensor few = matmul(finite_tensor(*d, DType::f32, {64, 1024}, 7).resolve(), b);
         Tensor fine = matmul(a, finite_tensor(*d, DType::f32, {1024, 384}, 6).resolve());

@@ -511,8 +511,8 @@ void matmul_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
 bool pads_b_rows(const Device& device, int64_t ld, int64_t size, int64_t m, int64_t k,
                  bool copied) {
     constexpr int64_t kAliasingRowBytes = 1024, kMinRows = 256, kMinTerms = 1024;
-    return device.info().backend == Backend::cpu && ld * size % kAliasingRowBytes == 0 &&
-           (copied || (m >= kMinRows && k >= kMinTerms));
+    return device.info().backend == Backend::cpu && ld > 0 && k > 0 &&
+           ld * size % kAliasingRowBytes == 0 && (copied || (m >= kMinRows && k >= kMinTerms));
 }
 
 int64_t matmul_grid(const MatmulShape& shape, const MatmulSchedule& s) {
