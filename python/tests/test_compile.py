@@ -28,6 +28,24 @@ def test_calls_match_the_plain_function(device):
     assert f.stats()["traces"] == 1 and f.stats()["replays"] == 2
 
 
+def test_held_outputs_keep_their_values_and_recordings_serve_recurring_inputs(monkeypatch):
+    # Outputs are values even though their buffers serve later calls once dropped; with
+    # KILN_REPLAY=recorded the same input tensor's calls replay one recording (stats "recorded").
+    monkeypatch.setenv("KILN_REPLAY", "recorded")
+    f = kiln.compile(lambda x: x * 3 - 1)
+    x = kiln.tensor(np.arange(5, dtype=np.float32))
+    want = np.arange(5, dtype=np.float32) * 3 - 1
+    for _ in range(4):  # each result dropped: its buffers serve the next call
+        np.testing.assert_array_equal(f(x).numpy(), want)
+    assert f.stats()["recorded"] == 2  # the third and fourth calls' (the trace is the first)
+    held = [f(x) for _ in range(3)]
+    last = f(kiln.tensor(np.full(5, 2.0, dtype=np.float32)))
+    for h in held:
+        np.testing.assert_array_equal(h.numpy(), want)
+    np.testing.assert_array_equal(last.numpy(), np.full(5, 5.0, dtype=np.float32))
+    assert f.stats()["replays"] == 7
+
+
 def test_a_new_shape_traces_again_and_a_single_tensor_stays_single():
     @kiln.compile
     def double(x):
