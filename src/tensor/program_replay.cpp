@@ -135,19 +135,18 @@ std::vector<std::shared_ptr<Buffer>> Replayer::take_outputs() {
     return fresh;
 }
 
-void Replayer::bind(const std::vector<Tensor>& inputs,
-                    std::vector<std::shared_ptr<Buffer>> outputs) {
-    for (const LeafSource& l : body_.leaves)
-        if (l.input >= 0) run_.nodes[size_t(l.position)] = inputs[size_t(l.input)].node()->buffer;
-    for (size_t i = 0; i < outputs_.size(); ++i)
-        run_.nodes[size_t(outputs_[i])] = std::move(outputs[i]);
+Replayer::Binding::Binding(Replayer& r, const std::vector<Tensor>& inputs) : r_(r) {
+    std::vector<std::shared_ptr<Buffer>> outputs = r.take_outputs();
+    for (const LeafSource& l : r.body_.leaves)
+        if (l.input >= 0) r.run_.nodes[size_t(l.position)] = inputs[size_t(l.input)].node()->buffer;
+    for (size_t i = 0; i < r.outputs_.size(); ++i)
+        r.run_.nodes[size_t(r.outputs_[i])] = std::move(outputs[i]);
 }
 
-// The caller's buffers and the output set are not held past the call.
-void Replayer::unbind() {
-    for (const LeafSource& l : body_.leaves)
-        if (l.input >= 0) run_.nodes[size_t(l.position)].reset();
-    for (int o : outputs_) run_.nodes[size_t(o)].reset();
+Replayer::Binding::~Binding() {
+    for (const LeafSource& l : r_.body_.leaves)
+        if (l.input >= 0) r_.run_.nodes[size_t(l.position)].reset();
+    for (int o : r_.outputs_) r_.run_.nodes[size_t(o)].reset();
 }
 
 Replayer::Addresses Replayer::bound_addresses() const {
@@ -189,9 +188,9 @@ Recording* Replayer::recording_for_bound(bool record_now) {
 }
 
 std::vector<Tensor> Replayer::run(const std::vector<Tensor>& inputs, ReplayMode mode) {
-    bind(inputs, take_outputs());
     std::vector<Tensor> out;
-    try {
+    {
+        const Binding bound(*this, inputs);
         if (run_.faults) run_.faults->fill(0);
         Recording* recording = mode == ReplayMode::recorded ? recording_for_bound(false) : nullptr;
         if (recording) {
@@ -206,11 +205,7 @@ std::vector<Tensor> Replayer::run(const std::vector<Tensor>& inputs, ReplayMode 
                 arena_.slot[size_t(o)] >= 0
                     ? Tensor::from_buffer(run_.nodes[size_t(o)], body_.graph.node(o).shape)
                     : leaf_output(body_, o, inputs));
-    } catch (...) {
-        unbind();
-        throw;
     }
-    unbind();
     plan::check_faults(body_.graph, run_);
     return out;
 }
@@ -242,14 +237,10 @@ std::vector<Tensor> Replayer::call(const std::vector<Tensor>& inputs) {
     }
     // Recorded before the clock starts, over the buffers this call binds (the same output set:
     // the first that no tensor holds).
-    bind(inputs, take_outputs());
-    try {
+    {
+        const Binding bound(*this, inputs);
         recording_for_bound(true);
-    } catch (...) {
-        unbind();
-        throw;
     }
-    unbind();
     const double recorded_us = best_us(ReplayMode::recorded);
     mode_ = recorded_us < direct_us_ ? ReplayMode::recorded : ReplayMode::direct;
     if (mode_ == ReplayMode::direct) {

@@ -69,8 +69,18 @@ class Replayer {
     // Output buffers no tensor holds: a kept set, a new kept one, or past kOutputSets a new set
     // for this call alone.
     std::vector<std::shared_ptr<Buffer>> take_outputs();
-    void bind(const std::vector<Tensor>& inputs, std::vector<std::shared_ptr<Buffer>> outputs);
-    void unbind();
+    // The caller's inputs and an output set bound into run_ for one call; unbound (the caller's
+    // buffers and the outputs not held past the call) when it goes, however the call ends.
+    class Binding {
+      public:
+        Binding(Replayer& r, const std::vector<Tensor>& inputs);
+        ~Binding();
+        Binding(const Binding&) = delete;
+        Binding& operator=(const Binding&) = delete;
+
+      private:
+        Replayer& r_;
+    };
     Addresses bound_addresses() const;
     // The recording for the bound addresses: kept, or made now if they were bound on a recent
     // call (or `record_now`); null otherwise.

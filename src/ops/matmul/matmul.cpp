@@ -296,6 +296,7 @@ void check_view(const char* what, const MatmulOperand& v, int64_t batch, int64_t
 struct PaddedB {
     std::optional<Buffer> copy;
     MatmulOperand view;
+    int64_t matrices = 1;  // the copies of b's matrix (1 where every batch shares it)
 };
 
 PaddedB padded_b(Device& device, const Buffer& b, const MatmulOperand& bv, const MatmulShape& s) {
@@ -305,9 +306,9 @@ PaddedB padded_b(Device& device, const Buffer& b, const MatmulOperand& bv, const
     const int64_t padded_ld = s.n + kPaddedRowBytes / size;
     const int64_t matrices = bv.batch_stride == 0 ? 1 : s.batch;
     if (matrices * s.k * padded_ld > kMaxIndex) return {{}, bv};
-    PaddedB p{Buffer(device, b.dtype(), static_cast<size_t>(matrices * s.k * padded_ld)),
-              {0, bv.batch_stride == 0 ? 0 : s.k * padded_ld, padded_ld, false}};
-    return p;
+    return {Buffer(device, b.dtype(), static_cast<size_t>(matrices * s.k * padded_ld)),
+            {0, bv.batch_stride == 0 ? 0 : s.k * padded_ld, padded_ld, false},
+            matrices};
 }
 
 // Copies b's rows into the padded copy (host memory: the CPU's buffers).
@@ -317,8 +318,7 @@ void copy_rows(Device& device, const Buffer& b, const MatmulOperand& bv, const M
     const auto* from = reinterpret_cast<const char*>(device.address(b.memory()));
     auto* to = reinterpret_cast<char*>(device.address(p.copy->memory()));
     const int64_t ld = leading(bv, s.k, s.n);
-    const int64_t matrices = bv.batch_stride == 0 ? 1 : s.batch;
-    for (int64_t i = 0; i < matrices; ++i)
+    for (int64_t i = 0; i < p.matrices; ++i)
         for (int64_t r = 0; r < s.k; ++r)
             std::memcpy(to + size_t(i * p.view.batch_stride + r * p.view.ld) * size,
                         from + size_t(bv.offset + i * bv.batch_stride + r * ld) * size,

@@ -54,6 +54,13 @@ void LaunchWriter::write_contract() {
     // constants.
     const Expr batches = runtime_size("batches", sh.batch, DType::i32);
     const Expr m = runtime_size("m", sh.m, DType::i32);
+    // An operand's leading dimension: its source's row length where it is a column slice read in
+    // place, else that of its dense (or transposed) matrices.
+    const auto leading = [&](const ContractOperand& op, const Expr& dense) {
+        return op.row_length ? i32(op.row_length) : dense;
+    };
+    const Expr lda = leading(a, a.transposed ? m : i32(sh.k));
+    const Expr ldb = leading(b, i32(b.transposed ? sh.k : sh.n));
     const ops::MatmulViews views{elements(a.source),
                                  elements(b.source),
                                  batches,
@@ -62,14 +69,10 @@ void LaunchWriter::write_contract() {
                                  i32(sh.k),
                                  i32(0),
                                  a.shared ? i32(0) : m * i32(a.row_length ? a.row_length : sh.k),
-                                 a.row_length   ? i32(a.row_length)
-                                 : a.transposed ? m
-                                                : i32(sh.k),
+                                 lda,
                                  i32(0),
                                  i32(b.shared ? 0 : sh.k * (b.row_length ? b.row_length : sh.n)),
-                                 i32(b.row_length   ? b.row_length
-                                     : b.transposed ? sh.k
-                                                    : sh.n)};
+                                 ldb};
     const ops::MatmulTypes types{g_.node(a.source).dtype, DType::f32, a.transposed, b.transposed};
     const ops::MatmulSchedule& point = ops::matmul_all_variants().at(size_t(s_.variant));
     ops::matmul_body(
