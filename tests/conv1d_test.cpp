@@ -15,6 +15,7 @@
 #include "ops/conv1d/conv1d.hpp"
 #include "oracle/conv1d.hpp"
 #include "runtime/cuda/nvrtc.hpp"
+#include "support/chunk_cases.hpp"
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"
 #include "support/float_values.hpp"
@@ -22,11 +23,16 @@
 #include "support/tuned_entry.hpp"
 
 using namespace kiln;
+using kiln::test::chunk_operands;
+using kiln::test::ChunkCase;
 using kiln::test::download;
+using kiln::test::encode_floats;
+using kiln::test::expect_chunk_sums;
 using kiln::test::expect_compiles_for_cuda;
 using kiln::test::expect_distinct_kernels;
 using kiln::test::HostBuffer;
 using kiln::test::identical;
+using kiln::test::kChunkCases;
 using kiln::test::random_values;
 using kiln::test::upload;
 
@@ -58,6 +64,12 @@ const Shape kShapes[] = {
     {1, 2, 2, 3, 1, {1, 3, 1, 1}},
     // A kernel longer than x that fits the padded input: one output.
     {1, 2, 3, 3, 5, {1, 1, 1, 1}},
+    // 300 terms: two chunks of kiln/ops/contraction_order.hpp, the boundary (q = 256) between
+    // channel 85's first and second taps.
+    {1, 100, 40, 6, 3, {1, 1, 1, 1}},
+    // A kernel of 600 taps over 3 positions with padding 300: each output's taps inside x lie in
+    // its second chunk, its first and third chunks all padding (summed as +0 and added).
+    {1, 1, 3, 2, 600, {1, 300, 1, 1}},
 };
 
 size_t x_count(const Shape& s) {
@@ -165,6 +177,36 @@ void expect_the_order(const Points& points) {
         }
 }
 
+// The sums of support/chunk_cases.hpp: one channel of x (the column) under a kernel as long as x,
+// two output channels (the rows), so each output's taps are the k terms.
+Shape chunk_shape(const ChunkCase& c) {
+    return {1, 1, c.k, 2, c.k, {}};
+}
+
+void expect_the_chunks(const Points& points) {
+    for (const ChunkCase& c : kChunkCases) {
+        const auto [w, x] = chunk_operands(c.k);
+        for (Device* d : devices())
+            for (const auto* p : points) {
+                SCOPED_TRACE(fmt::format("{} {} k={}", d->info().id, p->name, c.k));
+                const auto y = run_f32(*d, *p, x, w, chunk_shape(c));
+                ASSERT_EQ(y.size(), 2u);
+                expect_chunk_sums(c, y[0], y[1]);
+            }
+    }
+}
+
+TEST(Conv1d, TheOracleAddsTheChunksOfTheTermsInOrder) {
+    for (const ChunkCase& c : kChunkCases) {
+        SCOPED_TRACE(c.k);
+        const auto [w, x] = chunk_operands(c.k);
+        const Shape s = chunk_shape(c);
+        expect_chunk_sums(
+            c, oracle::conv1d(DType::f32, DType::f32, encode_floats(DType::f32, x).bytes, dense(s),
+                              encode_floats(DType::f32, w).bytes, s));
+    }
+}
+
 TEST(Conv1d, TheOracleFollowsTheOrder) {
     // The same values as expect_the_order, through the oracle: it is the definition.
     const float big = std::ldexp(1.0f, 24);
@@ -184,11 +226,13 @@ TEST(Conv1d, TheOracleFollowsTheOrder) {
 TEST(Conv1d, PointsOfPart0MatchTheOracleAndTheOrderOnEveryDevice) {
     expect_ragged_shapes(part_of_the_points(0), DType::f32, DType::f32, 1);
     expect_the_order(part_of_the_points(0));
+    expect_the_chunks(part_of_the_points(0));
 }
 
 TEST(Conv1d, PointsOfPart1MatchTheOracleAndTheOrderOnEveryDevice) {
     expect_ragged_shapes(part_of_the_points(1), DType::f32, DType::f32, 1);
     expect_the_order(part_of_the_points(1));
+    expect_the_chunks(part_of_the_points(1));
 }
 
 // f16 and bf16 inputs, each to its own dtype (its loads' conversion and the output's rounding),

@@ -349,15 +349,16 @@ bool in_thread_loop(const std::string& body, size_t at) {
 
 TEST(CpuCodegen, Conv1dsSpreadPointRunsItsThreadsAsLanesInsideTheTapLoop) {
     // Whole tiles (the first branch) and edges with stride 1 (the second): the thread loop sits
-    // inside the loop over taps, reading x; in whole tiles x's index is plain i64 arithmetic
-    // (adjacent threads' positions adjacent addresses).
+    // inside the loop over taps (a channel's taps inside a chunk of the terms, up to the kernel's
+    // length), reading x; in whole tiles x's index is plain i64 arithmetic (adjacent threads'
+    // positions adjacent addresses).
     const ir::Kernel k = ops::conv1d_kernel({}, ops::conv1d_variant("d8x128_t8x4_s"));
     const std::string body = cpu_entry_body(k);
     ASSERT_FALSE(body.empty());
     size_t at = 0;
     for (int branch = 0; branch < 2; ++branch) {
         SCOPED_TRACE(branch);
-        const size_t tap_loop = body.find("< p_kernel;", at);
+        const size_t tap_loop = body.find("< kiln_min_i32(p_kernel,", at);
         ASSERT_NE(tap_loop, std::string::npos) << body;
         const size_t x_load = body.find("p_x[", tap_loop);
         ASSERT_NE(x_load, std::string::npos) << body;

@@ -14,6 +14,7 @@
 #include "ops/matmul/matmul.hpp"
 #include "oracle/matmul.hpp"
 #include "runtime/cuda/nvrtc.hpp"
+#include "support/chunk_cases.hpp"
 #include "support/errors.hpp"
 #include "support/everywhere.hpp"
 #include "support/float_values.hpp"
@@ -21,11 +22,16 @@
 #include "support/tuned_entry.hpp"
 
 using namespace kiln;
+using kiln::test::chunk_operands;
+using kiln::test::ChunkCase;
 using kiln::test::download;
+using kiln::test::encode_floats;
+using kiln::test::expect_chunk_sums;
 using kiln::test::expect_compiles_for_cuda;
 using kiln::test::expect_distinct_kernels;
 using kiln::test::HostBuffer;
 using kiln::test::identical;
+using kiln::test::kChunkCases;
 using kiln::test::random_values;
 using kiln::test::upload;
 
@@ -49,9 +55,12 @@ size_t view_count(const ops::MatmulOperand& v, int64_t batch, int64_t rows, int6
 
 // Ragged shapes (batch, m, n, k): nothing a multiple of any tile (up to 128 x 128, bk up to 16)
 // but for the ones; m = 1, n = 1, k = 1; 131 x 133 overflows the largest tile in both directions,
-// and 37 terms are two whole steps of 16 (four of 8) and a short one.
+// 37 terms are two whole steps of 16 (four of 8) and a short one, 517 terms three chunks of
+// kiln/ops/contraction_order.hpp (the last of 5 terms, in a short step) and 2305 terms ten (two
+// rounds of a split point's 8 groups, the second with two chunks).
 constexpr ops::MatmulShape kShapes[] = {
-    {1, 1, 1, 1}, {1, 1, 70, 5}, {1, 67, 1, 9}, {2, 37, 45, 1}, {1, 131, 133, 37}, {3, 20, 19, 17},
+    {1, 1, 1, 1},      {1, 1, 70, 5},   {1, 67, 1, 9},   {2, 37, 45, 1},
+    {1, 131, 133, 37}, {3, 20, 19, 17}, {2, 9, 35, 517}, {1, 2, 33, 2305},
 };
 
 using Points = std::vector<const ops::MatmulSchedule*>;
@@ -157,19 +166,51 @@ void expect_the_order(const Points& points) {
     }
 }
 
+// The sums of support/chunk_cases.hpp, through the points (compiled already).
+void expect_the_chunks(const Points& points) {
+    for (const ChunkCase& c : kChunkCases) {
+        const auto [a, b] = chunk_operands(c.k);
+        const ops::MatmulShape s{1, 2, 1, c.k};
+        for (Device* d : devices()) {
+            Buffer ab(*d, DType::f32, a.size()), bb(*d, DType::f32, b.size());
+            ab.upload(a);
+            bb.upload(b);
+            for (const auto* p : points) {
+                SCOPED_TRACE(fmt::format("{} {} k={}", d->info().id, p->name, c.k));
+                const auto r = ops::matmul_bench(*d, ab, {}, bb, {}, s, DType::f32, *p, 1);
+                const auto got = r.output.download<float>();
+                expect_chunk_sums(c, got[0], got[1]);
+            }
+        }
+    }
+}
+
+TEST(Matmul, TheOracleAddsTheChunksOfKInOrder) {
+    for (const ChunkCase& c : kChunkCases) {
+        SCOPED_TRACE(c.k);
+        const auto [a, b] = chunk_operands(c.k);
+        expect_chunk_sums(
+            c, oracle::matmul(DType::f32, DType::f32, encode_floats(DType::f32, a).bytes, {},
+                              encode_floats(DType::f32, b).bytes, {}, {1, 2, 1, c.k}));
+    }
+}
+
 TEST(Matmul, PointsOfPart0MatchTheOracleAndTheOrderOnEveryDevice) {
     expect_ragged_shapes(every_point(0), DType::f32, DType::f32, 1);
     expect_the_order(every_point(0));
+    expect_the_chunks(every_point(0));
 }
 
 TEST(Matmul, PointsOfPart1MatchTheOracleAndTheOrderOnEveryDevice) {
     expect_ragged_shapes(every_point(1), DType::f32, DType::f32, 1);
     expect_the_order(every_point(1));
+    expect_the_chunks(every_point(1));
 }
 
 TEST(Matmul, PointsOfPart2MatchTheOracleAndTheOrderOnEveryDevice) {
     expect_ragged_shapes(every_point(2), DType::f32, DType::f32, 1);
     expect_the_order(every_point(2));
+    expect_the_chunks(every_point(2));
 }
 
 // Inputs of `input` (f16 or bf16) to an f32 output and to their own dtype.

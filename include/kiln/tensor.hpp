@@ -264,8 +264,9 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps = 1e-6);
 Tensor layer_norm(const Tensor& x, int64_t normalized = 1, const Tensor* weight = nullptr,
                   const Tensor* bias = nullptr, double eps = 1e-5);
 
-// Contractions (exact class: each output is acc = fma(a, b, acc) over k in order from +0, in f32
-// from the widened inputs, rounded once to the inputs' dtype; docs/graph.md).
+// Contractions (exact class: each output is fma chains over k in order, in chunks of 256 terms
+// whose sums are added in order (kiln/ops/contraction_order.hpp), in f32 from the widened
+// inputs, rounded once to the inputs' dtype; docs/graph.md).
 // torch.matmul's shapes: a [..., m, k] · b [..., k, n] -> [..., m, n] with the batch axes
 // broadcast; a vector operand [k] counts as [1, k] (a) or [k, 1] (b) and its axis is dropped.
 // `arithmetic` (kiln/matmul_class.hpp): MatmulClass::tensor_core, for f16/bf16 inputs, lets a

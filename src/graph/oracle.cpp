@@ -13,6 +13,7 @@
 #include "kiln/host_math.hpp"
 #include "kiln/semantics.hpp"
 #include "oracle/attention.hpp"
+#include "oracle/contraction_sum.hpp"
 #include "oracle/conv1d.hpp"
 
 namespace kiln::graph {
@@ -520,7 +521,8 @@ class Evaluator {
         return out;
     }
 
-    // Each output: acc = fma(a, b, acc) over p in order from +0 in f32, rounded once.
+    // Each output: the fma chains over k's chunks in order, their sums added in order
+    // (oracle::contraction_sum), rounded once.
     void matmul(const Node& n, HostTensor& out) {
         const HostTensor& a = value(n.inputs[0]);
         const HostTensor& b = value(n.inputs[1]);
@@ -530,10 +532,10 @@ class Evaluator {
         for (int64_t bt = 0; bt < batches; ++bt)
             for (int64_t i = 0; i < m; ++i)
                 for (int64_t j = 0; j < cols; ++j) {
-                    float acc = 0.0f;
-                    for (int64_t p = 0; p < k; ++p)
-                        acc = std::fma(a.f[size_t((bt * m + i) * k + p)],
-                                       b.f[size_t((bt * k + p) * cols + j)], acc);
+                    const float acc = oracle::contraction_sum(k, [&](int64_t p, float s) {
+                        return std::fma(a.f[size_t((bt * m + i) * k + p)],
+                                        b.f[size_t((bt * k + p) * cols + j)], s);
+                    });
                     out.f[size_t((bt * m + i) * cols + j)] = round_to(n.dtype, acc);
                 }
     }

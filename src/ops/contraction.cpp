@@ -49,7 +49,17 @@ void check_step(const char* op, const std::string& name, int bk) {
 }
 
 Accumulators::Accumulators(KernelBuilder& k, int rows, int cols) : tm(rows), tn(cols) {
-    for (int i = 0; i < tm * tn; ++i) acc.push_back(k.let(DType::f32, 0.0f, "acc"));
+    for (int i = 0; i < tm * tn; ++i) {
+        acc.push_back(k.let(DType::f32, 0.0f, "acc"));
+        total.push_back(k.let(DType::f32, -0.0f, "total"));
+    }
+}
+
+void Accumulators::close_chunk() {
+    for (size_t i = 0; i < acc.size(); ++i) {
+        total[i] = total[i] + acc[i];
+        acc[i] = Expr(0.0f);
+    }
 }
 
 void Accumulators::add_term(const std::vector<Expr>& a, const std::vector<Expr>& b) {
@@ -68,6 +78,22 @@ void Accumulators::add_term_where(const std::vector<Expr>& a, const std::vector<
             const size_t col = static_cast<size_t>(c);
             v = select(has[col], fma(a[static_cast<size_t>(r)], b[col], v), v);
         }
+}
+
+void chunked_terms(KernelBuilder& k, Accumulators& acc, const Expr& terms,
+                   const std::function<void(Expr)>& body) {
+    k.for_(
+        0, terms,
+        [&](Expr c0) {
+            k.for_(c0, min(c0 + kChunkTerms, terms), body);
+            acc.close_chunk();
+        },
+        kChunkTerms);
+}
+
+void close_after_step(KernelBuilder& k, Accumulators& acc, const Expr& p0, int step,
+                      const Expr& terms) {
+    k.if_((p0 + step) % kChunkTerms == 0 && p0 + step < terms, [&] { acc.close_chunk(); });
 }
 
 std::vector<TileSlot> tile_slots(KernelBuilder& k, int count, int threads,

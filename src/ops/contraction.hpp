@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/dsl.hpp"
+#include "kiln/ops/contraction_order.hpp"
 #include "ops/kernel_parts.hpp"
 
 namespace kiln::ops::contraction {
@@ -36,20 +37,37 @@ void check_tiles(const char* op, const std::string& name, int bm, int bn, int tm
 // The same unless bk, the terms of a staged step, is a power of two from 1 to 64.
 void check_step(const char* op, const std::string& name, int bk);
 
-// A thread's tm x tn accumulators, row-major, and the op's one step on them: for a term,
-// acc[r][c] = fma(a[r], b[c], acc[r][c]).
+// A thread's tm x tn accumulators, row-major, and the op's steps on them
+// (kiln/ops/contraction_order.hpp): for a term, acc[r][c] = fma(a[r], b[c], acc[r][c]); at the
+// end of each chunk of terms, close_chunk() adds the chunk's sums to the totals.
 struct Accumulators {
-    std::vector<Var> acc;
+    std::vector<Var> acc, total;
     int tm, tn;
-    // tm * tn accumulators, each +0.0f.
+    // tm * tn accumulators, each +0.0f, and their totals, each -0.0f (so that the first chunk's
+    // sum is added to -0 exactly as it is: the total is s_0, then s_0 + s_1, ...).
     Accumulators(KernelBuilder& k, int tm, int tn);
     Var& at(int r, int c) { return acc[static_cast<size_t>(r * tn + c)]; }
+    // An output's total: its value once every chunk, the last too, is closed.
+    const Var& value(int r, int c) const { return total[static_cast<size_t>(r * tn + c)]; }
+    // total += acc, then acc = +0.0f, for each output: the end of a chunk. Call it once for each
+    // of the op's ceil(k / kChunkTerms) chunks, a chunk whose terms were all skipped too.
+    void close_chunk();
     void add_term(const std::vector<Expr>& a, const std::vector<Expr>& b);
     // The same where column c's term exists (has[c]); where not, acc keeps its value: the term
     // is skipped, not added as a zero.
     void add_term_where(const std::vector<Expr>& a, const std::vector<Expr>& b,
                         const std::vector<Expr>& has);
 };
+
+// body(p) for each term p in [0, terms) in order, each chunk of kChunkTerms closed at its end
+// (the last too): for a thread that walks every term itself.
+void chunked_terms(KernelBuilder& k, Accumulators& acc, const Expr& terms,
+                   const std::function<void(Expr)>& body);
+// After a step of `step` terms from p0 (step divides kChunkTerms, p0 a multiple of it): closes
+// the chunk that ends there, unless the terms end there too (the caller closes the last chunk
+// after its loop, once).
+void close_after_step(KernelBuilder& k, Accumulators& acc, const Expr& p0, int step,
+                      const Expr& terms);
 
 // One operand's share of a shared tile: this thread's elements e = t, t + threads, ... of the
 // tile's `count`, each with the tile index it fills, the line of the operand it reads and its

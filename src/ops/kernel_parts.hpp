@@ -3,6 +3,7 @@
 // read a vector at a time.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <type_traits>
@@ -11,6 +12,9 @@
 #include "kiln/dsl.hpp"
 
 namespace kiln::ops {
+
+// Static shared memory a block may declare on every backend (CUDA's limit without an opt-in).
+inline constexpr int64_t kMaxSharedBytes = 48 * 1024;
 
 // A contraction body's operand: `read(e)` is element e of a dense array of the op's input dtype,
 // a buffer's (buffer_elements) or a value computed there (a graph planner's prologue: a cast or a

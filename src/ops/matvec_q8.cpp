@@ -46,9 +46,6 @@ constexpr std::array<MatvecVariant, 21> kVariants{{
     {"c16", {.block = 16, .threads = 1, .form = cpu_rows}},
 }};
 
-// Shared memory a staged block may use (the portable static limit).
-constexpr int64_t kMaxSharedBytes = 48 * 1024;
-
 const char* form_name(MatvecForm f) {
     switch (f) {
         case pair_per_lane:

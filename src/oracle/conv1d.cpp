@@ -1,20 +1,24 @@
-// conv1d's oracle: plain loops, one fma per tap inside x, channels then taps ascending.
+// conv1d's oracle: plain loops, one fma per tap inside x, channels then taps ascending, in the
+// chunks of kiln/ops/contraction_order.hpp.
 #include "oracle/conv1d.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "kiln/error.hpp"
 #include "kiln/semantics.hpp"
 #include "ops/matmul/matmul.hpp"
+#include "oracle/contraction_sum.hpp"
 #include "oracle/scalar.hpp"
 
 namespace kiln::oracle {
 
 namespace {
 
-// Runs output(at, taps) for every output of y, at its index in a dense y; taps(f) calls f(x, w)
-// (f32 values) for each of the output's taps inside x, channels then taps ascending.
+// Runs output(at, tap) for every output of y, at its index in a dense y; tap(q) is the (x, w)
+// pair (f32 values) of term q = ic*kernel + r, or nothing where that tap falls in the padding.
 template <typename Output>
 void each_output(DType input, const std::vector<uint8_t>& x, const ops::Conv1dView& xv,
                  const std::vector<uint8_t>& w, const ops::Conv1dShape& s, const Output& output) {
@@ -30,19 +34,17 @@ void each_output(DType input, const std::vector<uint8_t>& x, const ops::Conv1dVi
             for (int64_t n = 0; n < s.batch; ++n)
                 for (int64_t oc = 0; oc < s.out_channels; ++oc)
                     for (int64_t t = 0; t < l_out; ++t) {
-                        auto taps = [&](const auto& f) {
-                            for (int64_t ic = 0; ic < cg; ++ic)
-                                for (int64_t r = 0; r < s.kernel; ++r) {
-                                    const int64_t pos = t * p.stride - p.padding + r * p.dilation;
-                                    if (pos < 0 || pos >= s.length) continue;  // padding: skipped
-                                    const int64_t xi = xv.offset + n * xv.batch_stride +
-                                                       (oc / og * cg + ic) * x_channel + pos;
-                                    const int64_t wi = (oc * cg + ic) * s.kernel + r;
-                                    f(S::to_f32(load<V>(x, static_cast<size_t>(xi))),
-                                      S::to_f32(load<V>(w, static_cast<size_t>(wi))));
-                                }
+                        auto tap = [&](int64_t q) -> std::optional<std::pair<float, float>> {
+                            const int64_t ic = q / s.kernel, r = q % s.kernel;
+                            const int64_t pos = t * p.stride - p.padding + r * p.dilation;
+                            if (pos < 0 || pos >= s.length) return std::nullopt;  // skipped
+                            const int64_t xi = xv.offset + n * xv.batch_stride +
+                                               (oc / og * cg + ic) * x_channel + pos;
+                            const int64_t wi = (oc * cg + ic) * s.kernel + r;
+                            return std::pair{S::to_f32(load<V>(x, static_cast<size_t>(xi))),
+                                             S::to_f32(load<V>(w, static_cast<size_t>(wi)))};
                         };
-                        output(static_cast<size_t>((n * s.out_channels + oc) * l_out + t), taps);
+                        output(static_cast<size_t>((n * s.out_channels + oc) * l_out + t), tap);
                     }
         }
     });
@@ -59,9 +61,12 @@ std::vector<uint8_t> conv1d(DType input, DType out, const std::vector<uint8_t>& 
         fail("oracle conv1d: output {}; expected f32 or {}", name(out), name(input));
     const int64_t count = s.batch * s.out_channels * std::max<int64_t>(s.out_length(), 0);
     std::vector<uint8_t> y(static_cast<size_t>(count) * size_of(out));
-    each_output(input, x, xv, w, s, [&](size_t at, const auto& taps) {
-        float acc = 0.0f;
-        taps([&](float xv_, float wv) { acc = std::fma(xv_, wv, acc); });
+    const int64_t terms = s.in_channels / s.params.groups * s.kernel;
+    each_output(input, x, xv, w, s, [&](size_t at, const auto& tap) {
+        const float acc = contraction_sum(terms, [&](int64_t q, float sum) {
+            const auto xw = tap(q);
+            return xw ? std::fma(xw->first, xw->second, sum) : sum;
+        });
         if (out == DType::f32)
             store<float>(y, at, acc);
         else
@@ -79,9 +84,10 @@ std::vector<double> conv1d_tensor_core_bound(DType input, const std::vector<uint
     const int64_t terms = s.in_channels / s.params.groups * s.kernel;
     std::vector<double> bound(
         static_cast<size_t>(s.batch * s.out_channels * std::max<int64_t>(s.out_length(), 0)));
-    each_output(input, x, xv, w, s, [&](size_t at, const auto& taps) {
+    each_output(input, x, xv, w, s, [&](size_t at, const auto& tap) {
         double magnitude = 0;
-        taps([&](float xv_, float wv) { magnitude += std::fabs(double{xv_} * wv); });
+        for (int64_t q = 0; q < terms; ++q)
+            if (const auto xw = tap(q)) magnitude += std::fabs(double{xw->first} * xw->second);
         bound[at] = ops::kTensorCoreBound * static_cast<double>(terms) * magnitude;
     });
     return bound;

@@ -1,10 +1,12 @@
-// matmul's oracle: plain loops, one fma per term in k order.
+// matmul's oracle: plain loops, one fma per term in k order, in the chunks of
+// kiln/ops/contraction_order.hpp.
 #include "oracle/matmul.hpp"
 
 #include <cmath>
 #include <utility>
 
 #include "kiln/error.hpp"
+#include "oracle/contraction_sum.hpp"
 #include "oracle/scalar.hpp"
 
 namespace kiln::oracle {
@@ -51,11 +53,10 @@ Bytes matmul(DType input, DType out, const Bytes& a, const ops::MatmulOperand& a
         fail("oracle matmul: output {}; expected f32 or {}", name(out), name(input));
     Bytes c(static_cast<size_t>(s.batch * s.m * s.n) * size_of(out));
     each_output(input, a, av, b, bv, s, [&](size_t at, const auto& term) {
-        float acc = 0.0f;
-        for (int64_t p = 0; p < s.k; ++p) {
+        const float acc = contraction_sum(s.k, [&](int64_t p, float sum) {
             const auto [x, y] = term(p);
-            acc = std::fma(x, y, acc);
-        }
+            return std::fma(x, y, sum);
+        });
         if (out == DType::f32)
             store<float>(c, at, acc);
         else

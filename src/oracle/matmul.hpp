@@ -1,5 +1,6 @@
 // The plain C++ reference of matmul (kiln/ops/matmul.hpp states the definition): for each output,
-// acc = std::fma(a, b, acc) over p = 0 .. k-1 from +0, then one rounding to C's dtype.
+// the fma chains over k's chunks in order, their sums added in order (oracle::contraction_sum),
+// then one rounding to C's dtype.
 #pragma once
 
 #include <cstdint>

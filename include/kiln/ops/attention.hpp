@@ -71,6 +71,7 @@
 #include "kiln/dsl.hpp"
 #include "kiln/ir.hpp"
 #include "kiln/matmul_class.hpp"
+#include "kiln/ops/contraction_order.hpp"
 #include "kiln/tune.hpp"
 
 namespace kiln::ops {
@@ -79,8 +80,10 @@ namespace kiln::ops {
 inline constexpr int kAttentionKeyBlock = 64;
 // Below it a softmax weight exp(x) is taken as +0 (the op's w above).
 inline constexpr float kAttentionWeightFloor = -87.0f;
-// The largest head_dim (a kernel is built per head_dim).
+// The largest head_dim (a kernel is built per head_dim). Every head_dim is one chunk of
+// kiln/ops/contraction_order.hpp, so each score is the single fma chain over d in order.
 inline constexpr int kAttentionMaxHeadDim = 256;
+static_assert(kAttentionMaxHeadDim <= kChunkTerms);
 
 struct AttentionShape {
     int64_t batch = 1, heads = 1;

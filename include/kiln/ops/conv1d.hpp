@@ -5,18 +5,21 @@
 // The op. x is batch x c_in x length, w is c_out x (c_in/groups) x kernel, y is batch x c_out x
 // l_out with l_out = floor((length + 2*padding - dilation*(kernel-1) - 1) / stride) + 1. Inputs
 // f32, f16 or bf16 (one dtype); y in f32 or in the inputs' dtype. With cg = c_in/groups and
-// og = c_out/groups, for every output (n, oc, t), g = oc / og:
-//   acc = +0.0f
-//   for ic = 0, 1, ..., cg-1 (in this order):
-//     for r = 0, 1, ..., kernel-1 (in this order):
+// og = c_out/groups, for every output (n, oc, t), g = oc / og, the terms q = ic*kernel + r
+// (q from 0 to cg*kernel - 1) in the chunks of kiln/ops/contraction_order.hpp (256 consecutive
+// terms each, the last possibly shorter):
+//   s_c = +0.0f
+//   for q in chunk c (in this order), ic = q / kernel, r = q % kernel:
 //       pos = t*stride - padding + r*dilation
-//       if 0 <= pos < length:  acc = fmaf((float)x[n, g*cg + ic, pos], (float)w[oc, ic, r], acc)
+//       if 0 <= pos < length:  s_c = fmaf((float)x[n, g*cg + ic, pos], (float)w[oc, ic, r], s_c)
+//   acc = s_0 + s_1 + ... + s_last              added left to right (a chunk of taps that are
+//                                               all in the padding adds its +0)
 //   y[n, oc, t] = (y's dtype)acc                one rounding to nearest even (none for f32)
-// Each product is fused with its add (one rounding), the terms are added one at a time in
-// (ic, r) order, and nothing else touches acc: no split of the terms, no tree, and taps that fall
-// in the padding are skipped, never added as zeros (an fma with a zero can turn -0 into +0, and
-// 0 * inf is NaN). Padding is an index condition: no padded copy of x is made. So every schedule,
-// device and backend computes the same bits; src/oracle/conv1d.hpp is the reference.
+// Each product is fused with its add (one rounding), a chunk's terms are added one at a time in
+// (ic, r) order, and nothing else touches the sums: no other split of the terms, no tree, and taps
+// that fall in the padding are skipped, never added as zeros (an fma with a zero can turn -0 into
+// +0, and 0 * inf is NaN). Padding is an index condition: no padded copy of x is made. So every
+// schedule, device and backend computes the same bits; src/oracle/conv1d.hpp is the reference.
 //
 // The terms of an output are matmul's over k = cg*kernel, q = ic*kernel + r: w is matmul's A
 // (c_out x k, row-major) and x read through the taps' index map its B (implicit GEMM).

@@ -2,13 +2,15 @@
 // domain (tiles that never change the bits), a bench closure for the tuner and the tuned entry.
 //
 // The op, for every batch b, row i < m and column j < n (A, B in f32, f16 or bf16, one dtype;
-// C in f32 or in the inputs' dtype):
-//   acc = +0.0f
-//   for p = 0, 1, ..., k-1 (in this order):  acc = fmaf((float)A[b,i,p], (float)B[b,p,j], acc)
+// C in f32 or in the inputs' dtype), with k's terms in the chunks of kiln/ops/contraction_order.hpp
+// (256 consecutive terms each, the last possibly shorter):
+//   s_c = +0.0f;  for p in chunk c (in order):  s_c = fmaf((float)A[b,i,p], (float)B[b,p,j], s_c)
+//   acc = s_0 + s_1 + ... + s_last              added left to right
 //   C[b,i,j] = (C's dtype)acc                   one rounding to nearest even (none for f32)
-// Each product is fused with its add (one rounding), the k terms are added one at a time from
-// p = 0 up, and nothing else touches acc: no split of k, no tree, no padding terms. So every
-// schedule, device and backend computes the same bits; src/oracle/matmul.hpp is the reference.
+// Each product is fused with its add (one rounding), a chunk's terms are added one at a time from
+// its first, and nothing else touches the sums: no other split of k, no tree, no padding terms.
+// So every schedule, device and backend computes the same bits; src/oracle/matmul.hpp is the
+// reference. With k <= 256 each output is the single fma chain over p in order.
 //
 // Operands are views of buffers (MatmulOperand: an offset, a batch stride and a leading
 // dimension, transposed or not), so transposes, batch broadcasts and slices cost no copy.
@@ -49,7 +51,8 @@ struct MatmulShape {
 //   staged:  a block computes a bm x bn tile of C; each k-step of bk is first copied into shared
 //            tiles (A's bm x bk, B's bk x bn, read once from memory by consecutive threads), then
 //            each of the block's (bm/tm)*(bn/tn) threads adds the bk terms to its tm x tn outputs
-//            held in registers (each output still one fma per p, in order).
+//            held in registers (each output still one fma per p, in order, its chunk sums
+//            added at the steps that end a chunk).
 //   direct:  no shared tiles: each thread reads its tm rows of A and tn columns of B straight
 //            from memory, one p at a time (for tiny shapes and m or n of 1).
 // Staged points with prefetch load a step's values into registers while the previous step is
@@ -72,11 +75,15 @@ struct MatmulSchedule {
     // direct only: a thread's tn columns lie bn/tn apart instead of side by side, so adjacent
     // threads take adjacent columns (a CPU runs them as the lanes of one vector)
     bool spread = false;
+    // direct only: groups of threads that share the block tile, each summing every group-th
+    // chunk of k (kiln/ops/contraction_order.hpp); the chunk sums meet in shared memory, where
+    // the first group adds them in order (split-k inside a block: more threads for few outputs)
+    int groups = 1;
     int wm = 0, wn = 0;  // tensor-core points only: a warp's tile (multiples of 16 and 8)
     int stages = 1;      // tensor-core points only: sets of shared tiles (1 to 4)
     bool tensor_core() const { return wm > 0; }
     int threads() const {
-        return tensor_core() ? (bm / wm) * (bn / wn) * 32 : (bm / tm) * (bn / tn);
+        return tensor_core() ? (bm / wm) * (bn / wn) * 32 : (bm / tm) * (bn / tn) * groups;
     }
 };
 
@@ -94,6 +101,10 @@ struct MatmulSchedule {
 //   s8x32_k64_t1x1_p         } few rows, long k: steps of 64 terms with prefetch, so each
 //   s32x32_k64_t2x2_p        } thread has a step's loads in flight (a GPU's bandwidth needs them)
 //   s64x64_k16_t8x8_p        64 threads of 8x8, steps of 16 terms with prefetch
+//   d6x128_t6x4_s            direct, 32 threads of 6x4 with spread columns (a CPU's register tile)
+//   d1x32_g8  d8x64_t8x2_g8  } split-k in a block: 8 groups of 32 threads (one output each, a
+//                            } row) or of 32 threads of 8x2, each group every 8th chunk of k
+//                            } (few outputs and a long k: a token through a linear layer)
 const std::vector<MatmulSchedule>& matmul_variants();
 // The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
 //   tc128x128_k32_w64x32    8 warps of 64 x 32

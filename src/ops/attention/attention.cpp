@@ -68,8 +68,6 @@ using namespace attention_detail;
 constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
 // The longest sequence: a block's rows or keys past its end (at most 1024) stay in 32 bits.
 constexpr int64_t kMaxSeq = kMaxIndex - 1024;
-// Static shared memory a block may use on every backend (CUDA's limit without opting in).
-constexpr int64_t kMaxSharedBytes = 48 * 1024;
 
 bool pow2(int v) {
     return v >= 1 && std::has_single_bit(static_cast<unsigned>(v));

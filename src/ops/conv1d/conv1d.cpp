@@ -170,6 +170,25 @@ Expr w_row(const Place& at, const Expr& row) {
     return min(at.oc0 + row, at.oc_last) * at.terms;
 }
 
+// The terms q = ic*kernel + r chunk by chunk (kiln/ops/contraction_order.hpp): for each chunk,
+// body(ic, r_begin, r_end) for each channel it spans with the taps of that channel inside it and
+// inside [r_lo, r_hi), then the chunk closed.
+void chunked_taps(KernelBuilder& k, const Conv1dViews& p, const Place& at, Accumulators& acc,
+                  const Expr& r_lo, const Expr& r_hi,
+                  const std::function<void(Expr, Expr, Expr)>& body) {
+    k.for_(
+        0, at.terms,
+        [&](Expr c0) {
+            Var c1 = k.let(min(c0 + kChunkTerms, at.terms), "c1");
+            k.for_(c0 / p.kernel, (c1 - 1) / p.kernel + 1, [&](Expr ic) {
+                Var first = k.let(ic * p.kernel, "first");
+                body(ic, max(r_lo, c0 - first), min(r_hi, c1 - first));
+            });
+            acc.close_chunk();
+        },
+        kChunkTerms);
+}
+
 // The direct form (tn = 1): the thread's position reads only its taps inside x, r from r_lo to
 // r_hi, so no tap is tested; w's tm rows and x's tap are read from memory for each term.
 void direct_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const Conv1dSchedule& s,
@@ -181,10 +200,10 @@ void direct_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const
     Var r_hi = k.let(min(p.kernel, (p.length - 1 - start) / p.dilation + 1), "r_hi");
     std::vector<Var> rows;
     for (int r = 0; r < s.tm; ++r) rows.push_back(k.let(w_row(at, at.ty * s.tm + r), "w_row"));
-    k.for_(0, at.cg, [&](Expr ic) {
+    chunked_taps(k, p, at, acc, r_lo, r_hi, [&](Expr ic, Expr r_begin, Expr r_end) {
         Var x_at = k.let(at.x_base + ic * p.x_channel + start, "x_at");
         Var w_at = k.let(ic * p.kernel, "w_at");
-        k.for_(r_lo, r_hi, [&](Expr r) {
+        k.for_(r_begin, r_end, [&](Expr r) {
             std::vector<Expr> wv;
             for (const Var& row : rows) wv.push_back(k.let(to_f32(p.w(row + w_at + r)), "w"));
             acc.add_term(wv, {k.let(to_f32(p.x(x_at + r * p.dilation)), "x")});
@@ -224,11 +243,11 @@ void spread_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const
             else
                 starts.push_back(k.let(first_tap(p, at, column), "start"));
         }
-        k.for_(0, at.cg, [&](Expr ic) {
+        chunked_taps(k, p, at, acc, 0, p.kernel, [&](Expr ic, Expr r_begin, Expr r_end) {
             Var w_at = k.let(wide(ic) * wide(p.kernel), "w_at");
             Var x_at = k.let(
                 clamp ? wide(at.x_base + ic * p.x_channel) : wide(ic) * wide(p.x_channel), "x_at");
-            k.for_(0, p.kernel, [&](Expr r) {
+            k.for_(r_begin, r_end, [&](Expr r) {
                 std::vector<Expr> wv, xv, has;
                 for (const Var& row : rows)
                     wv.push_back(k.let(to_f32(p.w(row + w_at + wide(r))), "w"));
@@ -357,6 +376,7 @@ void staged_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const
                     for (int q = 0; q < bk; ++q) term(Expr(q));
                 },
                 [&] { tested_terms(p0, bk); });
+            close_after_step(k, acc, p0, bk, at.terms);
             k.barrier();  // the step's tiles are read before the next step writes them
         },
         bk);
@@ -367,6 +387,7 @@ void staged_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const
             inside, [&] { k.for_(0, count, [&](Expr q) { term(q); }); },
             [&] { tested_terms(whole, count); });
     });
+    acc.close_chunk();
 }
 
 // The memo key of a kernel: every comptime value it is built from.
@@ -622,7 +643,7 @@ void conv1d_body(KernelBuilder& k, const Conv1dViews& p, const Conv1dTypes& t,
         for (int c = 0; c < s.tn; ++c) {
             Var oc = k.let(at.oc0 + at.ty * s.tm + r, "oc");
             Var col = k.let(at.t0 + at.column(s, c), "col");
-            const Expr v = acc.at(r, c);
+            const Expr v = acc.value(r, c);
             k.if_(oc <= at.oc_last && col < at.l_out, [&] { store(at.n, oc, col, v); });
         }
 }

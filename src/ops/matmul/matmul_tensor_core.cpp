@@ -19,8 +19,6 @@ using namespace tensor_core;
 // u32 words each row of a pair tile is padded by: with bk 32 its rows lie 20 words apart, so a
 // fragment read (8 rows x 4 consecutive pairs) touches each of the 32 banks once.
 constexpr int kPairPad = 4;
-// The shared memory a block may declare statically (CUDA's limit without an opt-in).
-constexpr int64_t kMaxSharedBytes = 48 * 1024;
 
 }  // namespace
 
