@@ -56,8 +56,8 @@ size_t view_count(const ops::MatmulOperand& v, int64_t batch, int64_t rows, int6
 // Ragged shapes (batch, m, n, k): nothing a multiple of any tile (up to 128 x 128, bk up to 16)
 // but for the ones; m = 1, n = 1, k = 1; 131 x 133 overflows the largest tile in both directions,
 // 37 terms are two whole steps of 16 (four of 8) and a short one, 517 terms three chunks of
-// kiln/ops/contraction_order.hpp (the last of 5 terms, in a short step) and 2305 terms ten (two
-// rounds of a split point's 8 groups, the second with two chunks).
+// kiln/ops/contraction_order.hpp (the last of 5 terms, in a short step) and 2305 terms ten (the
+// last of one term).
 constexpr ops::MatmulShape kShapes[] = {
     {1, 1, 1, 1},      {1, 1, 70, 5},   {1, 67, 1, 9},   {2, 37, 45, 1},
     {1, 131, 133, 37}, {3, 20, 19, 17}, {2, 9, 35, 517}, {1, 2, 33, 2305},

@@ -75,15 +75,11 @@ struct MatmulSchedule {
     // direct only: a thread's tn columns lie bn/tn apart instead of side by side, so adjacent
     // threads take adjacent columns (a CPU runs them as the lanes of one vector)
     bool spread = false;
-    // direct only: groups of threads that share the block tile, each summing every group-th
-    // chunk of k (kiln/ops/contraction_order.hpp); the chunk sums meet in shared memory, where
-    // the first group adds them in order (split-k inside a block: more threads for few outputs)
-    int groups = 1;
     int wm = 0, wn = 0;  // tensor-core points only: a warp's tile (multiples of 16 and 8)
     int stages = 1;      // tensor-core points only: sets of shared tiles (1 to 4)
     bool tensor_core() const { return wm > 0; }
     int threads() const {
-        return tensor_core() ? (bm / wm) * (bn / wn) * 32 : (bm / tm) * (bn / tn) * groups;
+        return tensor_core() ? (bm / wm) * (bn / wn) * 32 : (bm / tm) * (bn / tn);
     }
 };
 
@@ -102,9 +98,6 @@ struct MatmulSchedule {
 //   s32x32_k64_t2x2_p        } thread has a step's loads in flight (a GPU's bandwidth needs them)
 //   s64x64_k16_t8x8_p        64 threads of 8x8, steps of 16 terms with prefetch
 //   d6x128_t6x4_s            direct, 32 threads of 6x4 with spread columns (a CPU's register tile)
-//   d1x32_g8  d8x64_t8x2_g8  } split-k in a block: 8 groups of 32 threads (one output each, a
-//                            } row) or of 32 threads of 8x2, each group every 8th chunk of k
-//                            } (few outputs and a long k: a token through a linear layer)
 const std::vector<MatmulSchedule>& matmul_variants();
 // The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
 //   tc128x128_k32_w64x32    8 warps of 64 x 32

@@ -40,18 +40,6 @@ void check_schedule(const MatmulSchedule& s) {
         fail("matmul schedule {}: spread columns with shared tiles; expected a direct point",
              s.name);
     if (s.staged) check_step("matmul", s.name, s.bk);
-    if (s.groups < 1 || s.groups > 16 || (s.groups > 1 && s.staged))
-        fail(
-            "matmul schedule {}: {} groups of threads; expected 1 to 16, more than 1 only for a "
-            "direct point",
-            s.name, s.groups);
-    if (s.threads() > 1024)
-        fail("matmul schedule {}: {} threads a block; expected at most 1024", s.name, s.threads());
-    if (s.groups > 1 && int64_t{s.groups} * s.bm * s.bn * 4 > kMaxSharedBytes)
-        fail(
-            "matmul schedule {}: {} groups' sums of a {}x{} tile need {} bytes of shared memory; "
-            "expected at most {}",
-            s.name, s.groups, s.bm, s.bn, int64_t{s.groups} * s.bm * s.bn * 4, kMaxSharedBytes);
 }
 
 const char* layout_name(const MatmulTypes& t) {
@@ -132,10 +120,8 @@ struct Place {
 Place place(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
     const BlockIndex block = block_index(k, p.batch, p.m, p.n, s);
     const int across = s.bn / s.tn;  // threads along a row of the block tile
-    // The thread's place in its group's tile (split points: groups of tile_threads threads).
-    const int tile_threads = s.threads() / s.groups;
-    Var t = k.let(s.groups > 1 ? k.thread_index() % tile_threads : k.thread_index(), "t");
-    const bool one_row = tile_threads <= across;  // then ty is 0 and tx is t, known as such
+    Var t = k.let(k.thread_index(), "t");
+    const bool one_row = s.threads() <= across;  // then ty is 0 and tx is t, known as such
     return {block.batch,
             k.let(p.a_offset + block.batch * p.a_batch, "a_base"),
             k.let(p.b_offset + block.batch * p.b_batch, "b_base"),
@@ -193,46 +179,6 @@ void direct_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
     };
     k.if_((at.i0 + s.bm <= p.m) && (at.j0 + s.bn <= p.n), [&] { terms(false); },
           [&] { terms(true); });
-}
-
-// The split form (direct, groups > 1): group g of the block's threads sums chunks g, g + groups,
-// ... of k (kiln/ops/contraction_order.hpp) for the block tile, rows and columns read clamped.
-// In each round of `groups` chunks, every group writes its chunk's sums into its slice of a
-// shared tile; after a barrier the first group adds the round's sums to its totals in chunk order
-// (a chunk past the last is no chunk: not added). Returns whether this thread stores (group 0).
-Expr split_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const MatmulTypes& t,
-                 const MatmulSchedule& s, Accumulators& acc) {
-    const int tile = s.bm * s.bn, tile_threads = s.threads() / s.groups;
-    auto sums = k.shared(DType::f32, int64_t{s.groups} * tile, "sums");
-    Var group = k.let(k.thread_index() / tile_threads, "group");
-    const DirectReads reads = direct_reads(k, p, at, t, s, true);
-    std::vector<Var> at_in_tile;
-    for (int r = 0; r < s.tm; ++r)
-        for (int c = 0; c < s.tn; ++c)
-            at_in_tile.push_back(
-                k.let((at.ty * s.tm + r) * s.bn + at.column_in_tile(s, c), "at_in_tile"));
-    Var chunks = k.let((p.k + (kChunkTerms - 1)) / kChunkTerms, "chunks");
-    k.for_(
-        0, chunks,
-        [&](Expr first) {
-            Var c0 = k.let((first + group) * kChunkTerms, "c0");
-            k.for_(c0, min(c0 + kChunkTerms, p.k), [&](Expr q) { reads.add_term(k, p, acc, q); });
-            for (size_t i = 0; i < at_in_tile.size(); ++i) {
-                sums[group * tile + at_in_tile[i]] = acc.acc[i];
-                acc.acc[i] = Expr(0.0f);
-            }
-            k.barrier();
-            k.if_(group == 0, [&] {
-                for (int g = 0; g < s.groups; ++g)
-                    k.if_(first + g < chunks, [&] {
-                        for (size_t i = 0; i < at_in_tile.size(); ++i)
-                            acc.total[i] = acc.total[i] + sums[Expr(g * tile) + at_in_tile[i]];
-                    });
-            });
-            k.barrier();  // the sums are read before the next round writes them
-        },
-        s.groups);
-    return group == 0;
 }
 
 // The staged form: k in steps of bk; each step's A (bm x bk, stored k-major: a_tile[q*a_ld + r])
@@ -319,9 +265,9 @@ void staged_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
 // The memo key of a kernel: every comptime value it is built from (the test-only break switch
 // too, so a kernel built broken is never reused once the switch is off).
 std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
-    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}g{}r{}{}", name(t.input),
+    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}g{}{}", name(t.input),
                        name(t.output), layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn,
-                       s.staged, s.prefetch, s.spread, s.wm, s.wn, s.stages, s.groups,
+                       s.staged, s.prefetch, s.spread, s.wm, s.wn, s.stages,
                        break_switch("matmul_tile_edge") ? "/broken_edge" : "");
 }
 
@@ -432,10 +378,9 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& a, const MatmulOperand& a
 
 const std::vector<MatmulSchedule>& matmul_variants() {
     // Each point's name spells its knobs, so the two cannot drift apart.
-    auto direct = [](int bm, int bn, int tm = 1, int tn = 1, bool spread = false, int groups = 1) {
+    auto direct = [](int bm, int bn, int tm = 1, int tn = 1, bool spread = false) {
         const std::string tile = tm * tn > 1 ? fmt::format("_t{}x{}", tm, tn) : "";
-        const std::string split = groups > 1 ? fmt::format("_g{}", groups) : "";
-        return MatmulSchedule{fmt::format("d{}x{}{}{}{}", bm, bn, tile, spread ? "_s" : "", split),
+        return MatmulSchedule{fmt::format("d{}x{}{}{}", bm, bn, tile, spread ? "_s" : ""),
                               bm,
                               bn,
                               1,
@@ -443,8 +388,7 @@ const std::vector<MatmulSchedule>& matmul_variants() {
                               tn,
                               false,
                               false,
-                              spread,
-                              groups};
+                              spread};
     };
     auto staged = [](int bm, int bn, int bk, int tm, int tn, bool prefetch = false) {
         return MatmulSchedule{
@@ -476,10 +420,6 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         // block), 24 accumulators with B's 4 vectors and A's broadcasts in AVX-512's 32
         // registers (8 x 4 spills 12 accumulators to the stack every term).
         direct(6, 128, 6, 4, true),
-        // Split-k inside a block for few outputs and a long k (a token through a linear layer):
-        // 8 groups of a row of 32 outputs, or of 8 rows of 64 (8 x 2 a thread).
-        direct(1, 32, 1, 1, false, 8),
-        direct(8, 64, 8, 2, false, 8),
     };
     return variants;
 }
@@ -559,11 +499,8 @@ void matmul_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
     if (s.tensor_core()) return tensor_core_body(k, p, t, s, store);
     const Place at = place(k, p, s);
     Accumulators acc(k, s.tm, s.tn);
-    std::optional<Expr> stores;  // where not every thread stores its outputs
     if (s.staged)
         staged_terms(k, p, at, t, s, acc);
-    else if (s.groups > 1)
-        stores = split_terms(k, p, at, t, s, acc);
     else
         direct_terms(k, p, at, t, s, acc);
     // Where n is a constant multiple of bn (a graph's linear), every column is inside: only the
@@ -577,7 +514,6 @@ void matmul_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
             Var col = k.let(at.column(s, c), "col");
             const Expr v = acc.value(r, c);
             Expr inside = columns_inside ? row < p.m : row < p.m && col < p.n;
-            if (stores) inside = *stores && inside;
             if (break_switch("matmul_tile_edge"))  // tests of the sweep only
                 inside = inside && !(at.j0 + s.bn > p.n && col == p.n - 1);
             k.if_(inside, [&] { store(at.batch, row, col, v); });
