@@ -3,6 +3,7 @@
 // show any other order; batches, views and broadcasts; the tuner; bad inputs; CUDA C by NVRTC.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -338,10 +339,10 @@ TEST(Matmul, OracleAgreesWithADoubleDot) {
             }
 }
 
-TEST(Matmul, DenseEntryTunesOnceThenHitsAndMatchesTheOracle) {
+// The dense entry on the CPU for 2 batches of m x k times one shared k x n: it races every point
+// that applies (`variants` of them) once, then hits.
+void expect_dense_entry_tunes_once(int64_t m, int64_t n, int64_t k, size_t variants) {
     Device& cpu = cpu_device();
-    // A is 2 batches of m x k, B one k x n shared by both.
-    const int64_t m = 13, n = 10, k = 6;
     const HostBuffer a = random_values(DType::f32, static_cast<size_t>(2 * m * k), 11);
     const HostBuffer b = random_values(DType::f32, static_cast<size_t>(k * n), 12);
     const Buffer ab = upload(cpu, a), bb = upload(cpu, b);
@@ -354,12 +355,38 @@ TEST(Matmul, DenseEntryTunesOnceThenHitsAndMatchesTheOracle) {
         [&](Tuner& tuner) {
             return download(ops::matmul(cpu, da, db, DType::f32, ops::MatmulClass::exact, tuner));
         },
-        want, ops::matmul_variants().size(), "batch=2,m=13,n=10,k=6,in=f32,out=f32,layout=nn",
+        want, variants, fmt::format("batch=2,m={},n={},k={},in=f32,out=f32,layout=nn", m, n, k),
         [](const std::string& winner) { EXPECT_NO_THROW(ops::matmul_variant(winner)); });
+}
+
+TEST(Matmul, DenseEntryTunesOnceThenHitsAndMatchesTheOracle) {
+    // k = 6 is one chunk: the split points are left out of the race (they could only add a pass).
+    const auto& all = ops::matmul_variants();
+    const auto split =
+        std::count_if(all.begin(), all.end(), [](const auto& p) { return p.split_k; });
+    ASSERT_GT(split, 0);
+    expect_dense_entry_tunes_once(13, 10, 6, all.size() - static_cast<size_t>(split));
+}
+
+TEST(Matmul, DenseEntryRacesTheSplitPointsWhereKHasTwoChunksOrMore) {
+    expect_dense_entry_tunes_once(3, 5, 300, ops::matmul_variants().size());
 }
 
 void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles) {
     test::expect_error_naming("matmul", f, needles);
+}
+
+TEST(Matmul, ASplitPointWhoseScratchWouldPass256MiBIsAnError) {
+    // 8192 x 8192 outputs of two chunks: 512 MiB of chunk sums (the operands are 10 MB each).
+    Device& cpu = cpu_device();
+    const ops::MatmulShape s{1, 8192, 8192, 300};
+    Buffer a(cpu, DType::f32, static_cast<size_t>(s.m * s.k)),
+        b(cpu, DType::f32, static_cast<size_t>(s.k * s.n));
+    const auto& split = ops::matmul_variant("s8x32_k64_t1x1_p_sk");
+    EXPECT_FALSE(ops::matmul_point_applies(split, s));
+    EXPECT_TRUE(ops::matmul_point_applies(ops::matmul_variant("s8x32_k64_t1x1_p"), s));
+    expect_error([&] { ops::matmul_bench(cpu, a, {}, b, {}, s, DType::f32, split, 1); },
+                 {"split point s8x32_k64_t1x1_p_sk", "m=8192", "k=300", "at most 256 MiB"});
 }
 
 TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {

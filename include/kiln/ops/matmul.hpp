@@ -75,6 +75,12 @@ struct MatmulSchedule {
     // direct only: a thread's tn columns lie bn/tn apart instead of side by side, so adjacent
     // threads take adjacent columns (a CPU runs them as the lanes of one vector)
     bool spread = false;
+    // Split-k: the grid runs every tile once for each chunk of k (kiln/ops/contraction_order.hpp),
+    // each block writing its chunk's sums into a scratch buffer, and a second kernel
+    // (matmul_chunk_sum_kernel) adds each output's chunk sums in order: the same bits, with
+    // ceil(k/256) times the blocks for products with few outputs and a long k. The op's entry
+    // runs both; a graph planner's launch (one kernel) does not take these points.
+    bool split_k = false;
     int wm = 0, wn = 0;  // tensor-core points only: a warp's tile (multiples of 16 and 8)
     int stages = 1;      // tensor-core points only: sets of shared tiles (1 to 4)
     bool tensor_core() const { return wm > 0; }
@@ -97,6 +103,7 @@ struct MatmulSchedule {
 //   s8x32_k64_t1x1_p         } few rows, long k: steps of 64 terms with prefetch, so each
 //   s32x32_k64_t2x2_p        } thread has a step's loads in flight (a GPU's bandwidth needs them)
 //   s64x64_k16_t8x8_p        64 threads of 8x8, steps of 16 terms with prefetch
+//   s8x32_k64_t1x1_p_sk s32x32_k64_t2x2_p_sk   the few-rows points split by k's chunks
 //   d6x128_t6x4_s            direct, 32 threads of 6x4 with spread columns (a CPU's register tile)
 const std::vector<MatmulSchedule>& matmul_variants();
 // The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
@@ -154,6 +161,16 @@ void check_class(MatmulClass cls, DType input, const char* op = "matmul");
 // (x / nt % mt, x % nt) with mt = ceil(m/bm), nt = ceil(n/bn). Rows, columns and k-steps past
 // the ends are read clamped (in bounds, never used) and never stored; the last k-step may be
 // short. Its launch contract checks every operand's last element against its buffer.
+// A split point's kernel (split_k) takes the same parameters, c being an f32 scratch of
+// ceil(k/256) x batch x m x n elements (c_offset 0, c_batch m*n, ldc n): block x computes chunk
+// x / (batch*mt*nt) of the tile x % (batch*mt*nt) into c's chunk-th batch x m x n slice. Then
+// matmul_chunk_sum_kernel(C's dtype) over ceil(count/256) blocks of 256 threads, parameters
+//   partial (f32, the scratch), c (C's dtype), count = batch*m*n, chunks   (i32 scalars)
+// writes each C[i] = partial[0][i] + partial[1][i] + ... in order, rounded once (C dense).
+ir::Kernel matmul_chunk_sum_kernel(DType output);
+// Whether `schedule` takes `shape` in the op's entry: every point but a split one whose scratch
+// would pass 256 MiB (such a product has outputs enough without a split).
+bool matmul_point_applies(const MatmulSchedule& schedule, const MatmulShape& shape);
 ir::Kernel matmul_kernel(const MatmulTypes& types, const MatmulSchedule& schedule);
 
 int64_t matmul_grid(const MatmulShape& shape, const MatmulSchedule& schedule);

@@ -32,6 +32,8 @@ void check_types(const MatmulTypes& t) {
 }
 
 void check_schedule(const MatmulSchedule& s) {
+    if (s.split_k && s.tensor_core())
+        fail("matmul schedule {}: split-k on tensor cores; expected an exact point", s.name);
     if (s.tensor_core()) return check_tensor_core_schedule(s);
     check_tiles("matmul", s.name, s.bm, s.bn, s.tm, s.tn);
     if (s.prefetch && !s.staged)
@@ -53,10 +55,11 @@ struct Params : MatmulViews {
     Expr c_offset, c_batch, ldc;
 };
 
-Params declare_params(KernelBuilder& k, const MatmulTypes& t) {
+// c in `c_type`: C's dtype, or f32 for a split point's scratch of chunk sums.
+Params declare_params(KernelBuilder& k, const MatmulTypes& t, DType c_type) {
     Memory a = k.input("a", t.input);
     Memory b = k.input("b", t.input);
-    Memory c = k.output("c", t.output);
+    Memory c = k.output("c", c_type);
     auto i32 = [&](const char* n) { return k.scalar(n, DType::i32); };
     Expr batch = i32("batch"), m = i32("m"), n = i32("n"), kk = i32("k");
     Expr a_offset = i32("a_offset"), a_batch = i32("a_batch"), lda = i32("lda");
@@ -118,7 +121,7 @@ struct Place {
 };
 
 Place place(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
-    const BlockIndex block = block_index(k, p.batch, p.m, p.n, s);
+    const BlockIndex block = block_index(k, p.batch, p.m, p.n, s, p.block);
     const int across = s.bn / s.tn;  // threads along a row of the block tile
     Var t = k.let(k.thread_index(), "t");
     const bool one_row = s.threads() <= across;  // then ty is 0 and tx is t, known as such
@@ -265,9 +268,9 @@ void staged_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
 // The memo key of a kernel: every comptime value it is built from (the test-only break switch
 // too, so a kernel built broken is never reused once the switch is off).
 std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
-    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}g{}{}", name(t.input),
+    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}g{}x{}{}", name(t.input),
                        name(t.output), layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn,
-                       s.staged, s.prefetch, s.spread, s.wm, s.wn, s.stages,
+                       s.staged, s.prefetch, s.spread, s.wm, s.wn, s.stages, s.split_k,
                        break_switch("matmul_tile_edge") ? "/broken_edge" : "");
 }
 
@@ -349,26 +352,36 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& a, const MatmulOperand& a
                          const MatmulOperand& bv, const MatmulShape& shape, DType out,
                          MatmulClass cls) {
     const MatmulTypes t = types_of(a, av, bv, out);
-    const std::span<const MatmulSchedule> points = matmul_domain(device, cls);
+    // The class's points for this shape: split points where k has two chunks or more and their
+    // scratch applies.
+    std::vector<MatmulSchedule> points;
+    bool unsplit = false;
+    for (const MatmulSchedule& s : matmul_domain(device, cls)) {
+        if (s.split_k && (contraction_chunks(shape.k) < 2 || !matmul_point_applies(s, shape))) {
+            unsplit = true;
+            continue;
+        }
+        points.push_back(s);
+    }
     const bool on_tensor_cores = points.front().tensor_core();
     Tuned<Buffer> tuned("matmul",
                         fmt::format("batch={},m={},n={},k={},in={},out={},layout={}{}", shape.batch,
                                     shape.m, shape.n, shape.k, name(t.input), name(t.output),
                                     layout_name(t), on_tensor_cores ? ",class=tensor_core" : ""),
                         device);
-    const VariantTable& table =
-        memo_variant_table(fmt::format("matmul/{}/{}/{}{}", name(t.input), name(t.output),
-                                       layout_name(t), on_tensor_cores ? "/tensor_core" : ""),
-                           device.info().backend, "matmul", [&] {
-                               std::vector<NamedKernel> kernels;
-                               for (const auto& s : points)
-                                   kernels.push_back({s.name, kernel_key(t, s), builder(t, s)});
-                               return kernels;
-                           });
+    const VariantTable& table = memo_variant_table(
+        fmt::format("matmul/{}/{}/{}{}{}", name(t.input), name(t.output), layout_name(t),
+                    on_tensor_cores ? "/tensor_core" : "", unsplit ? "/unsplit" : ""),
+        device.info().backend, "matmul", [&] {
+            std::vector<NamedKernel> kernels;
+            for (const auto& s : points)
+                kernels.push_back({s.name, kernel_key(t, s), builder(t, s)});
+            return kernels;
+        });
     tuned.variants(
         table, [&device, &a, av, &b, bv, shape, out, points](size_t i) -> Tuned<Buffer>::Closure {
-            return [&device, &a, av, &b, bv, shape, out, s = &points[i]](int iters) {
-                return matmul_bench(device, a, av, b, bv, shape, out, *s, iters);
+            return [&device, &a, av, &b, bv, shape, out, s = points[i]](int iters) {
+                return matmul_bench(device, a, av, b, bv, shape, out, s, iters);
             };
         });
     return tuned;
@@ -390,16 +403,19 @@ const std::vector<MatmulSchedule>& matmul_variants() {
                               false,
                               spread};
     };
-    auto staged = [](int bm, int bn, int bk, int tm, int tn, bool prefetch = false) {
-        return MatmulSchedule{
-            fmt::format("s{}x{}_k{}_t{}x{}{}", bm, bn, bk, tm, tn, prefetch ? "_p" : ""),
-            bm,
-            bn,
-            bk,
-            tm,
-            tn,
-            true,
-            prefetch};
+    auto staged = [](int bm, int bn, int bk, int tm, int tn, bool prefetch = false,
+                     bool split_k = false) {
+        return MatmulSchedule{fmt::format("s{}x{}_k{}_t{}x{}{}{}", bm, bn, bk, tm, tn,
+                                          prefetch ? "_p" : "", split_k ? "_sk" : ""),
+                              bm,
+                              bn,
+                              bk,
+                              tm,
+                              tn,
+                              true,
+                              prefetch,
+                              false,
+                              split_k};
     };
     static const std::vector<MatmulSchedule> variants = {
         direct(1, 64),
@@ -420,6 +436,10 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         // block), 24 accumulators with B's 4 vectors and A's broadcasts in AVX-512's 32
         // registers (8 x 4 spills 12 accumulators to the stack every term).
         direct(6, 128, 6, 4, true),
+        // The few-rows points split by k's chunks: a product with few outputs and a long k (a
+        // token through a linear layer) gets ceil(k/256) times the blocks.
+        staged(8, 32, 64, 1, 1, true, true),
+        staged(32, 32, 64, 2, 2, true, true),
     };
     return variants;
 }
@@ -455,11 +475,12 @@ std::span<const MatmulSchedule> matmul_domain(const Device& device, MatmulClass 
 }
 
 BlockIndex block_index(KernelBuilder& k, const std::optional<Expr>& batches, const Expr& m,
-                       const Expr& n, const MatmulSchedule& s) {
+                       const Expr& n, const MatmulSchedule& s,
+                       const std::optional<Expr>& block_at) {
     auto below_batches = [&](const Expr& b) { return batches ? min(b, *batches - 1) : b; };
     Var tiles_m = k.let((m + (s.bm - 1)) / s.bm, "tiles_m");
     Var tiles_n = k.let((n + (s.bn - 1)) / s.bn, "tiles_n");
-    Var block = k.let(k.block_index(), "block");
+    Var block = k.let(block_at ? *block_at : k.block_index(), "block");
     if (s.spread) {
         // Down a column panel first: consecutive blocks (one CPU thread's range) share their
         // bn columns of B, which stay in cache while A's rows stream past.
@@ -482,13 +503,64 @@ ir::Kernel matmul_kernel(const MatmulTypes& t, const MatmulSchedule& s) {
     KernelBuilder k(
         fmt::format("matmul_{}_{}_{}_{}", name(t.input), name(t.output), layout_name(t), s.name),
         s.threads());
-    const Params p = declare_params(k, t);
+    const Params p = declare_params(k, t, s.split_k ? DType::f32 : t.output);
     require_contract(k, p, t);
-    matmul_body(k, p, t, s,
-                [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& v) {
-                    p.c[p.c_offset + batch * p.c_batch + row * p.ldc + col] =
-                        t.output == DType::f32 ? v : cast(t.output, v);
+    if (!s.split_k) {
+        matmul_body(k, p, t, s,
+                    [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& v) {
+                        p.c[p.c_offset + batch * p.c_batch + row * p.ldc + col] =
+                            t.output == DType::f32 ? v : cast(t.output, v);
+                    });
+        return k.finish();
+    }
+    // Split-k: block x runs the body on chunk x / tiles of k for tile x % tiles, the operands'
+    // views moved to the chunk's first term, its sums into c's chunk-th slice.
+    auto wide = [](const Expr& e) { return cast(DType::i64, e); };
+    const Expr chunks = (p.k + (kChunkTerms - 1)) / kChunkTerms;
+    const Expr all_sums = wide(chunks) * wide(p.batch) * wide(p.m) * wide(p.n);
+    k.require(p.c_offset == 0 && p.c_batch == p.m * p.n && p.ldc == p.n,
+              "a split point's c is a dense scratch (c_offset 0, c_batch m*n, ldc n)");
+    k.require(
+        all_sums <= wide(p.c.len()) && all_sums <= kMaxIndex,
+        fmt::format("c holds ceil(k/{}) x batch x m x n sums, at most {}", kChunkTerms, kMaxIndex));
+    Var outputs = k.let(p.batch * p.m * p.n, "outputs");
+    Var tiles = k.let(p.batch * ((p.m + (s.bm - 1)) / s.bm) * ((p.n + (s.bn - 1)) / s.bn), "tiles");
+    Var chunk = k.let(k.block_index() / tiles, "chunk");
+    Var c0 = k.let(chunk * kChunkTerms, "c0");
+    MatmulViews v = p;
+    v.a_offset = p.a_offset + c0 * (t.a_transposed ? p.lda : Expr(1));
+    v.b_offset = p.b_offset + c0 * (t.b_transposed ? Expr(1) : p.ldb);
+    v.k = min(p.k - c0, Expr(kChunkTerms));
+    v.block = k.block_index() % tiles;
+    matmul_body(k, v, t, s,
+                [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& sum) {
+                    p.c[chunk * outputs + batch * p.c_batch + row * p.ldc + col] = sum;
                 });
+    return k.finish();
+}
+
+ir::Kernel matmul_chunk_sum_kernel(DType output) {
+    if (!is_input_float(output))
+        fail("matmul_chunk_sum_kernel: output {}; expected f32, f16 or bf16", name(output));
+    constexpr int kThreads = 256;
+    KernelBuilder k(fmt::format("matmul_chunk_sum_{}", name(output)), kThreads);
+    Memory partial = k.input("partial", DType::f32);
+    Memory c = k.output("c", output);
+    Expr count = k.scalar("count", DType::i32), chunks = k.scalar("chunks", DType::i32);
+    auto wide = [](const Expr& e) { return cast(DType::i64, e); };
+    k.require(count >= 1 && chunks >= 1 && count <= static_cast<int32_t>(kMaxIndex - kThreads),
+              fmt::format("count and chunks are >= 1, count at most {}", kMaxIndex - kThreads));
+    k.require(wide(count) * wide(chunks) <= wide(partial.len()) &&
+                  wide(count) * wide(chunks) <= kMaxIndex,
+              "partial holds chunks x count sums");
+    k.require(wide(count) <= wide(c.len()), "c holds count elements");
+    Var i = k.let(k.block_index() * kThreads + k.thread_index(), "i");
+    k.if_(i < count, [&] {
+        // From -0, so that the total is s_0 as it is, then s_0 + s_1, ...
+        Var total = k.let(DType::f32, -0.0f, "total");
+        k.for_(0, chunks, [&](Expr ch) { total = total + partial[ch * count + i]; });
+        c[i] = output == DType::f32 ? Expr(total) : cast(output, total);
+    });
     return k.finish();
 }
 
@@ -528,7 +600,14 @@ bool pads_b_rows(const Device& device, int64_t ld, int64_t size, int64_t m, int6
 }
 
 int64_t matmul_grid(const MatmulShape& shape, const MatmulSchedule& s) {
-    return shape.batch * ceil_div(shape.m, s.bm) * ceil_div(shape.n, s.bn);
+    return shape.batch * ceil_div(shape.m, s.bm) * ceil_div(shape.n, s.bn) *
+           (s.split_k ? contraction_chunks(shape.k) : 1);
+}
+
+bool matmul_point_applies(const MatmulSchedule& s, const MatmulShape& shape) {
+    constexpr int64_t kMaxScratchBytes = int64_t{256} << 20;
+    return !s.split_k ||
+           contraction_chunks(shape.k) * shape.batch * shape.m * shape.n * 4 <= kMaxScratchBytes;
 }
 
 std::vector<Arg> matmul_scalars(const MatmulShape& sh, const MatmulOperand& a,
@@ -580,18 +659,38 @@ Timed<Buffer> matmul_bench(Device& device, const Buffer& a, const MatmulOperand&
     if (schedule.tensor_core()) check_class(MatmulClass::tensor_core, a.dtype());
     if (&a.device() != &device)
         fail("matmul: a lives on {}; expected {}", a.device().info().id, device.info().id);
+    if (!matmul_point_applies(schedule, shape))
+        fail(
+            "matmul: split point {} for batch={} m={} n={} k={} needs a scratch of {} chunk sums "
+            "per output; expected at most 256 MiB of them (such a product has outputs enough "
+            "without a split)",
+            schedule.name, shape.batch, shape.m, shape.n, shape.k, contraction_chunks(shape.k));
     const MatmulTypes t = types_of(a, av, bv, out);
     auto compiled = memo_compiled(device, kernel_key(t, schedule), builder(t, schedule));
-    Buffer c(device, out, static_cast<size_t>(shape.batch * shape.m * shape.n));
+    const int64_t outputs = shape.batch * shape.m * shape.n;
+    Buffer c(device, out, static_cast<size_t>(outputs));
+    // A split point's chunk sums, and the kernel that adds them into c.
+    std::optional<Buffer> partial;
+    std::shared_ptr<CompiledKernel> chunk_sum;
+    std::vector<Arg> sum_args;
+    const int64_t chunks = contraction_chunks(shape.k);
+    if (schedule.split_k) {
+        partial.emplace(device, DType::f32, static_cast<size_t>(chunks * outputs));
+        chunk_sum = memo_compiled(device, fmt::format("matmul_chunk_sum/{}", name(out)),
+                                  [out] { return matmul_chunk_sum_kernel(out); });
+        sum_args = {*partial, c, Arg(static_cast<int32_t>(outputs)),
+                    Arg(static_cast<int32_t>(chunks))};
+    }
     // The copy, where there is one, is part of every timed call.
     PaddedB padded = padded_b(device, b, bv, shape);
-    std::vector<Arg> args{a, padded.copy ? *padded.copy : b, c};
+    std::vector<Arg> args{a, padded.copy ? *padded.copy : b, partial ? *partial : c};
     for (const Arg& s : matmul_scalars(shape, av, padded.view, dense_output(shape)))
         args.push_back(s);
     const int64_t grid = matmul_grid(shape, schedule);
     const double ms = time_dispatches(device, iters, [&] {
         if (padded.copy) copy_rows(device, b, bv, shape, padded);
         compiled->launch(grid, args);
+        if (chunk_sum) chunk_sum->launch(ceil_div(outputs, int64_t{256}), sum_args);
     });
     return {std::move(c), ms};
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include "kiln/dsl.hpp"
 #include "kiln/ops/matmul.hpp"
@@ -19,6 +20,9 @@ struct MatmulViews {
     ElementRead a, b;
     Expr batch, m, n, k;
     Expr a_offset, a_batch, lda, b_offset, b_batch, ldb;
+    // The block index the tile is taken from (k.block_index() where unset): a split point's
+    // kernel runs the body once per chunk of k over the same tiles.
+    std::optional<Expr> block;
 };
 using MatmulStore =
     std::function<void(const Expr& batch, const Expr& row, const Expr& col, const Expr& acc)>;

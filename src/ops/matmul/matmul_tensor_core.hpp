@@ -24,7 +24,8 @@ struct BlockIndex {
     Var batch, tile_m, tile_n;
 };
 BlockIndex block_index(KernelBuilder& k, const std::optional<Expr>& batches, const Expr& m,
-                       const Expr& n, const MatmulSchedule& s);
+                       const Expr& n, const MatmulSchedule& s,
+                       const std::optional<Expr>& block = std::nullopt);
 
 // kiln::Error unless a tensor-core point's tiles fit: warp tile wm x wn multiples of 16 x 8
 // dividing the block tile, bk a multiple of 16 up to 64, at most 1024 threads.

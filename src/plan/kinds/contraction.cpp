@@ -172,8 +172,10 @@ const auto every = [](const auto&) { return true; };
 // Each contraction: its class's points on its device (ops::*_domain).
 std::vector<Schedule> contract_domain(const Launch& l, const GraphView& g) {
     const graph::Node& mm = g.node(l.contraction);
+    // A split point runs two kernels (the op's entry does); a launch here is one.
     return class_schedules(ops::matmul_domain(*mm.device, mm.as<graph::op::Matmul>()->arithmetic),
-                           ops::matmul_all_variants(), every);
+                           ops::matmul_all_variants(),
+                           [](const ops::MatmulSchedule& p) { return !p.split_k; });
 }
 std::vector<Schedule> conv1d_domain(const Launch& l, const GraphView& g) {
     const graph::Node& c = g.node(l.contraction);
