@@ -68,12 +68,17 @@ namespace {
 // 256 threads a block x elements per thread {1, 2, 4, 8} (a grid apart, so a block's threads
 // stay on consecutive elements) x vector width {1, 4} (4 where the element count is a multiple
 // of 4: consecutive elements per thread, one wide access where a buffer is read or written
-// contiguously).
+// contiguously). Not 4 on a CPU: there a block's consecutive threads already run as the lanes of
+// one vector, and a thread's own group of 4 makes each lane's accesses a strided group that g++
+// does not vectorize under the block's bounds test (1.3x to 4.4x the time of width 1,
+// notes/cpu-map-vectors-2026-12-06.md).
 std::vector<Schedule> map_domain(const Launch& l, const GraphView& g) {
     std::vector<Schedule> d;
-    const int64_t E = g.node(l.outputs[0]).numel();
+    const graph::Node& out = g.node(l.outputs[0]);
+    const int64_t E = out.numel();
+    const bool simd_lanes = out.device != nullptr && out.device->info().backend == Backend::cpu;
     for (int v : {1, 4}) {
-        if (v == 4 && E % 4 != 0) continue;
+        if (v == 4 && (E % 4 != 0 || simd_lanes)) continue;
         for (int t : {1, 2, 4, 8}) d.push_back({.block = 256, .per_thread = t, .vector = v});
     }
     return d;
