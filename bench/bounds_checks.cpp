@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
         Family matmul{"matmul f32", {}};
         for (const auto& s : ops::matmul_variants())
             matmul.kernels.push_back(ops::matmul_kernel({}, s));
+        matmul.kernels.push_back(ops::matmul_chunk_sum_kernel(DType::f32));
         families.push_back(std::move(matmul));
         Family conv1d{"conv1d f32", {}};
         for (const auto& s : ops::conv1d_variants())
