@@ -80,14 +80,14 @@ int run(int argc, char** argv) {
     if (flags.has("--shapes"))
         for (const auto& s : split_list(flags.text("--shapes"))) shapes.push_back(parse_shape(s));
     const int iters = static_cast<int>(flags.integer("--iters", 10, 2, 1000));
-    // The points to run on a device: --points, else the class's domain there.
-    auto points_on = [&](const Device& d) {
-        std::vector<const ops::MatmulSchedule*> points;
+    // The points to run on a device for a shape: --points, else those the op's entry races.
+    auto points_on = [&](const Device& d, const ops::MatmulShape& shape) {
+        std::vector<ops::MatmulSchedule> points;
         if (flags.has("--points"))
             for (const auto& name : split_list(flags.text("--points")))
-                points.push_back(&ops::matmul_variant(name));
+                points.push_back(ops::matmul_variant(name));
         else
-            for (const auto& s : ops::matmul_domain(d, cls)) points.push_back(&s);
+            points = ops::matmul_points_for(d, cls, shape);
         return points;
     };
     const CblasSgemm sgemm = openblas_sgemm();
@@ -102,14 +102,14 @@ int run(int argc, char** argv) {
             ab.upload_bytes(semantics::encode_floats(input, a));
             bb.upload_bytes(semantics::encode_floats(input, b));
             std::vector<uint8_t> first;
-            for (const ops::MatmulSchedule* p : points_on(*d)) {
-                const auto r = ops::matmul_bench(*d, ab, {}, bb, {}, shape, DType::f32, *p, iters);
+            for (const ops::MatmulSchedule& p : points_on(*d, shape)) {
+                const auto r = ops::matmul_bench(*d, ab, {}, bb, {}, shape, DType::f32, p, iters);
                 const std::vector<uint8_t> out = r.output.download_bytes();
                 if (first.empty()) first = out;
-                rows.push_back({d->info().id, p->name, shape, r.ms, gflops(shape, r.ms),
+                rows.push_back({d->info().id, p.name, shape, r.ms, gflops(shape, r.ms),
                                 out == first ? "same" : "DIFFER"});
-                fmt::print(stderr, "{} {} {}: {:.3f} ms\n", d->info().id, shape_text(shape),
-                           p->name, r.ms);
+                fmt::print(stderr, "{} {} {}: {:.3f} ms\n", d->info().id, shape_text(shape), p.name,
+                           r.ms);
             }
             if (d->info().backend != Backend::cpu || !sgemm || input != DType::f32) continue;
             std::vector<float> c(static_cast<size_t>(shape.m * shape.n));

@@ -168,9 +168,13 @@ void check_class(MatmulClass cls, DType input, const char* op = "matmul");
 //   partial (f32, the scratch), c (C's dtype), count = batch*m*n, chunks   (i32 scalars)
 // writes each C[i] = partial[0][i] + partial[1][i] + ... in order, rounded once (C dense).
 ir::Kernel matmul_chunk_sum_kernel(DType output);
-// Whether `schedule` takes `shape` in the op's entry: every point but a split one whose scratch
+// Whether `schedule` can run `shape` (matmul_bench): every point but a split one whose scratch
 // would pass 256 MiB (such a product has outputs enough without a split).
 bool matmul_point_applies(const MatmulSchedule& schedule, const MatmulShape& shape);
+// The points the op's entry races for `shape` (and bench_matmul runs by default): the class's
+// domain on `device`, its split points only where k has two chunks or more and they apply.
+std::vector<MatmulSchedule> matmul_points_for(const Device& device, MatmulClass cls,
+                                              const MatmulShape& shape);
 ir::Kernel matmul_kernel(const MatmulTypes& types, const MatmulSchedule& schedule);
 
 int64_t matmul_grid(const MatmulShape& shape, const MatmulSchedule& schedule);

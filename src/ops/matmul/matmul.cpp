@@ -352,17 +352,8 @@ Tuned<Buffer> make_tuned(Device& device, const Buffer& a, const MatmulOperand& a
                          const MatmulOperand& bv, const MatmulShape& shape, DType out,
                          MatmulClass cls) {
     const MatmulTypes t = types_of(a, av, bv, out);
-    // The class's points for this shape: split points where k has two chunks or more and their
-    // scratch applies.
-    std::vector<MatmulSchedule> points;
-    bool unsplit = false;
-    for (const MatmulSchedule& s : matmul_domain(device, cls)) {
-        if (s.split_k && (contraction_chunks(shape.k) < 2 || !matmul_point_applies(s, shape))) {
-            unsplit = true;
-            continue;
-        }
-        points.push_back(s);
-    }
+    const std::vector<MatmulSchedule> points = matmul_points_for(device, cls, shape);
+    const bool unsplit = points.size() < matmul_domain(device, cls).size();
     const bool on_tensor_cores = points.front().tensor_core();
     Tuned<Buffer> tuned("matmul",
                         fmt::format("batch={},m={},n={},k={},in={},out={},layout={}{}", shape.batch,
@@ -608,6 +599,15 @@ bool matmul_point_applies(const MatmulSchedule& s, const MatmulShape& shape) {
     constexpr int64_t kMaxScratchBytes = int64_t{256} << 20;
     return !s.split_k ||
            contraction_chunks(shape.k) * shape.batch * shape.m * shape.n * 4 <= kMaxScratchBytes;
+}
+
+std::vector<MatmulSchedule> matmul_points_for(const Device& device, MatmulClass cls,
+                                              const MatmulShape& shape) {
+    std::vector<MatmulSchedule> points;
+    for (const MatmulSchedule& s : matmul_domain(device, cls))
+        if (!s.split_k || (contraction_chunks(shape.k) >= 2 && matmul_point_applies(s, shape)))
+            points.push_back(s);
+    return points;
 }
 
 std::vector<Arg> matmul_scalars(const MatmulShape& sh, const MatmulOperand& a,
