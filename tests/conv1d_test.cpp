@@ -90,7 +90,7 @@ ops::Conv1dView dense(const Shape& s) {
 Points part_of_the_points(int part) {
     Points points;
     for (const auto& s : ops::conv1d_variants())
-        if ((s.name == "s32x32_k16_t2x2" || s.name == "s128x128_k8_t8x8") == (part == 1))
+        if ((s.name == "s32x32_k16_t2x2" || s.name == "s128x128_k8_t8x8_m_b2") == (part == 1))
             points.push_back(&s);
     return points;
 }

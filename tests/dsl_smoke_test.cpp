@@ -219,3 +219,47 @@ TEST(Smoke, KeptBuffersReadTheirValuesOnEveryDevice) {
         }
     }
 }
+
+// A memory array (KernelBuilder::memory_array) is a per-thread array like a local one: each
+// thread's elements are its own, written at comptime and run-time indices, read back after a
+// barrier every thread passes. On CUDA and OpenCL it is declared volatile (kept in memory).
+TEST(Smoke, MemoryArraysHoldEachThreadsValuesOnEveryDevice) {
+    constexpr int kBlock = 64, kSize = 8;
+    KernelBuilder k("memory_array", kBlock);
+    auto x = k.input("x", DType::f32);
+    auto y = k.output("y", DType::f32);
+    Expr shift = k.scalar("shift", DType::i32);
+    auto arr = k.memory_array(DType::f32, kSize, "kept");
+    Var i = k.let(k.absolute_pos(), "i");
+    Var at = k.let(min(i, x.len() - 1), "at");
+    for (int j = 0; j < kSize; ++j) arr[j] = x[at] * static_cast<float>(j + 1);
+    k.barrier();
+    // arr[(j + shift) % kSize] += 1 at run-time indices, then every element out in order.
+    k.for_(0, kSize, [&](Expr j) {
+        auto e = arr[(j + shift) % kSize];
+        e = e + 1.0f;
+    });
+    k.if_(i < x.len(), [&] {
+        for (int j = 0; j < kSize; ++j) y[i * kSize + j] = arr[j];
+    });
+    const auto kernel = k.finish();
+    const std::vector<ir::Kernel> kernels{kernel};
+    EXPECT_NE(generate_source(Backend::cuda, kernels).find("volatile float la0[8]"),
+              std::string::npos);
+    EXPECT_NE(generate_source(Backend::opencl, kernels).find("volatile float la0[8]"),
+              std::string::npos);
+    const size_t n = 301;  // ragged against the block
+    std::vector<float> h(n);
+    for (size_t j = 0; j < n; ++j) h[j] = 0.25f * static_cast<float>(j) - 7.0f;
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Buffer bx(*d, DType::f32, n), by(*d, DType::f32, n * kSize);
+        bx.upload(h);
+        compile(*d, kernel)->launch((n + kBlock - 1) / kBlock, {bx, by, int32_t{3}});
+        const auto out = by.download<float>();
+        for (size_t j = 0; j < n; ++j)
+            for (int e = 0; e < kSize; ++e)
+                ASSERT_EQ(out[j * kSize + e], h[j] * static_cast<float>(e + 1) + 1.0f)
+                    << j << " " << e;
+    }
+}

@@ -479,6 +479,13 @@ TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {
     bad = ops::matmul_variant("s64x64_k8_t4x4");
     bad.spread = true;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"spread columns with shared tiles"});
+    bad = ops::matmul_variant("s128x128_k8_t8x8_p_m_b2");
+    bad.min_blocks = 9;  // 9 x 256 threads: more than an SM holds
+    expect_error([&] { ops::matmul_kernel({}, bad); }, {"min_blocks 9 of 256 threads"});
+    bad = ops::matmul_variant("tc64x64_k32_w32x32");
+    bad.totals_in_memory = true;
+    expect_error([&] { ops::matmul_kernel({DType::f16}, bad); },
+                 {"totals in memory or min_blocks on tensor cores"});
     expect_error([&] { ops::matmul_variant("s7x7"); }, {"no schedule named 's7x7'"});
     // The kernel's own launch contract, for callers that launch it directly (a planner).
     const auto compiled = compile(cpu, ops::matmul_kernel({}, ops::matmul_variants()[0]));
@@ -507,7 +514,7 @@ TEST(Matmul, EveryPointDtypeAndLayoutCompilesForCuda) {
     for (const auto& [input, out] : kTypes)
         for (bool at : {false, true})
             for (bool bt : {false, true})
-                for (const char* point : {"d8x32", "s128x128_k8_t8x8"})
+                for (const char* point : {"d8x32", "s128x128_k8_t8x8_m_b2"})
                     kernels.push_back(
                         ops::matmul_kernel({input, out, at, bt}, ops::matmul_variant(point)));
     expect_compiles_for_cuda(kernels);

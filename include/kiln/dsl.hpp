@@ -215,6 +215,9 @@ class KernelBuilder {
     // Cooperation: block-shared tiles, barriers at uniform points, per-thread arrays.
     Memory shared(DType type, int64_t size, const std::string& name = "tile");
     Memory local_array(DType type, int64_t size, const std::string& name = "arr");
+    // A per-thread array the target keeps in memory, never in registers: for values a thread
+    // touches rarely (a contraction's chunk totals) in a kernel whose speed is its registers.
+    Memory memory_array(DType type, int64_t size, const std::string& name = "arr");
     // copies_in_flight: the groups of this thread's copy_to_shared copies (those issued between
     // two of its barriers form one; this barrier closes the last) that may still be landing
     // past the barrier. 0: all have landed.

@@ -299,6 +299,8 @@ struct ArrayInfo {
     DType type;
     int64_t size;
     MemSpace space;
+    // Local arrays only: kept in memory, never promoted to registers (KernelBuilder::memory_array).
+    bool in_memory = false;
 };  // shared or local
 
 // A host-checked launch contract: `cond` over buffer lengths, scalar parameters and constants.

@@ -27,6 +27,9 @@ struct Dialect {
     std::string global_space;  // qualifier of buffer pointers ("__global ")
     std::string restrict_kw;   // "__restrict__" or "restrict"
     std::string shared_space;  // qualifier of shared tiles ("__shared__ ", "__local ")
+    // Qualifier of per-thread arrays kept in memory (ir::ArrayInfo::in_memory): "volatile " where
+    // the compiler would otherwise promote them to registers; empty where it may.
+    std::string memory_array;
     std::string thread_index;  // expression giving the thread's index in its block (i32)
     std::string block_index;
     std::string grid_size;

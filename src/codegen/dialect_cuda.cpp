@@ -109,6 +109,7 @@ KILN_LDMATRIX(kiln_ldmatrix_trans, ".trans")
         .global_space = "",
         .restrict_kw = "__restrict__",
         .shared_space = "__shared__ ",
+        .memory_array = "volatile ",
         .thread_index = "((int32_t)threadIdx.x)",
         .block_index = "((int32_t)blockIdx.x)",
         .grid_size = "((int32_t)gridDim.x)",

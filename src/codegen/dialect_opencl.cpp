@@ -21,6 +21,7 @@ KILN_FN float kiln_bits_f32(uint32_t u) { return as_float(u); }
         .global_space = "__global ",
         .restrict_kw = "restrict",
         .shared_space = "__local ",
+        .memory_array = "volatile ",
         .thread_index = "((int32_t)get_local_id(0))",
         .block_index = "((int32_t)get_group_id(0))",
         .grid_size = "((int32_t)get_num_groups(0))",

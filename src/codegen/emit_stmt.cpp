@@ -158,11 +158,11 @@ void Emitter::declare_arrays(const std::function<bool(int)>& which, bool per_thr
     for (size_t i = 0; i < k.arrays.size(); ++i) {
         if (!which(static_cast<int>(i))) continue;
         const auto& a = k.arrays[i];
+        const std::string type = (a.in_memory ? d.memory_array : "") + c_mem_type(a.type);
         if (per_thread)
-            line(
-                fmt::format("{} la{}[{}][{}];", c_mem_type(a.type), i, per_thread_count(), a.size));
+            line(fmt::format("{} la{}[{}][{}];", type, i, per_thread_count(), a.size));
         else
-            line(fmt::format("{} la{}[{}];", c_mem_type(a.type), i, a.size));
+            line(fmt::format("{} la{}[{}];", type, i, a.size));
     }
 }
 

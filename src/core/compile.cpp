@@ -390,7 +390,8 @@ bool copy_of(const ir::Kernel& a, const ir::Kernel& b) {
         return x.name == y.name && x.type == y.type;
     };
     auto same_arrays = [](const ir::ArrayInfo& x, const ir::ArrayInfo& y) {
-        return x.name == y.name && x.type == y.type && x.size == y.size && x.space == y.space;
+        return x.name == y.name && x.type == y.type && x.size == y.size && x.space == y.space &&
+               x.in_memory == y.in_memory;
     };
     auto same_requirements = [](const ir::Requirement& x, const ir::Requirement& y) {
         return x.cond.get() == y.cond.get() && x.what == y.what;

@@ -385,6 +385,12 @@ Memory KernelBuilder::local_array(DType type, int64_t size, const std::string& n
     return Memory(this, {ir::MemSpace::local, static_cast<int>(kernel_.arrays.size() - 1)}, type);
 }
 
+Memory KernelBuilder::memory_array(DType type, int64_t size, const std::string& name) {
+    Memory array = local_array(type, size, name);
+    kernel_.arrays.back().in_memory = true;
+    return array;
+}
+
 void KernelBuilder::barrier(int copies_in_flight) {
     if (copies_in_flight < 0 || copies_in_flight > ir::stmt::kMaxCopiesInFlight)
         fail("kernel {}: a barrier leaving {} copy groups in flight; expected 0 to {}",

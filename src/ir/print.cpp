@@ -281,8 +281,9 @@ std::string print(const Kernel& kernel) {
         p.line(1, fmt::format("shared {}{}: {}[{}]", kernel.tiles[i].name, i,
                               name(kernel.tiles[i].type), kernel.tiles[i].size));
     for (size_t i = 0; i < kernel.arrays.size(); ++i)
-        p.line(1, fmt::format("local {}{}: {}[{}]", kernel.arrays[i].name, i,
-                              name(kernel.arrays[i].type), kernel.arrays[i].size));
+        p.line(1, fmt::format("local {}{}: {}[{}]{}", kernel.arrays[i].name, i,
+                              name(kernel.arrays[i].type), kernel.arrays[i].size,
+                              kernel.arrays[i].in_memory ? " in memory" : ""));
     for (const auto& r : kernel.requirements) {
         p.name_shared({r.cond}, 1);
         p.line(1, fmt::format("require {} \"{}\"", p.expr(r.cond), r.what));

@@ -48,16 +48,46 @@ void check_step(const char* op, const std::string& name, int bk) {
         fail("{} schedule {}: bk {}; expected a power of two from 1 to 64", op, name, bk);
 }
 
-Accumulators::Accumulators(KernelBuilder& k, int rows, int cols) : tm(rows), tn(cols) {
+void check_min_blocks(const char* op, const std::string& name, int min_blocks, int threads) {
+    constexpr int kMaxThreadsPerUnit = 2048;  // sm_80 to sm_90
+    if (min_blocks < 0 || min_blocks > ir::kMaxMinBlocksPerUnit ||
+        min_blocks * threads > kMaxThreadsPerUnit)
+        fail(
+            "{} schedule {}: min_blocks {} of {} threads; expected 0 to {} blocks and at most {} "
+            "threads together",
+            op, name, min_blocks, threads, ir::kMaxMinBlocksPerUnit, kMaxThreadsPerUnit);
+}
+
+void ask_min_blocks(KernelBuilder& k, int min_blocks) {
+    if (min_blocks > 0) k.min_blocks_per_unit(min_blocks);
+}
+
+Accumulators::Accumulators(KernelBuilder& k, int rows, int cols, Totals where)
+    : tm(rows), tn(cols), k_(&k) {
+    if (where == Totals::memory) total_in_memory_ = k.memory_array(DType::f32, tm * tn, "totals");
     for (int i = 0; i < tm * tn; ++i) {
         acc.push_back(k.let(DType::f32, 0.0f, "acc"));
-        total.push_back(k.let(DType::f32, -0.0f, "total"));
+        if (total_in_memory_)
+            (*total_in_memory_)[i] = Expr(-0.0f);
+        else
+            total_.push_back(k.let(DType::f32, -0.0f, "total"));
     }
+}
+
+Expr Accumulators::value(int r, int c) const {
+    const int i = r * tn + c;
+    if (total_in_memory_) return k_->let((*total_in_memory_)[i], "total");
+    return total_[static_cast<size_t>(i)];
 }
 
 void Accumulators::close_chunk() {
     for (size_t i = 0; i < acc.size(); ++i) {
-        total[i] = total[i] + acc[i];
+        if (total_in_memory_) {
+            auto total = (*total_in_memory_)[static_cast<int>(i)];
+            total = total + acc[i];
+        } else {
+            total_[i] = total_[i] + acc[i];
+        }
         acc[i] = Expr(0.0f);
     }
 }

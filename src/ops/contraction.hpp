@@ -36,19 +36,28 @@ void check_types(const char* op, DType input, DType output);
 void check_tiles(const char* op, const std::string& name, int bm, int bn, int tm, int tn);
 // The same unless bk, the terms of a staged step, is a power of two from 1 to 64.
 void check_step(const char* op, const std::string& name, int bk);
+// The same unless min_blocks (0: none asked) blocks of `threads` fit one SM (2048 threads).
+void check_min_blocks(const char* op, const std::string& name, int min_blocks, int threads);
+// At least min_blocks blocks an SM asked of the compiler, where min_blocks > 0.
+void ask_min_blocks(KernelBuilder& k, int min_blocks);
+
+// Where a thread's chunk totals live. They are touched once per chunk of terms, so a thread tile
+// large enough to fill the registers (8 x 8: 64 accumulators and 64 totals) may keep them in
+// memory (KernelBuilder::memory_array) and its registers for the accumulators and operands.
+enum class Totals { registers, memory };
 
 // A thread's tm x tn accumulators, row-major, and the op's steps on them
 // (kiln/ops/contraction_order.hpp): for a term, acc[r][c] = fma(a[r], b[c], acc[r][c]); at the
 // end of each chunk of terms, close_chunk() adds the chunk's sums to the totals.
 struct Accumulators {
-    std::vector<Var> acc, total;
+    std::vector<Var> acc;
     int tm, tn;
     // tm * tn accumulators, each +0.0f, and their totals, each -0.0f (so that the first chunk's
     // sum is added to -0 exactly as it is: the total is s_0, then s_0 + s_1, ...).
-    Accumulators(KernelBuilder& k, int tm, int tn);
+    Accumulators(KernelBuilder& k, int tm, int tn, Totals where = Totals::registers);
     Var& at(int r, int c) { return acc[static_cast<size_t>(r * tn + c)]; }
     // An output's total: its value once every chunk, the last too, is closed.
-    const Var& value(int r, int c) const { return total[static_cast<size_t>(r * tn + c)]; }
+    Expr value(int r, int c) const;
     // total += acc, then acc = +0.0f, for each output: the end of a chunk. Call it once for each
     // of the op's ceil(k / kChunkTerms) chunks, a chunk whose terms were all skipped too.
     void close_chunk();
@@ -57,6 +66,11 @@ struct Accumulators {
     // is skipped, not added as a zero.
     void add_term_where(const std::vector<Expr>& a, const std::vector<Expr>& b,
                         const std::vector<Expr>& has);
+
+  private:
+    KernelBuilder* k_;
+    std::vector<Var> total_;                 // Totals::registers
+    std::optional<Memory> total_in_memory_;  // Totals::memory: tm * tn elements
 };
 
 // body(p) for each term p in [0, terms) in order, each chunk of kChunkTerms closed at its end

@@ -101,6 +101,10 @@ struct Conv1dSchedule {
     bool staged = true;
     bool spread = false;  // direct only: a thread's positions bn/tn apart
     int wm = 0, wn = 0;   // tensor-core points only: a warp's tile
+    // Exact points, as matmul's (kiln/ops/matmul.hpp): the chunk totals in the thread's memory
+    // (`_m` in the name), at least min_blocks blocks an SM asked of the compiler (`_bN`).
+    bool totals_in_memory = false;
+    int min_blocks = 0;
     bool tensor_core() const { return wm > 0; }
     int threads() const {
         return tensor_core() ? (bm / wm) * (bn / wn) * 32 : (bm / tm) * (bn / tn);
@@ -112,7 +116,7 @@ struct Conv1dSchedule {
 //   s32x32_k16_t2x2              staged, 256 threads of 2x2
 //   s64x64_k8_t4x4               staged, 256 threads of 4x4
 //   s64x128_k8_t4x8              staged, 256 threads of 4x8
-//   s128x128_k8_t8x8             staged, 256 threads of 8x8
+//   s128x128_k8_t8x8_m_b2        staged, 256 threads of 8x8, totals in memory, two blocks an SM
 //   d8x128_t8x4_s                spread, 32 threads of 8 channels x 4 positions (the CPU's point)
 const std::vector<Conv1dSchedule>& conv1d_variants();
 // The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:

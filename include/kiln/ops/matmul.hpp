@@ -83,6 +83,13 @@ struct MatmulSchedule {
     bool split_k = false;
     int wm = 0, wn = 0;  // tensor-core points only: a warp's tile (multiples of 16 and 8)
     int stages = 1;      // tensor-core points only: sets of shared tiles (1 to 4)
+    // Exact points: each output's chunk totals (kiln/ops/contraction_order.hpp) in the thread's
+    // memory instead of its registers (they are touched once per chunk), and at least
+    // `min_blocks` blocks an SM asked of the compiler (0: none; CUDA's launch bounds). A thread
+    // of 8 x 8 outputs holds 64 totals beside its 64 accumulators: in registers they cost a
+    // 256-thread block's second block an SM.
+    bool totals_in_memory = false;
+    int min_blocks = 0;
     bool tensor_core() const { return wm > 0; }
     int threads() const {
         return tensor_core() ? (bm / wm) * (bn / wn) * 32 : (bm / tm) * (bn / tn);
@@ -95,16 +102,19 @@ struct MatmulSchedule {
 //   s16x16_k16_t1x1          staged, 256 threads of one output (the most threads for few
 //                            outputs and a long k: m x n outputs are all the parallelism there is)
 //   s64x64_k8_t4x4           staged, 256 threads of 4x4
-//   s64x64_k8_t8x8           staged, 64 threads of 8x8
+//   s64x64_k8_t8x8_m         staged, 64 threads of 8x8, totals in memory
 //   s128x64_k8_t8x4          staged, 256 threads of 8x4
-//   s128x128_k8_t8x8         staged, 256 threads of 8x8
-//   s64x64_k8_t8x8_p s128x128_k8_t8x8_p   ... with prefetch
+//   s128x128_k8_t8x8_m_b2    staged, 256 threads of 8x8, totals in memory, two blocks an SM
+//   s64x64_k8_t8x8_p s128x128_k8_t8x8_p_m_b2   ... with prefetch
 //   d8x128_t8x4_s            direct, 32 threads of 8x4 with spread columns (for CPUs)
 //   s8x32_k64_t1x1_p         } few rows, long k: steps of 64 terms with prefetch, so each
 //   s32x32_k64_t2x2_p        } thread has a step's loads in flight (a GPU's bandwidth needs them)
 //   s64x64_k16_t8x8_p        64 threads of 8x8, steps of 16 terms with prefetch
-//   s8x32_k64_t1x1_p_sk s32x32_k64_t2x2_p_sk   the few-rows points split by k's chunks
 //   d6x128_t6x4_s            direct, 32 threads of 6x4 with spread columns (a CPU's register tile)
+//   s8x32_k64_t1x1_p_sk s32x32_k64_t2x2_p_sk   the few-rows points split by k's chunks
+//   s128x64_k16_t8x8_p       128 threads of 8x8, steps of 16 terms with prefetch
+//   s128x128_k16_t8x8_p_m_b2 256 threads of 8x8, steps of 16 with prefetch, totals in memory
+//                            and two blocks an SM (_m: totals_in_memory, _bN: min_blocks N)
 const std::vector<MatmulSchedule>& matmul_variants();
 // The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
 //   tc128x128_k32_w64x32    8 warps of 64 x 32

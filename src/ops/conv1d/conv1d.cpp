@@ -31,7 +31,13 @@ MatmulSchedule as_matmul(const Conv1dSchedule& s) {
 }
 
 void check_schedule(const Conv1dSchedule& s) {
+    if (s.tensor_core() && (s.totals_in_memory || s.min_blocks != 0))
+        fail(
+            "conv1d schedule {}: totals in memory or min_blocks on tensor cores; expected an "
+            "exact point",
+            s.name);
     if (s.tensor_core()) return check_tensor_core_schedule(as_matmul(s));
+    check_min_blocks("conv1d", s.name, s.min_blocks, s.threads());
     check_tiles("conv1d", s.name, s.bm, s.bn, s.tm, s.tn);
     if (!s.staged && !s.spread && s.tn != 1)
         fail("conv1d schedule {}: a direct point with {} positions a thread; expected 1", s.name,
@@ -392,8 +398,9 @@ void staged_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const
 
 // The memo key of a kernel: every comptime value it is built from.
 std::string kernel_key(const Conv1dTypes& t, const Conv1dSchedule& s) {
-    return fmt::format("conv1d/{}/{}/{}/m{}n{}k{}t{}x{}s{}c{}w{}x{}", name(t.input), name(t.output),
-                       s.name, s.bm, s.bn, s.bk, s.tm, s.tn, s.staged, s.spread, s.wm, s.wn);
+    return fmt::format("conv1d/{}/{}/{}/m{}n{}k{}t{}x{}s{}c{}w{}x{}o{}b{}", name(t.input),
+                       name(t.output), s.name, s.bm, s.bn, s.bk, s.tm, s.tn, s.staged, s.spread,
+                       s.wm, s.wn, s.totals_in_memory, s.min_blocks);
 }
 
 std::function<ir::Kernel()> builder(const Conv1dTypes& t, const Conv1dSchedule& s) {
@@ -573,10 +580,17 @@ const std::vector<Conv1dSchedule>& conv1d_variants() {
         return Conv1dSchedule{
             fmt::format("d{}x{}_t{}x{}_s", bm, bn, tm, tn), bm, bn, 1, tm, tn, false, true};
     };
+    // Totals in memory and two blocks an SM (a thread of 8 x 8 outputs).
+    auto in_memory = [](Conv1dSchedule s) {
+        s.totals_in_memory = true;
+        s.min_blocks = 2;
+        s.name += "_m_b2";
+        return s;
+    };
     static const std::vector<Conv1dSchedule> variants = {
         direct(1, 128),           direct(8, 64),
         staged(32, 32, 16, 2, 2), staged(64, 64, 8, 4, 4),
-        staged(64, 128, 8, 4, 8), staged(128, 128, 8, 8, 8),
+        staged(64, 128, 8, 4, 8), in_memory(staged(128, 128, 8, 8, 8)),
         spread(8, 128, 8, 4),
     };
     return variants;
@@ -632,7 +646,8 @@ void conv1d_body(KernelBuilder& k, const Conv1dViews& p, const Conv1dTypes& t,
     check_schedule(s);
     if (s.tensor_core()) return tensor_core_terms(k, p, t, s, store);
     const Place at = place(k, p, s);
-    Accumulators acc(k, s.tm, s.tn);
+    ask_min_blocks(k, s.min_blocks);
+    Accumulators acc(k, s.tm, s.tn, s.totals_in_memory ? Totals::memory : Totals::registers);
     if (s.staged)
         staged_terms(k, p, at, s, acc);
     else if (s.spread)

@@ -34,7 +34,13 @@ void check_types(const MatmulTypes& t) {
 void check_schedule(const MatmulSchedule& s) {
     if (s.split_k && s.tensor_core())
         fail("matmul schedule {}: split-k on tensor cores; expected an exact point", s.name);
+    if (s.tensor_core() && (s.totals_in_memory || s.min_blocks != 0))
+        fail(
+            "matmul schedule {}: totals in memory or min_blocks on tensor cores; expected an "
+            "exact point",
+            s.name);
     if (s.tensor_core()) return check_tensor_core_schedule(s);
+    check_min_blocks("matmul", s.name, s.min_blocks, s.threads());
     check_tiles("matmul", s.name, s.bm, s.bn, s.tm, s.tn);
     if (s.prefetch && !s.staged)
         fail("matmul schedule {}: prefetch without shared tiles; expected a staged point", s.name);
@@ -268,9 +274,10 @@ void staged_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
 // The memo key of a kernel: every comptime value it is built from (the test-only break switch
 // too, so a kernel built broken is never reused once the switch is off).
 std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
-    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}g{}x{}{}", name(t.input),
-                       name(t.output), layout_name(t), s.name, s.bm, s.bn, s.bk, s.tm, s.tn,
-                       s.staged, s.prefetch, s.spread, s.wm, s.wn, s.stages, s.split_k,
+    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}g{}x{}o{}b{}{}",
+                       name(t.input), name(t.output), layout_name(t), s.name, s.bm, s.bn, s.bk,
+                       s.tm, s.tn, s.staged, s.prefetch, s.spread, s.wm, s.wn, s.stages, s.split_k,
+                       s.totals_in_memory, s.min_blocks,
                        break_switch("matmul_tile_edge") ? "/broken_edge" : "");
 }
 
@@ -408,17 +415,24 @@ const std::vector<MatmulSchedule>& matmul_variants() {
                               false,
                               split_k};
     };
+    // A staged point with its totals in memory and, if min_blocks, that many blocks an SM.
+    auto in_memory = [](MatmulSchedule s, int min_blocks = 0) {
+        s.totals_in_memory = true;
+        s.min_blocks = min_blocks;
+        s.name += min_blocks > 0 ? fmt::format("_m_b{}", min_blocks) : "_m";
+        return s;
+    };
     static const std::vector<MatmulSchedule> variants = {
         direct(1, 64),
         direct(8, 32),
         staged(32, 32, 16, 2, 2),
         staged(16, 16, 16, 1, 1),
         staged(64, 64, 8, 4, 4),
-        staged(64, 64, 8, 8, 8),
+        in_memory(staged(64, 64, 8, 8, 8)),
         staged(128, 64, 8, 8, 4),
-        staged(128, 128, 8, 8, 8),
+        in_memory(staged(128, 128, 8, 8, 8), 2),
         staged(64, 64, 8, 8, 8, true),
-        staged(128, 128, 8, 8, 8, true),
+        in_memory(staged(128, 128, 8, 8, 8, true), 2),
         direct(8, 128, 8, 4, true),
         staged(8, 32, 64, 1, 1, true),
         staged(32, 32, 64, 2, 2, true),
@@ -431,6 +445,9 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         // token through a linear layer) gets ceil(k/256) times the blocks.
         staged(8, 32, 64, 1, 1, true, true),
         staged(32, 32, 64, 2, 2, true, true),
+        // 8 x 8 threads with steps of 16 terms in blocks of 128 and of 256 (for large products).
+        staged(128, 64, 16, 8, 8, true),
+        in_memory(staged(128, 128, 16, 8, 8, true), 2),
     };
     return variants;
 }
@@ -561,7 +578,8 @@ void matmul_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
     check_schedule(s);
     if (s.tensor_core()) return tensor_core_body(k, p, t, s, store);
     const Place at = place(k, p, s);
-    Accumulators acc(k, s.tm, s.tn);
+    ask_min_blocks(k, s.min_blocks);
+    Accumulators acc(k, s.tm, s.tn, s.totals_in_memory ? Totals::memory : Totals::registers);
     if (s.staged)
         staged_terms(k, p, at, t, s, acc);
     else
