@@ -1,7 +1,7 @@
 // The Q4_K / Q6_K matvec benchmark: every variant of ops::matvec_kquant on each device, for
 // Gemma 3 270M's ffn_down shape (640 rows x k 2048, its weights in cache on a CPU) and a
 // 4096 x 4096 matrix (W far larger than the caches), with matvec_q8 at the same shape for scale
-// (its first variant b64_v1 and its CPU points c4, c16).
+// (its first variant b64_v1 and its CPU points, the cpu_rows form).
 // Figures are the median of device-side timings (kiln::time_dispatches, the tuner's protocol);
 // GB/s = W's bytes / time (x and y are a few KB). Every variant's y is compared bitwise with the
 // first variant's.
@@ -84,7 +84,7 @@ int run(int argc, char** argv) {
             const Buffer w8b = upload(*d, w8);
             for (const auto& v : ops::matvec_q8_variants()) {
                 const std::string_view n = v.name;
-                if (n != "b64_v1" && n != "c4" && n != "c16") continue;
+                if (n != "b64_v1" && v.schedule.form != ops::MatvecForm::cpu_rows) continue;
                 const auto r = ops::matvec_q8_bench(*d, w8b, xb, s.rows, s.k, v.schedule, iters);
                 rows.push_back({d->info().id, s.name, "matvec_q8", v.name, r.ms,
                                 static_cast<double>(w8.size()) / (r.ms * 1e6), "-"});

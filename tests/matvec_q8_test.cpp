@@ -54,9 +54,10 @@ struct Shape {
     int64_t rows, k;
 };
 // Ragged: rows not a multiple of any block's rows; pair counts 1, 3, 65, 10 against 32 lanes
-// times unrolls of 1 to 8. 37 rows of 65 pairs fill every block of every variant (at most 16 rows
-// a block) and overflow it, with every lane of every row holding pairs, so every thread works.
-// 300 rows: a streamed grid's warps take several rows each on every device.
+// times unrolls of 1 to 8. 37 rows of 65 pairs fill every block of the variants of at most 16 rows
+// a block and overflow it, with every lane of every row holding pairs, so every thread works.
+// 300 rows: a streamed grid's warps take several rows each on every device, and the CPU's
+// blocks of 16 and 64 rows (a thread's 4 or 8 at once) are filled, the last one in part.
 constexpr Shape kShapes[] = {{1, 64}, {3, 192}, {37, 4096 + 64}, {37, 640}, {9, 2048}, {300, 1088}};
 
 TEST(MatvecQ8, EveryVariantMatchesTheOracleBitwiseOnEveryDevice) {

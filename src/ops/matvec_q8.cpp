@@ -22,7 +22,7 @@ namespace {
 
 using enum MatvecForm;
 
-constexpr std::array<MatvecVariant, 21> kVariants{{
+constexpr std::array<MatvecVariant, 23> kVariants{{
     {"b64_v1", {.block = 64, .form = pair_per_lane}},
     {"b64_v4", {.block = 64, .unroll = 4, .form = pair_per_lane}},
     {"b128_v2", {.block = 128, .unroll = 2, .form = pair_per_lane}},
@@ -44,6 +44,8 @@ constexpr std::array<MatvecVariant, 21> kVariants{{
     {"p512_v1_c1_k4k", {.block = 512, .form = streamed, .blocks_per_unit = 1, .max_k = 4096}},
     {"c4", {.block = 4, .threads = 1, .form = cpu_rows}},
     {"c16", {.block = 16, .threads = 1, .form = cpu_rows}},
+    {"c4_r4", {.block = 4, .threads = 1, .form = cpu_rows, .rows_per_warp = 4}},
+    {"c8_r8", {.block = 8, .threads = 1, .form = cpu_rows, .rows_per_warp = 8}},
 }};
 
 const char* form_name(MatvecForm f) {
@@ -99,10 +101,12 @@ void check_schedule(const MatvecSchedule& s) {
              s.threads, form_threads);
     if (s.form == cpu_rows && s.unroll != 1)
         fail("matvec_q8: cpu_rows schedule with unroll {}; expected 1", s.unroll);
-    if (s.rows_per_warp < 1 || s.rows_per_warp > 64 ||
-        (s.form != warp_words && s.rows_per_warp != 1))
+    const bool rows_in_turn = s.form == warp_words || s.form == cpu_rows;
+    if (s.rows_per_warp < 1 || s.rows_per_warp > (s.form == cpu_rows ? 8 : 64) ||
+        (!rows_in_turn && s.rows_per_warp != 1))
         fail("matvec_q8: {} schedule with {} rows per warp; expected {}", form_name(s.form),
-             s.rows_per_warp, s.form == warp_words ? "1 to 64" : "1");
+             s.rows_per_warp,
+             s.form == warp_words ? "1 to 64" : (s.form == cpu_rows ? "1 to 8" : "1"));
     if (s.form == streamed
             ? (s.blocks_per_unit < 1 || s.blocks_per_unit > 8 || s.max_k < 64 || s.max_k % 64 != 0)
             : (s.blocks_per_unit != 0 || s.max_k != 0))
@@ -572,21 +576,30 @@ ir::Kernel streamed_kernel(const MatvecSchedule& s) {
     return k.finish();
 }
 
-// The cpu_rows form (see MatvecForm::cpu_rows): thread t of block b takes row b*block + t. W and
-// x are int8 (the Q8_0 bytes), a pair 68 bytes: block i's f16 scale at bytes 34i, 34i + 1 (low
-// byte first) and its 32 quants from 34i + 2 on. Each block's isum is a loop over its 32 bytes
-// (exact in int32, as the dp4a sum of the other forms); lane p % 32 adds pair p's value, in
-// order, from +0, then the fold's halving tree: the canonical fold of 32 lanes, chunk 1.
+// The cpu_rows form (see MatvecForm::cpu_rows): thread t of block b takes rows (b*block + t)*R
+// to that + R - 1 (R = rows_per_warp; a row past y's end is read as the last row and not
+// stored). W and x are int8 (the Q8_0 bytes), a pair 68 bytes: block i's f16 scale at bytes 34i,
+// 34i + 1 (low byte first) and its 32 quants from 34i + 2 on. Each block's isum is a loop over
+// its 32 bytes (exact in int32, as the dp4a sum of the other forms); in each row lane p % 32 adds
+// pair p's value, in order, from +0, then the fold's halving tree: the canonical fold of 32
+// lanes, chunk 1.
 ir::Kernel cpu_rows_kernel(const MatvecSchedule& s) {
     constexpr int kPairBytes = 2 * kQ8BlockBytes;
-    KernelBuilder k(fmt::format("matvec_q8_c{}", s.block), s.block);
+    const int rows = s.rows_per_warp;
+    KernelBuilder k(
+        fmt::format("matvec_q8_c{}{}", s.block, rows > 1 ? fmt::format("_r{}", rows) : ""),
+        s.block);
     auto [w, x, y] = q8_params(k, s, DType::i8);
     Var pairs = k.let(x.len() / kPairBytes, "pairs");
-    Var row = k.let(k.absolute_pos(), "row");
-    k.if_(row < y.len(), [&] {
-        Var w_row = k.let(cast(DType::i64, row.expr()) * cast(DType::i64, x.len()), "w_row");
-        auto lanes = k.local_array(DType::f32, kMatvecQ8Lanes, "lanes");
-        k.unroll(0, kMatvecQ8Lanes, [&](Expr j) { lanes[j] = Expr(0.0f); });
+    Var first = k.let(k.absolute_pos() * rows, "row");
+    k.if_(first < y.len(), [&] {
+        std::vector<Var> w_row;
+        for (int r = 0; r < rows; ++r)
+            w_row.push_back(
+                k.let(cast(DType::i64, min(first + r, y.len() - 1)) * cast(DType::i64, x.len()),
+                      "w_row"));
+        auto lanes = k.local_array(DType::f32, int64_t{rows} * kMatvecQ8Lanes, "lanes");
+        k.unroll(0, rows * kMatvecQ8Lanes, [&](Expr j) { lanes[j] = Expr(0.0f); });
         // The f16 scale at byte `at` of m, as f32 (exact).
         auto scale = [&](const Memory& m, const Expr& at) {
             auto byte = [&](const Expr& i) { return cast(DType::u32, bitcast(DType::u8, m[i])); };
@@ -594,24 +607,35 @@ ir::Kernel cpu_rows_kernel(const MatvecSchedule& s) {
         };
         k.for_(0, pairs, [&](Expr p) {
             Var x_at = k.let(cast(DType::i64, p * kPairBytes), "x_at");
-            Var w_at = k.let(w_row + x_at, "w_at");
-            std::array<Expr, 2> value{Expr(0.0f), Expr(0.0f)};
-            for (int b = 0; b < 2; ++b) {
-                const int64_t first = int64_t{b} * kQ8BlockBytes;
-                Var isum = k.let(DType::i32, 0, "isum");
-                k.for_(0, kQ8BlockValues, [&](Expr i) {
-                    Expr at = cast(DType::i64, i) + (first + 2);
-                    isum = isum + cast(DType::i32, w[w_at + at]) * cast(DType::i32, x[x_at + at]);
-                });
-                Expr d = scale(w, w_at + first) * scale(x, x_at + first);
-                value[static_cast<size_t>(b)] = k.let(d * cast(DType::f32, isum.expr()), "p");
-            }
+            std::array<Var, 2> dx{k.let(scale(x, x_at), "dx"),
+                                  k.let(scale(x, x_at + kQ8BlockBytes), "dx")};
             Var lane = k.let(p & (kMatvecQ8Lanes - 1), "lane");
-            lanes[lane] = lanes[lane] + (value[0] + value[1]);
+            for (int r = 0; r < rows; ++r) {
+                Var w_at = k.let(w_row[static_cast<size_t>(r)] + x_at, "w_at");
+                std::array<Expr, 2> value{Expr(0.0f), Expr(0.0f)};
+                for (int b = 0; b < 2; ++b) {
+                    const int64_t block_at = int64_t{b} * kQ8BlockBytes;
+                    Var isum = k.let(DType::i32, 0, "isum");
+                    k.for_(0, kQ8BlockValues, [&](Expr i) {
+                        Expr at = cast(DType::i64, i) + (block_at + 2);
+                        isum =
+                            isum + cast(DType::i32, w[w_at + at]) * cast(DType::i32, x[x_at + at]);
+                    });
+                    Expr d = scale(w, w_at + block_at) * dx[static_cast<size_t>(b)];
+                    value[static_cast<size_t>(b)] = k.let(d * cast(DType::f32, isum.expr()), "p");
+                }
+                Var at = k.let(lane + r * kMatvecQ8Lanes, "at");
+                lanes[at] = lanes[at] + (value[0] + value[1]);
+            }
         });
-        for (int half = kMatvecQ8Lanes / 2; half >= 1; half /= 2)
-            k.unroll(0, half, [&](Expr j) { lanes[j] = lanes[j] + lanes[j + half]; });
-        y[row] = lanes[0];
+        for (int r = 0; r < rows; ++r) {
+            const int base = r * kMatvecQ8Lanes;
+            for (int half = kMatvecQ8Lanes / 2; half >= 1; half /= 2)
+                k.unroll(0, half, [&](Expr j) {
+                    lanes[j + base] = lanes[j + base] + lanes[j + (base + half)];
+                });
+            k.if_(first + r < y.len(), [&] { y[first + r] = lanes[base]; });
+        }
     });
     return k.finish();
 }

@@ -53,10 +53,11 @@ enum class MatvecForm {
     // by round, the next round's words loaded into registers (16-byte loads) while this round is
     // summed from the warp's tile. Needs threads == kMatvecQ8Lanes and k <= max_k.
     streamed,
-    // A thread per row (threads == 1), for the CPU: W and x as int8 (the kernel's w and x are
-    // i8 views of the Q8_0 bytes), the row's pairs in order, each block's 32 products summed by a
-    // loop over its bytes that the C++ compiler vectorizes, the 32 lanes' sums in a local array
-    // (pair p to lane p % 32), then the fold's tree. The same numbers as every other form.
+    // A thread per row, or per rows_per_warp consecutive rows (threads == 1), for the CPU: W and
+    // x as int8 (the kernel's w and x are i8 views of the Q8_0 bytes), the rows' pairs in order,
+    // each block's 32 products summed by a loop over its bytes that the C++ compiler vectorizes,
+    // each row's 32 lanes' sums in a local array (pair p to lane p % 32), then the fold's tree.
+    // The same numbers as every other form.
     cpu_rows,
 };
 
@@ -66,8 +67,10 @@ struct MatvecSchedule {
     int threads = 32;  // threads per row (the fold's threads): a power of two dividing 32 and block
     int unroll = 1;    // rounds of pairs per lane per loop step (loads in flight), 1 to 16
     MatvecForm form = MatvecForm::pair_per_lane;
-    // warp_words only: consecutive rows each warp takes in turn, loading the next row's first
-    // round while it finishes the last one (fewer, longer-lived warps keep loads in flight).
+    // warp_words: consecutive rows each warp takes in turn, loading the next row's first round
+    // while it finishes the last one (fewer, longer-lived warps keep loads in flight).
+    // cpu_rows: consecutive rows each thread takes at once, pair by pair, so that x's pair and
+    // its two scales are read and converted once for all of them.
     int rows_per_warp = 1;
     // streamed only: blocks launched per compute unit, and the largest k its x tile holds.
     int blocks_per_unit = 0;
@@ -90,8 +93,8 @@ struct MatvecVariant {
 // The variant table the tuner races: "b<block>_v<unroll>" with a warp (32 threads) per row,
 // "b<block>_t<threads>_v<unroll>" for fewer threads per row, "s<block>_v<unroll>" staged,
 // "w<block>_v<unroll>_r<rows per warp>" warp_words, "p<block>_v<unroll>_c<blocks per compute
-// unit>_k<max_k / 1024>k" streamed, "c<block>" cpu_rows; a trailing "_s" marks W as
-// streaming.
+// unit>_k<max_k / 1024>k" streamed, "c<block>[_r<rows per thread>]" cpu_rows; a trailing "_s"
+// marks W as streaming.
 std::span<const MatvecVariant> matvec_q8_variants();
 
 // The kernel: parameters w (u32 view of W's Q8_0 bytes; i8 for cpu_rows), x (the same view of
