@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "ir/print.hpp"
 #include "plan/choose.hpp"
 #include "plan/graph_view.hpp"
@@ -44,14 +46,17 @@ TEST(GraphPlan, SoftmaxIsOneLaunch) {
 }
 
 // KILN_DUMP=plan prints the graph, the fusion decisions and every point of each launch's domain
-// with its estimate, the one chosen marked: the point the executable runs.
+// with its estimate, the one chosen marked: the point the executable runs. (Which form wins is
+// the machine's measured facts' choice: on two CPU cores one launch or three, as the measured
+// launch cost and rates swing with the machine's load, so the dump is checked for the plan the
+// planner makes here.)
 TEST(GraphPlan, KilnDumpPlanShowsTheGraphTheFormsAndEveryPointOfTheDomain) {
     Device& d = cpu_device();
     Tensor x = finite_tensor(d, DType::f32, {7, 300}, 4).resolve();
     Tensor y = softmax(x, -1) * 2.0;
     const plan::Plan planned =
         plan::choose_plan(plan::view_graph({y.node()}), plan::device_facts(d), true);
-    ASSERT_EQ(planned.launches.size(), 1u);
+    ASSERT_GE(planned.launches.size(), 1u);
     plan::clear_plan_cache();
     ::setenv("KILN_DUMP", "source_x,plan", 1);
     ::testing::internal::CaptureStderr();
@@ -66,12 +71,18 @@ TEST(GraphPlan, KilnDumpPlanShowsTheGraphTheFormsAndEveryPointOfTheDomain) {
     EXPECT_THAT(dump, HasSubstr("group 0 split: "));
     EXPECT_THAT(dump, HasSubstr("group 0 segments refused: the group's folds are too short"));
     const auto exec = plan::last_executable();
-    ASSERT_EQ(exec->launches.size(), 1u);
-    EXPECT_THAT(dump, HasSubstr("launch 0: row writes %12\n"));
-    // Every point of the domain, once; the executable's point is the one chosen.
+    ASSERT_EQ(exec->launches.size(), planned.launches.size());
+    for (size_t i = 0; i < planned.launches.size(); ++i)
+        EXPECT_THAT(dump, HasSubstr(fmt::format("\nlaunch {}: {} ", i,
+                                                plan::name(planned.launches[i].kind))));
+    // The one-launch form is the row launch writing the product.
+    if (planned.launches.size() == 1) {
+        EXPECT_THAT(dump, HasSubstr("launch 0: row writes %12\n"));
+    }
+    // Every point of the first launch's domain, once; the executable's point is the one chosen.
     size_t points = 0;
     for (const plan::Schedule& s : planned.launches[0].domain) {
-        const std::string point = plan::to_string(plan::LaunchKind::row, s);
+        const std::string point = plan::to_string(planned.launches[0].kind, s);
         EXPECT_THAT(dump, HasSubstr("    " + point + " ")) << point;
         ++points;
     }
@@ -81,7 +92,11 @@ TEST(GraphPlan, KilnDumpPlanShowsTheGraphTheFormsAndEveryPointOfTheDomain) {
     ASSERT_NE(at, std::string::npos);
     EXPECT_EQ(dump.substr(at, dump.find('\n', at) - at).find("CHOSEN") != std::string::npos, true)
         << dump;
-    EXPECT_EQ(dump.find("CHOSEN"), dump.rfind("CHOSEN")) << "one point chosen";
+    size_t chosen_points = 0;
+    for (size_t at_chosen = dump.find("CHOSEN"); at_chosen != std::string::npos;
+         at_chosen = dump.find("CHOSEN", at_chosen + 1))
+        ++chosen_points;
+    EXPECT_EQ(chosen_points, planned.launches.size()) << "one point chosen a launch";
 
     // Unset, or another word: nothing is printed.
     plan::clear_plan_cache();
