@@ -1,9 +1,10 @@
 // Host time of the smallest calls, per device: a buffer's allocation and release, a one-launch
 // compiled program's call (each replay mode; outputs dropped by the next call, so their buffers
-// serve again, or held, so each call makes its own) and a resolve's replay hit; on CUDA also the
-// driver's own floor for each step (an empty kernel's cuLaunchKernel, a pool allocation and free,
-// cuCtxSetCurrent, a one-kernel graph's cuGraphLaunch), so the program's figure can be read against
-// what the driver alone costs.
+// serve again, or held, so each call makes its own), a four-launch program's call with an input
+// at a new address each call (direct, or a recording moved to it) and a resolve's replay hit; on
+// CUDA also the driver's own floor for each step (an empty kernel's cuLaunchKernel, a pool
+// allocation and free, cuCtxSetCurrent, a one-kernel graph's cuGraphLaunch and its node's
+// arguments set anew), so the program's figure can be read against what the driver alone costs.
 //   bench_host_path [--device D] [--iters N] [--json FILE]
 #include <chrono>
 #include <cstdio>
@@ -49,29 +50,56 @@ std::vector<Row> kiln_rows(Device& d, int iters) {
     rows.emplace_back("buffer allocate+release (256 B)",
                       host_us(d, iters, [&] { Buffer b(d, DType::f32, 64); }));
     const Tensor x = Tensor::full({64}, 1.5, DType::f32, d);
-    // A one-launch program per replay mode (KILN_REPLAY is read when a signature first replays).
-    const auto program_row = [&](const char* mode, const std::string& what, size_t held) {
+    const auto one_launch = [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{in[0] * 2.0 + 1.0};
+    };
+    Tensor w = Tensor::eye(16, {}, 0, DType::f32, d);
+    w.resolve();
+    const auto four_launches = [&](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{matmul(matmul(matmul(matmul(in[0], w), w), w), w)};
+    };
+    // Inputs taken in turn: more than a replay keeps recordings for or looks recent calls up in,
+    // so every call's input is at an address no recording was made at.
+    std::vector<Tensor> squares;
+    for (int i = 0; i < 8; ++i)
+        squares.push_back(Tensor::full({16, 16}, i, DType::f32, d).resolve());
+    // A program per replay mode (KILN_REPLAY is read when a signature first replays); `held`
+    // earlier calls' outputs are kept, so each call makes its own.
+    const auto program_row = [&](const char* mode, const std::string& what, size_t held,
+                                 const ProgramFunction& fn, const std::vector<Tensor>& inputs) {
         const char* before = std::getenv("KILN_REPLAY");
         const std::string saved = before ? before : "";
         setenv("KILN_REPLAY", mode, 1);
-        Program program = compile(
-            [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0 + 1.0}; });
+        Program program = compile(fn);
         std::vector<std::vector<Tensor>> outs(held + 1);
-        for (int i = 0; i < 4; ++i) outs[0] = program({x});  // the trace, the mode's choice
-        size_t next = 0;
+        for (int i = 0; i < 4; ++i) outs[0] = program({inputs[0]});  // the trace, the mode's choice
+        size_t next = 0, input = 0;
         rows.emplace_back(what, host_us(d, iters, [&] {
                               next = (next + 1) % outs.size();
-                              outs[next] = program({x});
+                              input = (input + 1) % inputs.size();
+                              outs[next] = program({inputs[input]});
                           }));
         if (before)
             setenv("KILN_REPLAY", saved.c_str(), 1);
         else
             unsetenv("KILN_REPLAY");
     };
-    program_row("measure", "compiled program call, 1 launch (the mode it measured faster)", 0);
-    program_row("direct", "compiled program call, 1 launch, direct", 0);
-    if (d.records_graphs()) program_row("recorded", "compiled program call, 1 launch, recorded", 0);
-    program_row("direct", "compiled program call, 1 launch, direct, 3 outputs held", 3);
+    program_row("measure", "compiled program call, 1 launch (the mode it measured faster)", 0,
+                one_launch, {x});
+    program_row("direct", "compiled program call, 1 launch, direct", 0, one_launch, {x});
+    if (d.records_graphs())
+        program_row("recorded", "compiled program call, 1 launch, recorded", 0, one_launch, {x});
+    program_row("direct", "compiled program call, 1 launch, direct, 3 outputs held", 3, one_launch,
+                {x});
+    program_row("direct", "compiled program call, 4 launches, direct, 8 inputs in turn", 0,
+                four_launches, squares);
+    if (d.records_graphs()) {
+        program_row("recorded", "compiled program call, 4 launches, recorded, one input", 0,
+                    four_launches, {squares[0]});
+        program_row("recorded",
+                    "compiled program call, 4 launches, recorded, 8 inputs in turn (moved)", 0,
+                    four_launches, squares);
+    }
     rows.emplace_back("resolve replay hit, 1 launch (graph built each call)",
                       host_us(d, iters, [&] {
                           Tensor y = x * 2.0 + 1.0;
@@ -141,6 +169,20 @@ std::vector<Row> driver_rows(Device& d, int iters) {
     check(api.cuGraphInstantiate(&exec, graph, 0), "cuGraphInstantiate");
     rows.emplace_back("driver: cuGraphLaunch, one empty kernel",
                       host_us(d, iters, [&] { api.cuGraphLaunch(exec, stream); }));
+    // What moving a recording to other buffers costs a launch: its node's arguments set anew.
+    CUgraphNode node = nullptr;
+    size_t nodes = 1;
+    check(api.cuGraphGetNodes(graph, &node, &nodes), "cuGraphGetNodes");
+    CUDA_KERNEL_NODE_PARAMS moved{};
+    moved.func = function;
+    moved.gridDimX = moved.gridDimY = moved.gridDimZ = 1;
+    moved.blockDimX = 32;
+    moved.blockDimY = moved.blockDimZ = 1;
+    moved.kernelParams = params;
+    rows.emplace_back("driver: cuGraphExecKernelNodeSetParams, one node", host_us(d, iters, [&] {
+                          ++arg;
+                          api.cuGraphExecKernelNodeSetParams(exec, node, &moved);
+                      }));
     check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
     api.cuGraphExecDestroy(exec);
     api.cuGraphDestroy(graph);

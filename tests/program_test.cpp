@@ -150,10 +150,10 @@ TEST(Program, OutputBuffersServeAgainOnlyWhenNoTensorHoldsThem) {
         }
 }
 
-// Recorded replays (KILN_REPLAY=recorded): a recording is made for the input and output
-// buffers of a call when they were a recent call's too, and replayed by calls at those buffers;
-// it reads each call's data (a buffer the caller uploads to between calls), and calls at buffers
-// that do not recur run direct. Two inputs taking turns get a recording each.
+// Recorded replays (KILN_REPLAY=recorded): the first call makes a recording, and it reads each
+// call's data (a buffer the caller uploads to between calls). A one-launch program's recording
+// is never moved to other buffers (moving costs what its one launch direct does): a call at
+// buffers not seen recently runs direct, and buffers taking turns get a recording each.
 TEST(Program, RecordingsServeRecurringBuffersAndReadEachCallsData) {
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);
@@ -169,8 +169,8 @@ TEST(Program, RecordingsServeRecurringBuffersAndReadEachCallsData) {
             const Tensor x = Tensor::from_buffer(buffer, {2, 3});
             EXPECT_EQ(uploaded({x})[0].to_host<float>(), want(x)) << "step " << step;
         }
-        // Step 0 traced, step 1 ran direct, step 2 recorded; steps 2 to 5 replayed it.
-        EXPECT_EQ(uploaded.stats().recorded, 4u);
+        // Step 0 traced, step 1 recorded; steps 1 to 5 replayed it.
+        EXPECT_EQ(uploaded.stats().recorded, 5u);
 
         Program alternating = compile(fn);
         const Tensor a = test::finite_tensor(*d, DType::f32, {2, 3}, 1).resolve();
@@ -179,7 +179,9 @@ TEST(Program, RecordingsServeRecurringBuffersAndReadEachCallsData) {
             const Tensor& x = call % 2 ? b : a;
             EXPECT_EQ(alternating({x})[0].to_host<float>(), want(x)) << "call " << call;
         }
-        EXPECT_EQ(alternating.stats().recorded, 4u);  // calls 3 to 6
+        // Call 1 records at b; call 2 runs direct; call 4 records at a (it recurred); calls 3,
+        // 5 and 6 find theirs.
+        EXPECT_EQ(alternating.stats().recorded, 5u);
 
         Program fresh = compile(fn);
         std::vector<Tensor> held;
@@ -187,12 +189,83 @@ TEST(Program, RecordingsServeRecurringBuffersAndReadEachCallsData) {
             held.push_back(test::finite_tensor(*d, DType::f32, {2, 3}, 10 + call).resolve());
             EXPECT_EQ(fresh({held.back()})[0].to_host<float>(), want(held.back()));
         }
-        EXPECT_EQ(fresh.stats().recorded, 0u);
+        EXPECT_EQ(fresh.stats().recorded, 1u);  // call 1 records; calls 2 to 4 run direct
     }
 }
 
-// A chain of four products holds two slots between calls: each intermediate's slot serves again
-// once the next product has read it. Replays with new inputs stay right.
+// A chain of products: the first reads input 0, the last writes output 0, and one row launch
+// reads input 1 and writes output 1 — a move changes three of the program's six launches.
+Tensor chain(const Tensor& x, const Tensor& w, int products) {
+    Tensor h = x;
+    for (int i = 0; i < products; ++i) h = matmul(h, w);
+    return h;
+}
+
+// On CUDA a recording moved to a call's buffers runs on those alone: inputs that change places,
+// captured data passed as an input (whose uses a move could not tell from the capture's: that
+// call runs direct), outputs still held by the caller (a new output set each call) — each call
+// gives the bits of the function run op by op, its outputs untouched by later calls.
+TEST(Program, MovedRecordingsUseEachCallsOwnBuffers) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        const test::ScopedEnv replay("KILN_REPLAY", "recorded");
+        Tensor w = Tensor::eye(7, {}, 0, DType::f32, *d) * 0.5 +
+                   test::finite_tensor(*d, DType::f32, {7, 7}, 1) * 0.0625;
+        w.resolve();
+        const Tensor captured = test::finite_tensor(*d, DType::f32, {5, 7}, 4).resolve();
+        const auto fn = [&](const std::vector<Tensor>& in) {
+            const Tensor h = chain(in[0], w, 5);
+            return std::vector<Tensor>{h, sum(h * (in[1] * 0.5 + captured), {1})};
+        };
+        Program p = compile(fn);
+        const auto x = [&](uint64_t seed) {
+            return test::finite_tensor(*d, DType::f32, {5, 7}, seed).resolve();
+        };
+        const Tensor x1 = x(10), x2 = x(11), z1 = x(12), z2 = x(13);
+        const std::vector<std::vector<Tensor>> calls{
+            {x1, z1},       {x2, z2},          {x1, z2},       {z2, x1},
+            {x(14), x(15)}, {x(16), captured}, {x(17), x(18)}, {x1, z1}};
+        std::vector<std::vector<Tensor>> kept, wanted;
+        for (size_t c = 0; c < calls.size(); ++c) {
+            SCOPED_TRACE("call " + std::to_string(c));
+            kept.push_back(p(calls[c]));
+            wanted.push_back(fn(calls[c]));
+            for (size_t o = 0; o < 2; ++o) expect_same_bits(kept[c][o], wanted[c][o]);
+        }
+        for (size_t c = 0; c < calls.size(); ++c) {
+            SCOPED_TRACE("afterwards, call " + std::to_string(c));
+            for (size_t o = 0; o < 2; ++o) expect_same_bits(kept[c][o], wanted[c][o]);
+        }
+        // On CUDA every call but the trace and the one passing captured data replays a
+        // recording; where recordings run the work again, only the first.
+        EXPECT_EQ(p.stats().recorded, d->records_graphs() ? calls.size() - 2 : 1u);
+    }
+}
+
+// One buffer as both inputs, then as one of them: the recording made over the first call cannot
+// tell which of its uses were which input's, so the second call is not a move of it.
+TEST(Program, ABufferPassedAsTwoInputsIsNotMovedAsOne) {
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        const test::ScopedEnv replay("KILN_REPLAY", "recorded");
+        Tensor w = Tensor::eye(6, {}, 0, DType::f32, *d) * 0.5;
+        w.resolve();
+        const auto fn = [&](const std::vector<Tensor>& in) {
+            return std::vector<Tensor>{chain(in[0], w, 4) * 3.0 - in[1], sum(in[1], {1})};
+        };
+        Program p = compile(fn);
+        const Tensor a = test::finite_tensor(*d, DType::f32, {4, 6}, 1).resolve();
+        const Tensor b = test::finite_tensor(*d, DType::f32, {4, 6}, 2).resolve();
+        const Tensor c = test::finite_tensor(*d, DType::f32, {4, 6}, 3).resolve();
+        for (const auto& in : std::vector<std::vector<Tensor>>{
+                 {a, a}, {a, a}, {a, b}, {b, a}, {c, c}, {b, b}, {c, a}}) {
+            const std::vector<Tensor> got = p(in), want = fn(in);
+            expect_same_bits(got[0], want[0]);
+            expect_same_bits(got[1], want[1]);
+        }
+    }
+}
+
 // A linear's weight is captured: on the CPU its transposed copy (the matmul points read a
 // transposed operand slowly) reads captured data alone, so it runs once, not every call.
 TEST(Program, LaunchesOfCapturedDataAloneRunOnceAndCallsKeepTheirBits) {
@@ -217,6 +290,10 @@ TEST(Program, LaunchesOfCapturedDataAloneRunOnceAndCallsKeepTheirBits) {
         }
 }
 
+// A chain of four products holds three slots between calls: its three intermediates share two
+// (each one's slot serves again once the next product has read it) and the output has its own,
+// which no intermediate of a later call writes (the caller may still hold it). Replays with new
+// inputs stay right.
 TEST(Program, IntermediatesShareSlotsByLiveness) {
     Device& d = cpu_device();
     Tensor w = Tensor::eye(16, {}, 0, DType::f32, d) * 2.0;
@@ -229,7 +306,7 @@ TEST(Program, IntermediatesShareSlotsByLiveness) {
         EXPECT_EQ(y, std::vector<float>(256, v * 16));
     }
     EXPECT_EQ(p.stats().launches, 4u);
-    EXPECT_EQ(p.stats().resident_bytes, 2u * 16 * 16 * sizeof(float));
+    EXPECT_EQ(p.stats().resident_bytes, 3u * 16 * 16 * sizeof(float));
 }
 
 // Another shape or dtype traces again; past kMaxSignatures the least recently used is dropped.

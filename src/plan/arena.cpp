@@ -32,7 +32,11 @@ ArenaPlan plan_arena(const Executable& e, const GraphView& g) {
                 first[size_t(b)] = std::min(first[size_t(b)], i);
                 last[size_t(b)] = std::max(last[size_t(b)], i);
             }
-    for (int o : g.outputs) last[size_t(o)] = std::numeric_limits<int>::max();
+    std::vector<char> output(g.size(), 0);
+    for (int o : g.outputs) {
+        last[size_t(o)] = std::numeric_limits<int>::max();
+        output[size_t(o)] = 1;
+    }
 
     ArenaPlan a;
     a.slot.assign(g.size(), -1);
@@ -40,11 +44,14 @@ ArenaPlan plan_arena(const Executable& e, const GraphView& g) {
     const auto take = [&](int n) {
         const size_t need = slot_size(g.node(n).numel() * size_of(g.node(n).dtype));
         auto best = free_slots.end();
-        for (auto it = free_slots.begin(); it != free_slots.end(); ++it)
-            if (a.slot_bytes[size_t(*it)] >= need &&
-                (best == free_slots.end() ||
-                 a.slot_bytes[size_t(*it)] < a.slot_bytes[size_t(*best)]))
-                best = it;
+        // An output's slot is its own: the caller may hold it past the call while later calls
+        // run their intermediates (kiln/program.hpp's output sets).
+        if (!output[size_t(n)])
+            for (auto it = free_slots.begin(); it != free_slots.end(); ++it)
+                if (a.slot_bytes[size_t(*it)] >= need &&
+                    (best == free_slots.end() ||
+                     a.slot_bytes[size_t(*it)] < a.slot_bytes[size_t(*best)]))
+                    best = it;
         if (best != free_slots.end()) {
             a.slot[size_t(n)] = *best;
             free_slots.erase(best);

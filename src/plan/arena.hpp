@@ -17,9 +17,9 @@ struct ArenaPlan {
     size_t bytes() const;            // all slots'
 };
 
-// Slots for e's allocated nodes: a node lives from the first launch that names it to the last (g's
-// outputs to the end of the run); a slot freed after a launch serves nodes first named by a later
-// one (the smallest free slot that fits, else a new one).
+// Slots for e's allocated nodes: a node lives from the first launch that names it to the last; a
+// slot freed after a launch serves nodes first named by a later one (the smallest free slot that
+// fits, else a new one). Each of g's outputs has a slot no other node shares, kept to the end.
 ArenaPlan plan_arena(const Executable& e, const GraphView& g);
 
 // Resident buffers of one run: each allocated node a buffer of its dtype and size over its slot's

@@ -96,6 +96,13 @@ Replayer::Replayer(const Body& body)
             output_set_bytes_ += first.back()->bytes();
         }
     if (!outputs_.empty()) output_sets_.push_back(std::move(first));
+    // Unbound now: the inputs are bound per call and the outputs were taken out above.
+    for (const auto& b : run_.nodes)
+        if (b) unbound_handles_.push_back(b->memory().handle());
+    for (const auto& b : run_.scratch)
+        if (b) unbound_handles_.push_back(b->memory().handle());
+    if (run_.faults) unbound_handles_.push_back(run_.faults->memory().handle());
+    std::sort(unbound_handles_.begin(), unbound_handles_.end());
 }
 
 size_t Replayer::resident_bytes() const {
@@ -162,24 +169,67 @@ void Replayer::launch_direct() {
     for (const plan::CompiledLaunch* l : per_call_) plan::launch(*l, run_);
 }
 
-Recording* Replayer::recording_for_bound(bool record_now) {
+bool Replayer::rebind(Recorded& r, const Addresses& a) {
+    // Each address the recording was made over moves to the bound one in its place. An address
+    // that is also an unbound buffer's (captured data passed as an input) is neither moved
+    // from nor to: the recording could not tell its uses apart later.
+    std::vector<Recording::Move> moves;
+    std::vector<const DeviceMemory*> bound;
+    for (const LeafSource& l : body_.leaves)
+        if (l.input >= 0) bound.push_back(&run_.nodes[size_t(l.position)]->memory());
+    for (int o : outputs_) bound.push_back(&run_.nodes[size_t(o)]->memory());
+    for (size_t i = 0; i < a.size(); ++i) {
+        for (uintptr_t address : {r.addresses[i], a[i]})
+            if (std::binary_search(unbound_handles_.begin(), unbound_handles_.end(), address))
+                return false;
+        moves.push_back({r.addresses[i], bound[i]});
+    }
+    // Each launch moved costs about what a direct launch does (notes/programs-moved-recordings-
+    // h100-2026-12-06.md): a move pays where it changes fewer launches than a direct call runs,
+    // less one for the recording's own launch.
+    const size_t most_launches = per_call_.size() >= 2 ? per_call_.size() - 2 : 0;
+    if (!r.recording->rebind(moves, most_launches)) return false;
+    r.addresses = a;
+    return true;
+}
+
+void Replayer::remember_recent(Addresses a) {
+    recent_.push_back(std::move(a));
+    if (recent_.size() > kRecentCalls) recent_.erase(recent_.begin());
+}
+
+Recording* Replayer::recording_for_bound() {
     Addresses a = bound_addresses();
     for (Recorded& r : recordings_)
         if (r.addresses == a) {
             r.last_use = ++clock_;
             return r.recording.get();
         }
-    if (auto seen = std::find(recent_.begin(), recent_.end(), a); seen != recent_.end())
-        recent_.erase(seen);
-    else if (!record_now) {
-        recent_.push_back(std::move(a));
-        if (recent_.size() > kRecentCalls) recent_.erase(recent_.begin());
-        return nullptr;
+    const auto seen = std::find(recent_.begin(), recent_.end(), a);
+    const bool recurs = seen != recent_.end();
+    if (recurs) recent_.erase(seen);
+    const auto least_recent = std::min_element(
+        recordings_.begin(), recordings_.end(),
+        [](const Recorded& x, const Recorded& y) { return x.last_use < y.last_use; });
+    if (least_recent != recordings_.end() && (!recurs || recordings_.size() >= kRecordings)) {
+        // Taken out while it moves: a move that throws leaves it half moved, and it goes.
+        Recorded r = std::move(*least_recent);
+        recordings_.erase(least_recent);
+        Addresses before = r.addresses;
+        const bool moved = rebind(r, a);
+        if (moved) r.last_use = ++clock_;
+        recordings_.push_back(std::move(r));
+        if (moved) {
+            // Its old addresses recurring (buffers taking turns) get a recording of their own.
+            remember_recent(std::move(before));
+            return recordings_.back().recording.get();
+        }
+        if (!recurs) {
+            remember_recent(std::move(a));
+            return nullptr;
+        }
+        recordings_.erase(recordings_.end() - 1);  // full, and these addresses recur: replaced
     }
-    if (recordings_.size() >= kRecordings)
-        recordings_.erase(std::min_element(
-            recordings_.begin(), recordings_.end(),
-            [](const Recorded& x, const Recorded& y) { return x.last_use < y.last_use; }));
     // Over the bound buffers: a CUDA graph bakes their addresses in; a device that runs the
     // work again reads the bindings of the call that replays it.
     recordings_.push_back(
@@ -192,7 +242,7 @@ std::vector<Tensor> Replayer::run(const std::vector<Tensor>& inputs, ReplayMode 
     {
         const Binding bound(*this, inputs);
         if (run_.faults) run_.faults->fill(0);
-        Recording* recording = mode == ReplayMode::recorded ? recording_for_bound(false) : nullptr;
+        Recording* recording = mode == ReplayMode::recorded ? recording_for_bound() : nullptr;
         if (recording) {
             recording->replay();
             ++recorded_calls_;
@@ -239,7 +289,7 @@ std::vector<Tensor> Replayer::call(const std::vector<Tensor>& inputs) {
     // the first that no tensor holds).
     {
         const Binding bound(*this, inputs);
-        recording_for_bound(true);
+        recording_for_bound();
     }
     const double recorded_us = best_us(ReplayMode::recorded);
     mode_ = recorded_us < direct_us_ ? ReplayMode::recorded : ReplayMode::direct;

@@ -6,9 +6,11 @@
 // replays on devices that record graphs (CUDA), direct elsewhere:
 //   direct     the launches issued one by one;
 //   recorded   the launches replayed as one recording (a CUDA graph, which bakes in its buffers'
-//              addresses): one per set of input and output addresses, made when a call's
-//              addresses were seen on a recent call (a loop's buffers recur); a call at addresses
-//              without a recording runs direct.
+//              addresses). The first call makes one; a call at other addresses moves the least
+//              recently used recording's kernel arguments to its buffers in place (rebind), or
+//              records anew where its addresses were a recent call's (a loop's buffers recur,
+//              and each such set keeps a recording); a call whose addresses no recording can
+//              take runs direct.
 // Launches that read only captured data (and what such launches wrote), such as a weight's
 // transposed copy, give the same values every call: they run once, when the replayer is made,
 // into buffers of their own, and no call runs them again.
@@ -82,9 +84,13 @@ class Replayer {
         Replayer& r_;
     };
     Addresses bound_addresses() const;
-    // The recording for the bound addresses: kept, or made now if they were bound on a recent
-    // call (or `record_now`); null otherwise.
-    Recording* recording_for_bound(bool record_now);
+    // The recording for the bound addresses: kept, moved to them, or made now (see above); null
+    // where none can serve them.
+    Recording* recording_for_bound();
+    // Moves `r` to the bound addresses `a` in place; false where it cannot.
+    bool rebind(Recorded& r, const Addresses& a);
+    // Keeps `a` among the last kRecentCalls addresses without a recording.
+    void remember_recent(Addresses a);
     void launch_direct();
     // One call, its launches direct or (ReplayMode::recorded) from the recording for its
     // buffers where there is one.
@@ -103,6 +109,9 @@ class Replayer {
     size_t fixed_bytes_ = 0;                             // the buffers of the launches run once
     std::vector<Recorded> recordings_;
     std::vector<Addresses> recent_;  // the last kRecentCalls calls' addresses without recordings
+    // The buffers the launches use besides the bound ones (intermediates, captured data, scratch,
+    // the fault record): a recording's use of them never moves.
+    std::vector<uintptr_t> unbound_handles_;
     uint64_t clock_ = 0, recorded_calls_ = 0;
     ReplayMode mode_;
     // The first replay's best time, direct (to the device's finish), while the mode is

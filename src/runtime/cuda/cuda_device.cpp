@@ -17,6 +17,7 @@
 
 #include "codegen/dialect.hpp"
 #include "kiln/error.hpp"
+#include "runtime/cuda/captured_launches.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 
@@ -97,6 +98,7 @@ struct Context {
     void begin_recording() {
         const std::unique_lock lock = use_stream("record", false);
         recorder_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+        capture_log_ = {};
         check(driver().cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
               fmt::format("cuStreamBeginCapture on {}", name));
         recording_.store(true, std::memory_order_release);
@@ -121,6 +123,11 @@ struct Context {
         }
         return {r, by_recorder};
     }
+
+    // What the recording thread has given the stream since its capture began; null on other
+    // threads and when nothing is recorded. Taken by the recording once it ends.
+    CaptureLog* capture_log() { return recording_here() ? &capture_log_ : nullptr; }
+    CaptureLog take_capture_log() { return std::move(capture_log_); }
 
     // Waits for the stream; an asynchronous fault of earlier work surfaces here.
     void sync(std::string_view after) const {
@@ -194,6 +201,7 @@ struct Context {
     std::atomic<std::thread::id> recorder_;
     mutable std::mutex recording_mutex_;
     mutable std::vector<std::pair<CUdeviceptr, bool>> released_while_recording_;
+    CaptureLog capture_log_;  // the recording thread's alone while it records
 
     // A pool of device memory that keeps what is freed, or null where pools are unsupported.
     static CUmemoryPool create_pool(CUdevice device) {
@@ -316,6 +324,16 @@ class CudaModule final : public Module {
     std::unordered_map<std::string, Function> functions_;
 };
 
+const CudaMemory& as_cuda(const DeviceMemory& memory, const Context& context,
+                          std::string_view what) {
+    const auto* m = dynamic_cast<const CudaMemory*>(&memory);
+    if (m == nullptr) fail("{}: the memory was not allocated by a CUDA device", what);
+    if (m->context() != &context) {
+        fail("{}: the memory belongs to another CUDA device than {}", what, context.name);
+    }
+    return *m;
+}
+
 // A CUDA event destroyed when the timing ends, however it ends.
 class Event {
   public:
@@ -329,11 +347,29 @@ class Event {
     CUevent event_ = nullptr;
 };
 
-// A recorded graph, instantiated once; each replay launches it on the device's stream.
+// A captured graph destroyed however the recording ends.
+struct GraphOwner {
+    CUgraph graph = nullptr;
+    GraphOwner() = default;
+    GraphOwner(const GraphOwner&) = delete;
+    GraphOwner& operator=(const GraphOwner&) = delete;
+    ~GraphOwner() {
+        if (graph != nullptr) driver().cuGraphDestroy(graph);
+    }
+};
+
+// A recorded graph, instantiated once; each replay launches it on the device's stream. It keeps
+// the captured graph and its launches' arguments, so that rebind can move them to other memory
+// in the instantiated graph (whose nodes are the captured graph's).
 class CudaRecording final : public Recording {
   public:
-    CudaRecording(std::shared_ptr<Context> context, CUgraphExec exec)
-        : context_(std::move(context)), exec_(exec) {}
+    CudaRecording(std::shared_ptr<Context> context, std::unique_ptr<GraphOwner> graph,
+                  CUgraphExec exec, CaptureLog log)
+        : context_(std::move(context)),
+          graph_(std::move(graph)),
+          exec_(exec),
+          log_(std::move(log)),
+          movable_(find_nodes(graph_->graph, log_.launches)) {}
     ~CudaRecording() override {
         // A graph still running is freed when it completes.
         const DriverApi& api = driver();
@@ -350,17 +386,26 @@ class CudaRecording final : public Recording {
             check(r, fmt::format("cuGraphLaunch (replay) on {}", context_->name));
     }
 
+    bool rebind(std::span<const Move> moves, size_t most_launches) override {
+        if (!movable_) return false;
+        std::vector<std::pair<CUdeviceptr, CUdeviceptr>> pointers;
+        pointers.reserve(moves.size());
+        for (const Move& m : moves) {
+            if (m.to == nullptr) fail("rebind on {}: a move to no memory", context_->name);
+            pointers.emplace_back(
+                static_cast<CUdeviceptr>(m.from),
+                as_cuda(*m.to, *context_, "rebind (the memory moved to)").pointer());
+        }
+        context_->make_current();
+        return move_arguments(exec_, log_, pointers, most_launches);
+    }
+
   private:
     std::shared_ptr<Context> context_;
+    std::unique_ptr<GraphOwner> graph_;
     CUgraphExec exec_ = nullptr;
-};
-
-// A captured graph destroyed however the recording ends.
-struct GraphOwner {
-    CUgraph graph = nullptr;
-    ~GraphOwner() {
-        if (graph != nullptr) driver().cuGraphDestroy(graph);
-    }
+    CaptureLog log_;
+    bool movable_ = false;  // every launch found as its node
 };
 
 int attribute(CUdevice device, CUdevice_attribute which, const char* what) {
@@ -441,20 +486,6 @@ std::shared_ptr<Context> CudaDevice::current() {
     context->make_current();
     return context;
 }
-
-namespace {
-
-const CudaMemory& as_cuda(const DeviceMemory& memory, const Context& context,
-                          std::string_view what) {
-    const auto* m = dynamic_cast<const CudaMemory*>(&memory);
-    if (m == nullptr) fail("{}: the memory was not allocated by a CUDA device", what);
-    if (m->context() != &context) {
-        fail("{}: the memory belongs to another CUDA device than {}", what, context.name);
-    }
-    return *m;
-}
-
-}  // namespace
 
 std::shared_ptr<DeviceMemory> CudaDevice::allocate(size_t bytes) {
     return std::make_shared<CudaMemory>(current(), bytes);
@@ -539,6 +570,7 @@ void CudaDevice::fill(DeviceMemory& dst, const void* pattern, size_t pattern_byt
     if (size == 0) return;
     const DriverApi& api = driver();
     const CUdeviceptr p = m.pointer();
+    if (CaptureLog* log = c->capture_log()) log->held.push_back(p);
     const size_t count = size / pattern_bytes;
     if (pattern_bytes == 1) {
         uint8_t v = 0;
@@ -575,6 +607,8 @@ void CudaDevice::copy(DeviceMemory& dst, const DeviceMemory& src, size_t bytes) 
     check_range("copy (destination)", 0, bytes, d.bytes());
     check_range("copy (source)", 0, bytes, s.bytes());
     if (bytes == 0 || &d == &s) return;
+    if (CaptureLog* log = c->capture_log())
+        log->held.insert(log->held.end(), {d.pointer(), s.pointer()});
     check(driver().cuMemcpyDtoDAsync(d.pointer(), s.pointer(), bytes, c->stream),
           fmt::format("cuMemcpyDtoDAsync({} bytes)", bytes));
 }
@@ -639,6 +673,14 @@ void CudaDevice::launch(Module& module, const std::string& entry, int64_t grid, 
         params[i] = &values[i];
     }
     if (grid == 0) return;
+    if (CaptureLog* log = c->capture_log()) {
+        CapturedLaunch& l = log->launches.emplace_back();
+        l.function = f.handle;
+        l.grid = static_cast<unsigned>(grid);
+        l.block = static_cast<unsigned>(block);
+        l.values = values;
+        for (const KernelArg& arg : args) l.sizes.push_back(arg.memory != nullptr ? 0 : arg.size);
+    }
     const CUresult r = driver().cuLaunchKernel(f.handle, static_cast<unsigned>(grid), 1, 1,
                                                static_cast<unsigned>(block), 1, 1, 0, c->stream,
                                                params.empty() ? nullptr : params.data(), nullptr);
@@ -685,14 +727,14 @@ std::unique_ptr<Recording> CudaDevice::record(std::function<void()> work) {
     // Thread-local capture: a call on this thread that could wait on the captured stream is an
     // error instead of a silent wait.
     c->begin_recording();
-    GraphOwner captured;
+    auto captured = std::make_unique<GraphOwner>();
     try {
         work();
     } catch (...) {
-        c->end_recording(&captured.graph);  // the stream leaves capture whatever the work did
+        c->end_recording(&captured->graph);  // the stream leaves capture whatever the work did
         throw;
     }
-    const auto [ended, freed] = c->end_recording(&captured.graph);
+    const auto [ended, freed] = c->end_recording(&captured->graph);
     if (freed > 0)
         fail(
             "record on {}: the work freed {} buffer(s) while recording, which its replays could "
@@ -702,9 +744,9 @@ std::unique_ptr<Recording> CudaDevice::record(std::function<void()> work) {
                              "graph cannot hold)",
                              c->name));
     CUgraphExec exec = nullptr;
-    check(driver().cuGraphInstantiate(&exec, captured.graph, 0),
+    check(driver().cuGraphInstantiate(&exec, captured->graph, 0),
           fmt::format("cuGraphInstantiate on {}", c->name));
-    return std::make_unique<CudaRecording>(c, exec);
+    return std::make_unique<CudaRecording>(c, std::move(captured), exec, c->take_capture_log());
 }
 
 }  // namespace kiln::cuda

@@ -34,6 +34,10 @@ namespace kiln::cuda {
     X(cuGraphLaunch)                  \
     X(cuGraphExecDestroy)             \
     X(cuGraphDestroy)                 \
+    X(cuGraphGetNodes)                \
+    X(cuGraphNodeGetType)             \
+    X(cuGraphKernelNodeGetParams)     \
+    X(cuGraphExecKernelNodeSetParams) \
     X(cuMemAlloc)                     \
     X(cuMemFree)                      \
     X(cuPointerGetAttribute)          \
