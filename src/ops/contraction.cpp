@@ -58,6 +58,15 @@ void check_min_blocks(const char* op, const std::string& name, int min_blocks, i
             op, name, min_blocks, threads, ir::kMaxMinBlocksPerUnit, kMaxThreadsPerUnit);
 }
 
+void check_exact_knobs(const char* op, const std::string& name, bool tensor_core,
+                       bool totals_in_memory, int min_blocks) {
+    if (tensor_core && (totals_in_memory || min_blocks != 0))
+        fail(
+            "{} schedule {}: totals in memory or min_blocks on tensor cores; expected an exact "
+            "point",
+            op, name);
+}
+
 void ask_min_blocks(KernelBuilder& k, int min_blocks) {
     if (min_blocks > 0) k.min_blocks_per_unit(min_blocks);
 }

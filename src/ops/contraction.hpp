@@ -38,6 +38,10 @@ void check_tiles(const char* op, const std::string& name, int bm, int bn, int tm
 void check_step(const char* op, const std::string& name, int bk);
 // The same unless min_blocks (0: none asked) blocks of `threads` fit one SM (2048 threads).
 void check_min_blocks(const char* op, const std::string& name, int min_blocks, int threads);
+// The same where a tensor-core point asks for the exact points' register knobs (totals in
+// memory, min_blocks).
+void check_exact_knobs(const char* op, const std::string& name, bool tensor_core,
+                       bool totals_in_memory, int min_blocks);
 // At least min_blocks blocks an SM asked of the compiler, where min_blocks > 0.
 void ask_min_blocks(KernelBuilder& k, int min_blocks);
 

@@ -38,14 +38,14 @@ constexpr std::array<MatvecVariant, 23> kVariants{{
     {"s256_v2", {.block = 256, .unroll = 2, .form = staged, .min_blocks = 3}},
     {"w64_v1_r1", {.block = 64, .form = warp_words}},
     {"w128_v1_r1", {.block = 128, .form = warp_words}},
-    {"w128_v1_r4", {.block = 128, .form = warp_words, .rows_per_warp = 4}},
-    {"w256_v1_r2", {.block = 256, .form = warp_words, .rows_per_warp = 2}},
+    {"w128_v1_r4", {.block = 128, .form = warp_words, .rows_per_group = 4}},
+    {"w256_v1_r2", {.block = 256, .form = warp_words, .rows_per_group = 2}},
     {"p256_v1_c2_k16k", {.block = 256, .form = streamed, .blocks_per_unit = 2, .max_k = 16384}},
     {"p512_v1_c1_k4k", {.block = 512, .form = streamed, .blocks_per_unit = 1, .max_k = 4096}},
     {"c4", {.block = 4, .threads = 1, .form = cpu_rows}},
     {"c16", {.block = 16, .threads = 1, .form = cpu_rows}},
-    {"c4_r4", {.block = 4, .threads = 1, .form = cpu_rows, .rows_per_warp = 4}},
-    {"c8_r8", {.block = 8, .threads = 1, .form = cpu_rows, .rows_per_warp = 8}},
+    {"c4_r4", {.block = 4, .threads = 1, .form = cpu_rows, .rows_per_group = 4}},
+    {"c8_r8", {.block = 8, .threads = 1, .form = cpu_rows, .rows_per_group = 8}},
 }};
 
 const char* form_name(MatvecForm f) {
@@ -102,10 +102,10 @@ void check_schedule(const MatvecSchedule& s) {
     if (s.form == cpu_rows && s.unroll != 1)
         fail("matvec_q8: cpu_rows schedule with unroll {}; expected 1", s.unroll);
     const bool rows_in_turn = s.form == warp_words || s.form == cpu_rows;
-    if (s.rows_per_warp < 1 || s.rows_per_warp > (s.form == cpu_rows ? 8 : 64) ||
-        (!rows_in_turn && s.rows_per_warp != 1))
+    if (s.rows_per_group < 1 || s.rows_per_group > (s.form == cpu_rows ? 8 : 64) ||
+        (!rows_in_turn && s.rows_per_group != 1))
         fail("matvec_q8: {} schedule with {} rows per warp; expected {}", form_name(s.form),
-             s.rows_per_warp,
+             s.rows_per_group,
              s.form == warp_words ? "1 to 64" : (s.form == cpu_rows ? "1 to 8" : "1"));
     if (s.form == streamed
             ? (s.blocks_per_unit < 1 || s.blocks_per_unit > 8 || s.max_k < 64 || s.max_k % 64 != 0)
@@ -384,7 +384,7 @@ ir::Kernel staged_kernel(const MatvecSchedule& s) {
 ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
     const int warps = s.block / kMatvecQ8Lanes;
     const int words = round_words(s);  // words per row per round
-    KernelBuilder k(fmt::format("matvec_q8_w{}_v{}_r{}", s.block, s.unroll, s.rows_per_warp),
+    KernelBuilder k(fmt::format("matvec_q8_w{}_v{}_r{}", s.block, s.unroll, s.rows_per_group),
                     s.block);
     const WarpRow r = warp_row(k, warps, s);
     // Per word of the round: its dp4a product with x's word, and the raw word of W (for the
@@ -392,7 +392,7 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
     auto products = k.shared(DType::i32, int64_t{warps} * words, "products");
     auto raw = k.shared(DType::u32, int64_t{warps} * words, "raw");
     Var row_base = k.let(r.slot * words, "row_base");
-    Var first_row = k.let(r.group * s.rows_per_warp, "first_row");
+    Var first_row = k.let(r.group * s.rows_per_group, "first_row");
     Var w_last = k.let(max(r.w.len() - 1, 0), "w_last");
     // The warp's rows are consecutive, so its part of W is one run of words: `pos` is where the
     // next round to load begins. Past the last row, loads are clamped and nothing is stored.
@@ -445,7 +445,7 @@ ir::Kernel warp_words_kernel(const MatvecSchedule& s) {
         return pair_from_sums(k, w0, w8, x0, x8, isum0, isum1);
     };
     // The row loop's bounds are the same for every thread, so the fold's shuffles stay uniform.
-    k.for_(0, s.rows_per_warp, [&](Expr rr) {
+    k.for_(0, s.rows_per_group, [&](Expr rr) {
         Var row = k.let(first_row + rr, "row");
         Var partial = k.let(DType::f32, 0.0f, "partial");
         for_each_round(
@@ -577,7 +577,7 @@ ir::Kernel streamed_kernel(const MatvecSchedule& s) {
 }
 
 // The cpu_rows form (see MatvecForm::cpu_rows): thread t of block b takes rows (b*block + t)*R
-// to that + R - 1 (R = rows_per_warp; a row past y's end is read as the last row and not
+// to that + R - 1 (R = rows_per_group; a row past y's end is read as the last row and not
 // stored). W and x are int8 (the Q8_0 bytes), a pair 68 bytes: block i's f16 scale at bytes 34i,
 // 34i + 1 (low byte first) and its 32 quants from 34i + 2 on. Each block's isum is a loop over
 // its 32 bytes (exact in int32, as the dp4a sum of the other forms); in each row lane p % 32 adds
@@ -585,7 +585,7 @@ ir::Kernel streamed_kernel(const MatvecSchedule& s) {
 // lanes, chunk 1.
 ir::Kernel cpu_rows_kernel(const MatvecSchedule& s) {
     constexpr int kPairBytes = 2 * kQ8BlockBytes;
-    const int rows = s.rows_per_warp;
+    const int rows = s.rows_per_group;
     KernelBuilder k(
         fmt::format("matvec_q8_c{}{}", s.block, rows > 1 ? fmt::format("_r{}", rows) : ""),
         s.block);
@@ -643,7 +643,7 @@ ir::Kernel cpu_rows_kernel(const MatvecSchedule& s) {
 // The memo key of a schedule's kernel: every field the kernel is built from.
 std::string schedule_key(const MatvecSchedule& s) {
     return fmt::format("matvec_q8/b{}t{}v{}f{}r{}c{}k{}s{}m{}", s.block, s.threads, s.unroll,
-                       form_name(s.form), s.rows_per_warp, s.blocks_per_unit, s.max_k, s.streaming,
+                       form_name(s.form), s.rows_per_group, s.blocks_per_unit, s.max_k, s.streaming,
                        s.min_blocks);
 }
 
@@ -687,7 +687,7 @@ DType matvec_q8_word_type(const MatvecSchedule& s) {
 }
 
 int64_t matvec_q8_grid(int64_t rows, const MatvecSchedule& s, int compute_units) {
-    const int64_t rows_per_block = s.block / s.threads * s.rows_per_warp;
+    const int64_t rows_per_block = s.block / s.threads * s.rows_per_group;
     const int64_t blocks = ceil_div(rows, rows_per_block);
     if (s.form != streamed) return blocks;
     return std::min(blocks, int64_t{std::max(compute_units, 1)} * s.blocks_per_unit);

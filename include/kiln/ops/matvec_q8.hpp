@@ -53,7 +53,7 @@ enum class MatvecForm {
     // by round, the next round's words loaded into registers (16-byte loads) while this round is
     // summed from the warp's tile. Needs threads == kMatvecQ8Lanes and k <= max_k.
     streamed,
-    // A thread per row, or per rows_per_warp consecutive rows (threads == 1), for the CPU: W and
+    // A thread per row, or per rows_per_group consecutive rows (threads == 1), for the CPU: W and
     // x as int8 (the kernel's w and x are i8 views of the Q8_0 bytes), the rows' pairs in order,
     // each block's 32 products summed by a loop over its bytes that the C++ compiler vectorizes,
     // each row's 32 lanes' sums in a local array (pair p to lane p % 32), then the fold's tree.
@@ -67,11 +67,11 @@ struct MatvecSchedule {
     int threads = 32;  // threads per row (the fold's threads): a power of two dividing 32 and block
     int unroll = 1;    // rounds of pairs per lane per loop step (loads in flight), 1 to 16
     MatvecForm form = MatvecForm::pair_per_lane;
-    // warp_words: consecutive rows each warp takes in turn, loading the next row's first round
-    // while it finishes the last one (fewer, longer-lived warps keep loads in flight).
-    // cpu_rows: consecutive rows each thread takes at once, pair by pair, so that x's pair and
-    // its two scales are read and converted once for all of them.
-    int rows_per_warp = 1;
+    // Consecutive rows each row's thread group takes. warp_words: a warp takes them in turn,
+    // loading the next row's first round while it finishes the last one (fewer, longer-lived
+    // warps keep loads in flight). cpu_rows: a thread takes them at once, pair by pair, so that
+    // x's pair and its two scales are read and converted once for all of them.
+    int rows_per_group = 1;
     // streamed only: blocks launched per compute unit, and the largest k its x tile holds.
     int blocks_per_unit = 0;
     int max_k = 0;

@@ -31,11 +31,7 @@ MatmulSchedule as_matmul(const Conv1dSchedule& s) {
 }
 
 void check_schedule(const Conv1dSchedule& s) {
-    if (s.tensor_core() && (s.totals_in_memory || s.min_blocks != 0))
-        fail(
-            "conv1d schedule {}: totals in memory or min_blocks on tensor cores; expected an "
-            "exact point",
-            s.name);
+    check_exact_knobs("conv1d", s.name, s.tensor_core(), s.totals_in_memory, s.min_blocks);
     if (s.tensor_core()) return check_tensor_core_schedule(as_matmul(s));
     check_min_blocks("conv1d", s.name, s.min_blocks, s.threads());
     check_tiles("conv1d", s.name, s.bm, s.bn, s.tm, s.tn);

@@ -34,11 +34,7 @@ void check_types(const MatmulTypes& t) {
 void check_schedule(const MatmulSchedule& s) {
     if (s.split_k && s.tensor_core())
         fail("matmul schedule {}: split-k on tensor cores; expected an exact point", s.name);
-    if (s.tensor_core() && (s.totals_in_memory || s.min_blocks != 0))
-        fail(
-            "matmul schedule {}: totals in memory or min_blocks on tensor cores; expected an "
-            "exact point",
-            s.name);
+    check_exact_knobs("matmul", s.name, s.tensor_core(), s.totals_in_memory, s.min_blocks);
     if (s.tensor_core()) return check_tensor_core_schedule(s);
     check_min_blocks("matmul", s.name, s.min_blocks, s.threads());
     check_tiles("matmul", s.name, s.bm, s.bn, s.tm, s.tn);
