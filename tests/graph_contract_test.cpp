@@ -18,6 +18,9 @@
 namespace kiln {
 namespace {
 
+// The plans these tests check are the ones a 2-core machine's facts give (support/graph_check.hpp).
+[[maybe_unused]] const int kGivenFacts = test::give_cpu_facts();
+
 using test::expect_graph_everywhere;
 using test::finite_tensor;
 using test::launch_kinds;

@@ -1127,8 +1127,13 @@ TEST(FactsChild, MeasuresOrLoads) {
     const char* cwd = std::getenv("KILN_FACTS_CHILD_CWD");
     if (!cwd) GTEST_SKIP() << "runs only as a child of the DeviceFacts tests";
     fs::current_path(cwd);
-    const plan::DeviceFacts& f = plan::device_facts(cpu_device());
-    std::fprintf(stderr, "facts: units %d\n", f.units);
+    try {
+        const plan::DeviceFacts& f = plan::device_facts(cpu_device());
+        std::fprintf(stderr, "facts: units %d launch_us %g\n", f.units, f.launch_us);
+    } catch (const Error& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        FAIL();
+    }
 }
 
 class DeviceFactsTest : public TuneTest {
@@ -1143,17 +1148,19 @@ class DeviceFactsTest : public TuneTest {
     // Runs FactsChild.MeasuresOrLoads with KILN_CACHE_DIR=root_ (or no cache root at all), killed
     // after `timeout`. Returns its stderr; `ok` tells whether it exited 0 in time.
     std::string run_child(bool with_root, bool& ok,
-                          std::chrono::seconds timeout = std::chrono::seconds(120)) const {
+                          std::chrono::seconds timeout = std::chrono::seconds(120),
+                          const std::string& given_facts = "") const {
         const std::string exe = fs::read_symlink("/proc/self/exe").string();
         std::string filter = "--gtest_filter=FactsChild.MeasuresOrLoads";
         std::vector<std::string> env;
         for (char** e = environ; *e; ++e) {
             const std::string_view v(*e);
             if (!v.starts_with("KILN_CACHE_DIR=") && !v.starts_with("XDG_CACHE_HOME=") &&
-                !v.starts_with("HOME="))
+                !v.starts_with("HOME=") && !v.starts_with("KILN_DEVICE_FACTS="))
                 env.emplace_back(v);
         }
         if (with_root) env.push_back("KILN_CACHE_DIR=" + root_.string());
+        if (!given_facts.empty()) env.push_back("KILN_DEVICE_FACTS=" + given_facts);
         env.push_back("KILN_FACTS_CHILD_CWD=" + (root_ / "cwd").string());
         std::vector<char*> envp;
         for (auto& s : env) envp.push_back(s.data());
@@ -1200,6 +1207,31 @@ TEST_F(DeviceFactsTest, AreWrittenPrivateAndReadBack) {
     run_child(true, ok);
     EXPECT_TRUE(ok);
     EXPECT_EQ(fs::last_write_time(facts_path()), before);
+}
+
+// KILN_DEVICE_FACTS gives a backend's facts: nothing is measured or written; other backends'
+// entries leave the CPU's alone. A malformed entry is an error naming the variable and the part.
+TEST_F(DeviceFactsTest, KilnDeviceFactsGivesThemInsteadOfAMeasurement) {
+    bool ok = false;
+    std::string err = run_child(true, ok, std::chrono::seconds(120),
+                                "opencl:bandwidth=1,launch_us=9,flops=1,units=3;"
+                                "cpu:bandwidth=3e4,launch_us=0.25,flops=2e5,units=7");
+    EXPECT_TRUE(ok) << err;
+    EXPECT_THAT(err, HasSubstr("facts: units 7 launch_us 0.25"));
+    EXPECT_FALSE(fs::exists(facts_path()));
+    for (const auto& [given, named] : std::vector<std::pair<std::string, std::string>>{
+             {"cpu:bandwidth=3e4,launch_us=0.25,flops=2e5", "no units="},
+             {"cpu:bandwidth=3e4,launch_us=0.25,flops=2e5,units=2.5", "whole units"},
+             {"cpu:bandwidth=-1,launch_us=0.25,flops=2e5,units=2", "'-1'"},
+             {"cpu:bandwidth=3e4,launch=0.25,flops=2e5,units=2", "'launch=0.25'"},
+             {"gpu:bandwidth=3e4,launch_us=0.25,flops=2e5,units=2", "unknown backend 'gpu'"},
+             {"bandwidth=3e4", "names no backend"}}) {
+        err = run_child(true, ok, std::chrono::seconds(60), given);
+        EXPECT_FALSE(ok) << given;
+        EXPECT_THAT(err, HasSubstr("KILN_DEVICE_FACTS is '" + given + "'"));
+        EXPECT_THAT(err, HasSubstr(named));
+    }
+    EXPECT_FALSE(fs::exists(facts_path()));
 }
 
 TEST_F(DeviceFactsTest, AFifoInTheirPlaceNeitherHangsNorIsReplaced) {

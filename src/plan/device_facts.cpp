@@ -2,6 +2,7 @@
 #include "plan/device_facts.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "kiln/error.hpp"
 #include "kiln/tune.hpp"
 
 namespace kiln::plan {
@@ -102,6 +104,56 @@ std::optional<DeviceFacts> parse_facts(const std::string& text) {
                        static_cast<int>(v["units"])};
 }
 
+// KILN_DEVICE_FACTS's facts for `device`'s backend, if it names that backend (see the header).
+std::optional<DeviceFacts> given_facts(const Device& device) {
+    const char* env = std::getenv("KILN_DEVICE_FACTS");
+    if (env == nullptr || *env == 0) return std::nullopt;
+    const std::string text = env;
+    const auto bad = [&](const std::string& why) {
+        fail(
+            "KILN_DEVICE_FACTS is '{}': {}; expected entries 'BACKEND:bandwidth=B,launch_us=L,"
+            "flops=F,units=U' separated by ';' (BACKEND cpu, cuda or opencl; B in bytes a "
+            "microsecond, L in microseconds, F in f32 operations a microsecond, U compute units)",
+            text, why);
+    };
+    std::optional<DeviceFacts> mine;
+    std::istringstream entries(text);
+    std::string entry;
+    while (std::getline(entries, entry, ';')) {
+        const size_t colon = entry.find(':');
+        if (colon == std::string::npos) bad(fmt::format("entry '{}' names no backend", entry));
+        const std::string backend = entry.substr(0, colon);
+        if (backend != "cpu" && backend != "cuda" && backend != "opencl")
+            bad(fmt::format("unknown backend '{}'", backend));
+        std::map<std::string, double> v;
+        std::istringstream items(entry.substr(colon + 1));
+        std::string item;
+        while (std::getline(items, item, ',')) {
+            const size_t eq = item.find('=');
+            const std::string key = item.substr(0, eq);
+            if (eq == std::string::npos ||
+                (key != "bandwidth" && key != "launch_us" && key != "flops" && key != "units"))
+                bad(fmt::format("'{}' is not one of bandwidth=, launch_us=, flops=, units=", item));
+            char* end = nullptr;
+            const double value = std::strtod(item.c_str() + eq + 1, &end);
+            if (end == item.c_str() + eq + 1 || *end != 0 || !(value >= 0) || value > 1e15)
+                bad(fmt::format("{}'s value '{}' is not a number from 0 to 1e15", key,
+                                item.substr(eq + 1)));
+            v[key] = value;
+        }
+        for (const char* k : {"bandwidth", "launch_us", "flops", "units"})
+            if (!v.count(k)) bad(fmt::format("the {} entry has no {}=", backend, k));
+        if (v["bandwidth"] <= 0 || v["flops"] <= 0 || v["units"] < 1 || v["units"] > 1e6 ||
+            v["units"] != static_cast<double>(static_cast<int>(v["units"])))
+            bad(fmt::format("the {} entry needs bandwidth and flops above 0 and whole units from 1",
+                            backend));
+        if (backend == name(device.info().backend))
+            mine = DeviceFacts{v["bandwidth"], v["launch_us"], v["flops"], device.info().simt,
+                               static_cast<int>(v["units"])};
+    }
+    return mine;
+}
+
 // From the tuner's side file, or measured and written there.
 DeviceFacts load_or_measure_facts(Device& device, Tuner& tuner) {
     const std::string& id = device.info().id;
@@ -119,6 +171,7 @@ const DeviceFacts& device_facts(Device& device) {
     static std::map<const Device*, DeviceFacts> known;
     std::lock_guard lock(mutex);
     if (auto it = known.find(&device); it != known.end()) return it->second;
+    if (const auto given = given_facts(device)) return known.emplace(&device, *given).first->second;
     return known.emplace(&device, load_or_measure_facts(device, Tuner::process_default()))
         .first->second;
 }

@@ -19,7 +19,11 @@ struct DeviceFacts {
     std::string summary() const;
 };
 
-// Measured on first use (per process: from the file when present and readable).
+// Measured on first use (per process: from the file when present and readable), unless
+// KILN_DEVICE_FACTS gives them for the device's backend: 'BACKEND:bandwidth=B,launch_us=L,
+// flops=F,units=U' entries separated by ';' (whether threads are SIMT lanes stays the
+// device's), for plans that do not depend on the machine's measurement (tests; reproducing a
+// plan made elsewhere). A malformed value is a kiln::Error naming it.
 const DeviceFacts& device_facts(Device& device);
 
 }  // namespace kiln::plan

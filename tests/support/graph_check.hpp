@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
 #include <vector>
 
@@ -63,6 +64,16 @@ inline std::vector<graph::NodeRef> nodes_of(const std::vector<Tensor>& ts) {
 // that runs beside others on a loaded machine would see them move.
 inline const plan::DeviceFacts kH200LikeFacts{4.0e6, 2.5, 6.0e7, true, 132};
 inline const plan::DeviceFacts kTwoCoreFacts{2.0e4, 5.0, 1.0e5, false, 2};
+
+// Gives the CPU's and PoCL's facts (KILN_DEVICE_FACTS) to a test binary whose tests check the
+// plans real resolves make there: a 2-core AVX-512 machine's, measured idle. Called before
+// any resolve (at static initialization); a KILN_DEVICE_FACTS already set is left as it is.
+inline int give_cpu_facts() {
+    return ::setenv("KILN_DEVICE_FACTS",
+                    "cpu:bandwidth=3.5e4,launch_us=0.2,flops=2.2e5,units=2;"
+                    "opencl:bandwidth=1.8e4,launch_us=0.45,flops=1.6e4,units=2",
+                    0);
+}
 
 // The kinds of the launches the planner chooses for ts's graph under `facts`, fusion on.
 inline std::vector<plan::LaunchKind> planned_kinds(const std::vector<Tensor>& ts,
