@@ -14,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string_view>
 
 #include "codegen/emit_c.hpp"
 #include "ir/lower_folds.hpp"
@@ -22,6 +24,7 @@
 #include "ir/visit.hpp"
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "kiln/ops/matvec_q8.hpp"
 #include "ops/attention/attention.hpp"
 #include "ops/conv1d/conv1d.hpp"
 #include "ops/kernel_parts.hpp"
@@ -286,30 +289,52 @@ TEST(CpuCodegen, MatmulsSpreadPointRunsItsThreadsAsLanesInsideTheTermLoop) {
     EXPECT_THAT(body.substr(b_load, load_end - b_load), Not(HasSubstr("uint"))) << body;
 }
 
+namespace {
+
+// The disassembly (objdump -d) of `k` built for this CPU with the compiler's full optimizer;
+// empty, with `why` set, where there is no objdump or no usable compiler.
+std::string disassembly(const ir::Kernel& k, std::string& why) {
+    if (std::system("objdump --version > /dev/null 2>&1") != 0) {
+        why = "no objdump";
+        return "";
+    }
+    const char* cxx = std::getenv("KILN_CXX");
+    const runtime::cpu::Toolchain tc = runtime::cpu::probe_toolchain(cxx && *cxx ? cxx : "c++");
+    if (!tc.usable()) {
+        why = tc.error;
+        return "";
+    }
+    const std::vector<uint8_t> so = runtime::cpu::compile_shared_object(
+        tc, generate_source(Backend::cpu, std::span<const ir::Kernel>(&k, 1), CompileOptions{}),
+        std::chrono::seconds(120), runtime::cpu::Optimization::full);
+    const std::filesystem::path dir = std::filesystem::temp_directory_path();
+    const std::filesystem::path lib = dir / fmt::format("kiln-disassembly-{}.so", getpid());
+    const std::filesystem::path dis = dir / fmt::format("kiln-disassembly-{}.txt", getpid());
+    std::ofstream(lib, std::ios::binary)
+        .write(reinterpret_cast<const char*>(so.data()), static_cast<std::streamsize>(so.size()));
+    const int status = std::system(
+        fmt::format("objdump -d --no-show-raw-insn {} > {}", lib.string(), dis.string()).c_str());
+    std::ifstream in(dis);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::filesystem::remove(lib);
+    std::filesystem::remove(dis);
+    if (status != 0) why = "objdump failed";
+    return status == 0 ? text.str() : "";
+}
+
+}  // namespace
+
 TEST(CpuCodegen, MatmulsRegisterTilePointKeepsItsAccumulatorsInVectorRegisters) {
     // d6x128_t6x4_s's term loop in whole tiles: 6 x 4 vector fma (zmm) a term, every operand a
     // register or B's row in memory, none on the stack (8 x 4 spills 12 accumulators there).
     // Needs AVX-512 (32 vector registers) and objdump; skipped without them.
     if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the CPU lacks AVX-512";
-    if (std::system("objdump --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no objdump";
-    const char* cxx = std::getenv("KILN_CXX");
-    const runtime::cpu::Toolchain tc = runtime::cpu::probe_toolchain(cxx && *cxx ? cxx : "c++");
-    if (!tc.usable()) GTEST_SKIP() << tc.error;
-    const ir::Kernel k =
-        ops::matmul_kernel(ops::MatmulTypes{}, ops::matmul_variant("d6x128_t6x4_s"));
-    const std::vector<uint8_t> so = runtime::cpu::compile_shared_object(
-        tc, generate_source(Backend::cpu, std::span<const ir::Kernel>(&k, 1), CompileOptions{}),
-        std::chrono::seconds(120), runtime::cpu::Optimization::full);
-    const std::filesystem::path dir = std::filesystem::temp_directory_path();
-    const std::filesystem::path lib = dir / fmt::format("kiln-regtile-{}.so", getpid());
-    const std::filesystem::path dis = dir / fmt::format("kiln-regtile-{}.txt", getpid());
-    std::ofstream(lib, std::ios::binary)
-        .write(reinterpret_cast<const char*>(so.data()), static_cast<std::streamsize>(so.size()));
-    ASSERT_EQ(
-        std::system(fmt::format("objdump -d --no-show-raw-insn {} > {}", lib.string(), dis.string())
-                        .c_str()),
-        0);
-    std::ifstream in(dis);
+    std::string why;
+    const std::string text = disassembly(
+        ops::matmul_kernel(ops::MatmulTypes{}, ops::matmul_variant("d6x128_t6x4_s")), why);
+    if (text.empty()) GTEST_SKIP() << why;
+    std::istringstream in(text);
     std::string line;
     int run = 0, longest = 0;  // consecutive vector fma with no stack operand
     while (std::getline(in, line)) {
@@ -319,9 +344,27 @@ TEST(CpuCodegen, MatmulsRegisterTilePointKeepsItsAccumulatorsInVectorRegisters) 
         run = clean ? run + 1 : 0;
         longest = std::max(longest, run);
     }
-    std::filesystem::remove(lib);
-    std::filesystem::remove(dis);
     EXPECT_GE(longest, 24);
+}
+
+TEST(CpuCodegen, MatvecQ8sCpuRowsTakeEachBlocksProductsInOneByteDotProduct) {
+    // c4_r4: each of its 4 rows' 2 blocks a pair, 32 byte products summed by one vpdpbusd
+    // (unsigned by signed bytes, the form the kernel writes), not widened to 16 bits first.
+    // Needs AVX-512 VNNI and objdump; skipped without them.
+    if (!__builtin_cpu_supports("avx512vnni")) GTEST_SKIP() << "the CPU lacks AVX-512 VNNI";
+    const auto variants = ops::matvec_q8_variants();
+    const auto c4_r4 = std::find_if(variants.begin(), variants.end(), [](const auto& v) {
+        return std::string_view(v.name) == "c4_r4";
+    });
+    ASSERT_NE(c4_r4, variants.end());
+    std::string why;
+    const std::string text = disassembly(ops::matvec_q8_kernel(c4_r4->schedule), why);
+    if (text.empty()) GTEST_SKIP() << why;
+    size_t dot_products = 0;
+    for (size_t at = text.find("vpdpbusd"); at != std::string::npos;
+         at = text.find("vpdpbusd", at + 1))
+        ++dot_products;
+    EXPECT_GE(dot_products, 8u) << text.substr(0, 4000);
 }
 
 namespace {

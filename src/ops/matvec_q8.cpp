@@ -605,23 +605,44 @@ ir::Kernel cpu_rows_kernel(const MatvecSchedule& s) {
             auto byte = [&](const Expr& i) { return cast(DType::u32, bitcast(DType::u8, m[i])); };
             return half_scale(byte(at) | (byte(at + 1) << 8u));
         };
+        // Block b's value at byte i of a pair: its offset from the pair's start.
+        auto value_at = [](int b, const Expr& i) {
+            return cast(DType::i64, i) + (int64_t{b} * kQ8BlockBytes + 2);
+        };
         k.for_(0, pairs, [&](Expr p) {
             Var x_at = k.let(cast(DType::i64, p * kPairBytes), "x_at");
             std::array<Var, 2> dx{k.let(scale(x, x_at), "dx"),
                                   k.let(scale(x, x_at + kQ8BlockBytes), "dx")};
+            // Each block's sum of x, once for all rows: w.x = (w + 128).x - 128 * sum(x), with
+            // w + 128 an unsigned byte (w ^ 0x80), is the same integer, and an unsigned-by-signed
+            // byte product summed in int32 is what the CPU's byte dot product instructions take
+            // (vpdpbusd): one for a block's 32 bytes, where signed by signed takes 28.
+            std::vector<Var> x_sum;
+            for (int b = 0; b < 2; ++b) {
+                Var sum = k.let(DType::i32, 0, "x_sum");
+                k.for_(0, kQ8BlockValues,
+                       [&](Expr i) { sum = sum + cast(DType::i32, x[x_at + value_at(b, i)]); });
+                x_sum.push_back(sum);
+            }
             Var lane = k.let(p & (kMatvecQ8Lanes - 1), "lane");
             for (int r = 0; r < rows; ++r) {
                 Var w_at = k.let(w_row[static_cast<size_t>(r)] + x_at, "w_at");
                 std::array<Expr, 2> value{Expr(0.0f), Expr(0.0f)};
                 for (int b = 0; b < 2; ++b) {
-                    const int64_t block_at = int64_t{b} * kQ8BlockBytes;
-                    Var isum = k.let(DType::i32, 0, "isum");
+                    // Summed as u32 (the bits of i32's wrapping sum, which never wraps here):
+                    // the form the C++ compiler's byte dot product pattern takes.
+                    Var sum = k.let(DType::u32, 0, "biased_sum");
                     k.for_(0, kQ8BlockValues, [&](Expr i) {
-                        Expr at = cast(DType::i64, i) + (block_at + 2);
-                        isum =
-                            isum + cast(DType::i32, w[w_at + at]) * cast(DType::i32, x[x_at + at]);
+                        Expr at = value_at(b, i);
+                        Expr w_biased =
+                            bitcast(DType::u8, w[w_at + at] ^ cast(DType::i8, Expr(-128)));
+                        sum = sum + cast(DType::u32, cast(DType::i32, w_biased) *
+                                                         cast(DType::i32, x[x_at + at]));
                     });
-                    Expr d = scale(w, w_at + block_at) * dx[static_cast<size_t>(b)];
+                    Var isum =
+                        k.let(bitcast(DType::i32, sum.expr()) - x_sum[size_t(b)] * 128, "isum");
+                    Expr d =
+                        scale(w, w_at + int64_t{b} * kQ8BlockBytes) * dx[static_cast<size_t>(b)];
                     value[static_cast<size_t>(b)] = k.let(d * cast(DType::f32, isum.expr()), "p");
                 }
                 Var at = k.let(lane + r * kMatvecQ8Lanes, "at");
