@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "runtime/cuda/driver_api.hpp"
 
 namespace kiln::cuda {
@@ -38,17 +36,17 @@ bool same_launch(const CUDA_KERNEL_NODE_PARAMS& params, const CapturedLaunch& l)
 bool find_nodes(CUgraph graph, std::vector<CapturedLaunch>& launches) {
     const DriverApi& api = driver();
     size_t count = 0;
-    check(api.cuGraphGetNodes(graph, nullptr, &count), "cuGraphGetNodes (count)");
+    if (api.cuGraphGetNodes(graph, nullptr, &count) != CUDA_SUCCESS) return false;
     std::vector<CUgraphNode> nodes(count);
-    if (count > 0) check(api.cuGraphGetNodes(graph, nodes.data(), &count), "cuGraphGetNodes");
+    if (count > 0 && api.cuGraphGetNodes(graph, nodes.data(), &count) != CUDA_SUCCESS) return false;
     size_t kernels = 0;
     for (CUgraphNode node : nodes) {
         CUgraphNodeType type{};
-        check(api.cuGraphNodeGetType(node, &type), "cuGraphNodeGetType");
+        if (api.cuGraphNodeGetType(node, &type) != CUDA_SUCCESS) return false;
         if (type != CU_GRAPH_NODE_TYPE_KERNEL) continue;
         ++kernels;
         CUDA_KERNEL_NODE_PARAMS params{};
-        check(api.cuGraphKernelNodeGetParams(node, &params), "cuGraphKernelNodeGetParams");
+        if (api.cuGraphKernelNodeGetParams(node, &params) != CUDA_SUCCESS) return false;
         const auto partner = std::find_if(launches.begin(), launches.end(), [&](const auto& l) {
             return l.node == nullptr && same_launch(params, l);
         });

@@ -30,7 +30,7 @@ struct CaptureLog {
 
 // Finds each launch's node in `graph` by its function, grid, block and argument values. Launches
 // alike in all of those are interchangeable (a move changes them alike). False where a kernel
-// node or a launch is left without a partner.
+// node or a launch is left without a partner, or the driver fails; never throws.
 bool find_nodes(CUgraph graph, std::vector<CapturedLaunch>& launches);
 
 // Moves every buffer argument of the log's launches whose address is a move's first to its
