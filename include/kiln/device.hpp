@@ -80,17 +80,15 @@ class Recording {
     // Moves the recorded work onto other memory: from the next replay on, each recorded use of
     // the memory whose handle() is `from` uses `to` instead (memory of the same device, as large
     // as the work needs). Replays already enqueued are unaffected. Returns false, changing
-    // nothing, where the recording cannot or should not: the memory is also held other than as
-    // a kernel's argument (a fill or a copy), two moves start at one memory, more than
-    // `most_launches` of its launches would change (each costs about a launch's host time on
-    // CUDA), or the device keeps the work to run again (CPU, OpenCL) rather than what it used.
+    // nothing, where the recording cannot: the memory is also held other than as a kernel's
+    // argument (a fill or a copy), two moves start at one memory, or the device keeps the work
+    // to run again (CPU, OpenCL) rather than what it used.
     struct Move {
         uintptr_t from = 0;
         const DeviceMemory* to = nullptr;
     };
-    virtual bool rebind(std::span<const Move> moves, size_t most_launches) {
+    virtual bool rebind(std::span<const Move> moves) {
         (void)moves;
-        (void)most_launches;
         return false;
     }
 };

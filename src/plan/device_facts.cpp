@@ -89,6 +89,18 @@ std::string facts_text(const DeviceFacts& f) {
                        f.launch_us, f.flops, f.gpu ? 1 : 0, f.units);
 }
 
+// The facts named in `v` (bandwidth, launch_us, flops, units): nothing unless each is there,
+// none is negative, bandwidth and flops are above 0 and units is whole, from 1 to 1e6.
+std::optional<DeviceFacts> sane_facts(std::map<std::string, double> v, bool gpu) {
+    for (const char* k : {"bandwidth", "launch_us", "flops", "units"})
+        if (!v.count(k) || !(v[k] >= 0)) return std::nullopt;
+    if (v["bandwidth"] <= 0 || v["flops"] <= 0 || !(v["units"] >= 1 && v["units"] <= 1e6) ||
+        v["units"] != static_cast<double>(static_cast<int>(v["units"])))
+        return std::nullopt;
+    return DeviceFacts{v["bandwidth"], v["launch_us"], v["flops"], gpu,
+                       static_cast<int>(v["units"])};
+}
+
 // The facts a file's text holds: nothing unless every fact is there and sane.
 std::optional<DeviceFacts> parse_facts(const std::string& text) {
     std::istringstream in(text);
@@ -96,12 +108,8 @@ std::optional<DeviceFacts> parse_facts(const std::string& text) {
     std::string key;
     double value = 0;
     while (in >> key >> value) v[key] = value;
-    for (const char* k : {"bandwidth", "launch_us", "flops", "gpu", "units"})
-        if (!v.count(k) || !(v[k] >= 0)) return std::nullopt;
-    if (v["bandwidth"] <= 0 || v["flops"] <= 0 || !(v["units"] >= 1 && v["units"] <= 1e6))
-        return std::nullopt;
-    return DeviceFacts{v["bandwidth"], v["launch_us"], v["flops"], v["gpu"] != 0,
-                       static_cast<int>(v["units"])};
+    if (!v.count("gpu") || !(v["gpu"] >= 0)) return std::nullopt;
+    return sane_facts(v, v["gpu"] != 0);
 }
 
 // KILN_DEVICE_FACTS's facts for `device`'s backend, if it names that backend (see the header).
@@ -143,13 +151,11 @@ std::optional<DeviceFacts> given_facts(const Device& device) {
         }
         for (const char* k : {"bandwidth", "launch_us", "flops", "units"})
             if (!v.count(k)) bad(fmt::format("the {} entry has no {}=", backend, k));
-        if (v["bandwidth"] <= 0 || v["flops"] <= 0 || v["units"] < 1 || v["units"] > 1e6 ||
-            v["units"] != static_cast<double>(static_cast<int>(v["units"])))
+        const std::optional<DeviceFacts> facts = sane_facts(v, device.info().simt);
+        if (!facts)
             bad(fmt::format("the {} entry needs bandwidth and flops above 0 and whole units from 1",
                             backend));
-        if (backend == name(device.info().backend))
-            mine = DeviceFacts{v["bandwidth"], v["launch_us"], v["flops"], device.info().simt,
-                               static_cast<int>(v["units"])};
+        if (backend == name(device.info().backend)) mine = facts;
     }
     return mine;
 }

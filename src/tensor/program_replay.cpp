@@ -156,12 +156,18 @@ Replayer::Binding::~Binding() {
     for (int o : r_.outputs_) r_.run_.nodes[size_t(o)].reset();
 }
 
+std::vector<const DeviceMemory*> Replayer::bound_memory() const {
+    std::vector<const DeviceMemory*> m;
+    m.reserve(body_.leaves.size() + outputs_.size());
+    for (const LeafSource& l : body_.leaves)
+        if (l.input >= 0) m.push_back(&run_.nodes[size_t(l.position)]->memory());
+    for (int o : outputs_) m.push_back(&run_.nodes[size_t(o)]->memory());
+    return m;
+}
+
 Replayer::Addresses Replayer::bound_addresses() const {
     Addresses a;
-    a.reserve(body_.leaves.size() + outputs_.size());
-    for (const LeafSource& l : body_.leaves)
-        if (l.input >= 0) a.push_back(run_.nodes[size_t(l.position)]->memory().handle());
-    for (int o : outputs_) a.push_back(run_.nodes[size_t(o)]->memory().handle());
+    for (const DeviceMemory* m : bound_memory()) a.push_back(m->handle());
     return a;
 }
 
@@ -174,10 +180,7 @@ bool Replayer::rebind(Recorded& r, const Addresses& a) {
     // that is also an unbound buffer's (captured data passed as an input) is neither moved
     // from nor to: the recording could not tell its uses apart later.
     std::vector<Recording::Move> moves;
-    std::vector<const DeviceMemory*> bound;
-    for (const LeafSource& l : body_.leaves)
-        if (l.input >= 0) bound.push_back(&run_.nodes[size_t(l.position)]->memory());
-    for (int o : outputs_) bound.push_back(&run_.nodes[size_t(o)]->memory());
+    const std::vector<const DeviceMemory*> bound = bound_memory();
     for (size_t i = 0; i < a.size(); ++i) {
         for (uintptr_t address : {r.addresses[i], a[i]})
             if (std::binary_search(unbound_handles_.begin(), unbound_handles_.end(), address))
@@ -187,7 +190,7 @@ bool Replayer::rebind(Recorded& r, const Addresses& a) {
     // A launch set anew costs the host about 0.13 us on CUDA, a direct launch about 2.8 us
     // (notes/programs-moved-recordings-h100-2026-12-06.md): a move pays however many of the
     // launches it changes.
-    if (!r.recording->rebind(moves, per_call_.size())) return false;
+    if (!r.recording->rebind(moves)) return false;
     r.addresses = a;
     return true;
 }

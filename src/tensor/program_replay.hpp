@@ -83,6 +83,8 @@ class Replayer {
       private:
         Replayer& r_;
     };
+    // The memory bound for this call: each input leaf's, then each computed output's.
+    std::vector<const DeviceMemory*> bound_memory() const;
     Addresses bound_addresses() const;
     // The recording for the bound addresses: kept, moved to them, or made now (see above); null
     // where none can serve them.

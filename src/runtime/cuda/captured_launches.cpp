@@ -57,8 +57,7 @@ bool find_nodes(CUgraph graph, std::vector<CapturedLaunch>& launches) {
 }
 
 bool move_arguments(CUgraphExec exec, CaptureLog& log,
-                    std::span<const std::pair<CUdeviceptr, CUdeviceptr>> moves,
-                    size_t most_launches) {
+                    std::span<const std::pair<CUdeviceptr, CUdeviceptr>> moves) {
     for (const auto& [from, to] : moves) {
         if (std::find(log.held.begin(), log.held.end(), from) != log.held.end()) return false;
         for (const auto& other : moves)
@@ -80,7 +79,6 @@ bool move_arguments(CUgraphExec exec, CaptureLog& log,
         }
         if (moved) changed.emplace_back(&l, std::move(values));
     }
-    if (changed.size() > most_launches) return false;
     const DriverApi& api = driver();
     for (auto& [l, values] : changed) {
         std::vector<void*> arguments(values.size());

@@ -35,11 +35,10 @@ bool find_nodes(CUgraph graph, std::vector<CapturedLaunch>& launches);
 
 // Moves every buffer argument of the log's launches whose address is a move's first to its
 // second, updating the changed launches' nodes in `exec` (found by find_nodes). False, changing
-// nothing, where a moved address is one a fill or copy holds, two moves start at one address,
-// or more than `most_launches` launches would change.
+// nothing, where a moved address is one a fill or copy holds, or two moves start at one
+// address.
 bool move_arguments(CUgraphExec exec, CaptureLog& log,
-                    std::span<const std::pair<CUdeviceptr, CUdeviceptr>> moves,
-                    size_t most_launches);
+                    std::span<const std::pair<CUdeviceptr, CUdeviceptr>> moves);
 
 }  // namespace kiln::cuda
 

@@ -386,7 +386,7 @@ class CudaRecording final : public Recording {
             check(r, fmt::format("cuGraphLaunch (replay) on {}", context_->name));
     }
 
-    bool rebind(std::span<const Move> moves, size_t most_launches) override {
+    bool rebind(std::span<const Move> moves) override {
         if (!movable_) return false;
         std::vector<std::pair<CUdeviceptr, CUdeviceptr>> pointers;
         pointers.reserve(moves.size());
@@ -397,7 +397,7 @@ class CudaRecording final : public Recording {
                 as_cuda(*m.to, *context_, "rebind (the memory moved to)").pointer());
         }
         context_->make_current();
-        return move_arguments(exec_, log_, pointers, most_launches);
+        return move_arguments(exec_, log_, pointers);
     }
 
   private:
