@@ -179,6 +179,10 @@ TEST(Attention, StagedPointsOfFourRowsPerThreadMatchTheOracleOnEveryDevice) {
     expect_f32_cases({point("s64_t4x4"), point("s64_t4x8")});
 }
 
+TEST(Attention, StagedPointsOfHalfTheThreadsMatchTheOracleOnEveryDevice) {
+    expect_f32_cases({point("s64_t8x4"), point("s32_t4x4")});
+}
+
 // The lockstep point on the f32 cases, and on cases for its two paths: key blocks that every row
 // of a block (32 rows) sees whole run without a test, the others test each key against the row's
 // limit. (One test: its kernel compiles once.)
@@ -201,8 +205,8 @@ TEST(Attention, LockstepPointOnItsWholeAndTestedKeyBlocksMatchesTheOracleOnEvery
 
 // Every point is in one of the tests above.
 TEST(Attention, TheTestsAboveCoverEveryPoint) {
-    const std::set<std::string> covered{"d64",      "s16_t1x4", "s32_t2x4",
-                                        "s64_t4x4", "s64_t4x8", "l32"};
+    const std::set<std::string> covered{"d64",      "s16_t1x4", "s32_t2x4", "s64_t4x4",
+                                        "s64_t4x8", "l32",      "s64_t8x4", "s32_t4x4"};
     std::set<std::string> all;
     for (const auto& s : ops::attention_variants()) all.insert(s.name);
     EXPECT_EQ(all, covered);

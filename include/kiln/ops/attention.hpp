@@ -145,6 +145,9 @@ struct AttentionSchedule {
 //   s64_t4x4   staged, 64 rows, 256 threads of 4 x 4
 //   s64_t4x8   staged, 64 rows, 128 threads of 4 x 8
 //   l32        lockstep, 32 rows of one (batch, head) a block (the CPU's point)
+//   s64_t8x4   staged, 64 rows, 128 threads of 8 x 4 (long sequences: K's tile read half as
+//              often per score)
+//   s32_t4x4   staged, 32 rows, 128 threads of 4 x 4
 const std::vector<AttentionSchedule>& attention_variants();
 // The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
 //   tc64_w4    4 warps, 64 rows a block

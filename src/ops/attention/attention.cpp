@@ -340,8 +340,8 @@ const std::vector<AttentionSchedule>& attention_variants() {
         return AttentionSchedule{fmt::format("l{}", rows), false, rows, 1, 1, true};
     };
     static const std::vector<AttentionSchedule> variants = {
-        direct(64),       staged(16, 1, 4), staged(32, 2, 4),
-        staged(64, 4, 4), staged(64, 4, 8), lockstep(32),
+        direct(64),       staged(16, 1, 4), staged(32, 2, 4), staged(64, 4, 4),
+        staged(64, 4, 8), lockstep(32),     staged(64, 8, 4), staged(32, 4, 4),
     };
     return variants;
 }
