@@ -94,9 +94,15 @@ TEST(FusionLegality, LegalFormsAreNotRefused) {
         refusal(propose({relu(matmul(leaf({3, 4}), leaf({4, 5})) + b)}), plan::GroupForm::fused));
 }
 
-TEST(FusionLegality, AContractionHasNoSegmentsForm) {
+// A matmul's segments form splits k's chunks across blocks: none with one chunk of k, and no
+// other contraction has split points.
+TEST(FusionLegality, OnlyAMatmulWithSeveralChunksOfKHasASegmentsForm) {
     expect_refused(propose({matmul(leaf({3, 4}), leaf({4, 5})) + 1.0}), plan::GroupForm::segments,
-                   0, "a contraction has no segments form");
+                   0, "no split point applies (k = 4: 1 chunk(s) of 256 terms)");
+    expect_refused(propose({conv1d(leaf({1, 2, 300}), leaf({3, 2, 3}))}), plan::GroupForm::segments,
+                   0, "only a matmul's k is split into chunks");
+    EXPECT_FALSE(refusal(propose({matmul(leaf({3, 257}), leaf({257, 5})) + 1.0}),
+                         plan::GroupForm::segments));
 }
 
 TEST(FusionLegality, ShortFoldsHaveNoSegments) {

@@ -383,5 +383,26 @@ TEST(GraphPlan, EveryMemberKernelCompilesForCuda) {
         << log;
 }
 
+// The same for a matmul with a prologue and an epilogue whose k has two chunks: its members
+// include the chunks form's two launches at every point.
+TEST(GraphPlan, EveryMemberKernelOfAMatmulSplitByItsChunksCompilesForCuda) {
+    std::string why;
+    if (!cuda::nvrtc_available(&why)) GTEST_SKIP() << why;
+    Device& d = cpu_device();
+    Tensor x = Tensor::from_host(std::vector<float>(3 * 300), {3, 300}, d);
+    Tensor w = Tensor::from_host(std::vector<float>(300 * 20), {300, 20}, d);
+    Tensor b = Tensor::from_host(std::vector<float>(20), {20}, d);
+    const auto kernels =
+        plan::member_kernels({relu(matmul(cast(x, DType::bf16).to(DType::f32), w) + b).node()});
+    const auto chunked = [](const ir::Kernel& k) {
+        return k.name.find("contract_chunks") != std::string::npos ||
+               k.name.find("chunk_sum") != std::string::npos;
+    };
+    ASSERT_GE(std::count_if(kernels.begin(), kernels.end(), chunked), 4);
+    std::string log;
+    EXPECT_NO_THROW(cuda::nvrtc_compile(generate_source(Backend::cuda, kernels), "sm_90", &log))
+        << log;
+}
+
 }  // namespace
 }  // namespace kiln

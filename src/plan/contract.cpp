@@ -1,6 +1,8 @@
 // Contraction operands: peeling the views a matmul kernel reads through.
 #include "plan/contract.hpp"
 
+#include "ops/matmul/matmul.hpp"
+
 namespace kiln::plan {
 
 namespace {
@@ -164,6 +166,19 @@ bool prologue_fusible(const GraphView& g, const std::vector<char>& materialized,
         for (int in : g.inputs[size_t(n)]) work.push_back(in);
     }
     return maps;
+}
+
+std::vector<int> split_variants(const GraphView& g, int matmul) {
+    const graph::Node& mm = g.node(matmul);
+    const ContractShape sh = contract_shape(g, matmul);
+    const auto& all = ops::matmul_all_variants();
+    std::vector<int> out;
+    for (const ops::MatmulSchedule& p : ops::matmul_points_for(
+             *mm.device, mm.as<graph::op::Matmul>()->arithmetic, {sh.batch, sh.m, sh.n, sh.k}))
+        if (p.split_k)
+            for (size_t v = 0; v < all.size(); ++v)
+                if (all[v].name == p.name) out.push_back(int(v));
+    return out;
 }
 
 }  // namespace kiln::plan

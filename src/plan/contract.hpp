@@ -31,6 +31,11 @@ ops::Conv1dShape conv1d_shape(const GraphView& g, int conv);
 ops::AttentionShape attention_shape(const GraphView& g, int attention);
 ops::AttentionOptions attention_options(const GraphView& g, int attention);
 
+// The split points (ops::MatmulSchedule::split_k) of Matmul node `matmul`'s class on its device
+// that apply to its shape, as indices into ops::matmul_all_variants(): none where k has one chunk
+// (kiln/ops/contraction_order.hpp) or the chunk sums would pass the op's scratch limit.
+std::vector<int> split_variants(const GraphView& g, int matmul);
+
 struct ContractOperand {
     int source = -1;          // the node whose buffer (dense, row-major) the kernel reads
     bool transposed = false;  // the operand is the transpose of source's last two axes

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "graph/fold_order.hpp"
+#include "kiln/ops/contraction_order.hpp"
 #include "plan/contract.hpp"
 #include "plan/kinds/kind.hpp"
 #include "plan/launch_key.hpp"
@@ -20,8 +21,16 @@ namespace kiln::plan {
 
 namespace op = graph::op;
 
-std::optional<std::string> segments_form_refusal(const FoldGroup& group) {
-    if (group.contraction) return "a contraction has no segments form";
+std::optional<std::string> segments_form_refusal(const GraphView& g, const FoldGroup& group) {
+    if (group.contraction) {
+        const int c = group.folds[0];
+        if (!g.node(c).as<op::Matmul>()) return "only a matmul's k is split into chunks";
+        if (split_variants(g, c).empty())
+            return fmt::format("no split point applies (k = {}: {} chunk(s) of {} terms)",
+                               contract_shape(g, c).k,
+                               ops::contraction_chunks(contract_shape(g, c).k), ops::kChunkTerms);
+        return std::nullopt;
+    }
     int64_t extent = 1;
     for (int a : group.axes) extent *= group.full[static_cast<size_t>(a)];
     if (!graph::segmented(extent)) return "the group's folds are too short for segments";
@@ -31,7 +40,8 @@ std::optional<std::string> segments_form_refusal(const FoldGroup& group) {
 std::optional<std::string> segments_refusal(const GraphView& g, const FoldGroup& group,
                                             const std::vector<int>& outs,
                                             const std::vector<char>& materialized) {
-    if (auto why = segments_form_refusal(group)) return why;
+    if (auto why = segments_form_refusal(g, group)) return why;
+    if (group.contraction) return std::nullopt;  // its outputs are the epilogue's, as fused
     const int64_t rows = g.node(group.folds[0]).numel();
     for (int o : outs)
         if (g.node(o).numel() != rows || g.node(o).shape == group.full)
@@ -187,7 +197,8 @@ std::optional<std::string> contraction_launch_refusal(const GraphView& g,
                                                       const Launch& l) {
     Reads r(g, materialized, l);
     const int c = l.contraction;
-    const auto& in = g.inputs[size_t(c)];
+    // A launch reading the contraction's chunk sums (chunk_sum) reads none of its operands.
+    const auto& in = rules(l.kind).order.reads_partials ? std::vector<int>{} : g.inputs[size_t(c)];
     for (size_t which = 0; which < in.size(); ++which) {
         const int source = g.node(c).as<op::Matmul>()
                                ? contract_operand(g, materialized, c, int(which)).source

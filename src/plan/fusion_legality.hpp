@@ -4,7 +4,8 @@
 // form, the prologue's limits) is policy, in choose.cpp and contract.hpp.
 //
 // A form is refused where
-//   - a contraction is asked for the segments form (it has none);
+//   - a contraction is asked for the segments form (k's chunks split across blocks) and is not a
+//     matmul, or no split point applies to it (k of one chunk);
 //   - a segments group's folds are too short to have segments, its outputs are not one value a
 //     row, or its folds read each other (segment values are folded by a later launch);
 //   - a launch would read a value its kernel computes once per row (a fold, a row-space map) or
@@ -29,9 +30,9 @@
 
 namespace kiln::plan {
 
-// Why group `group` has no segments form whatever the plan around it (a contraction, folds too
-// short to cut); nullopt: it may have one.
-std::optional<std::string> segments_form_refusal(const FoldGroup& group);
+// Why group `group` has no segments form whatever the plan around it (a contraction with no
+// split point, folds too short to cut); nullopt: it may have one.
+std::optional<std::string> segments_form_refusal(const GraphView& g, const FoldGroup& group);
 
 // Why group `group`'s segments form cannot be built for a launch writing `outs`, with the
 // nodes of `materialized` read from buffers; nullopt: it can.

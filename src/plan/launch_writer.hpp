@@ -3,7 +3,7 @@
 // fault record, the value of any node inlined at an index (maps, views, concats, gathers,
 // generators), thread groups and canonical folds over a row. Each kind's body is in
 // src/plan/kinds/: map.cpp, rows.cpp (row and segments launches), scatter.cpp, contraction.cpp
-// (matmul, conv1d, attention).
+// (matmul, conv1d, attention, and a matmul split by k's chunks).
 #pragma once
 
 #include <functional>
@@ -16,6 +16,8 @@
 #include "graph/node.hpp"
 #include "kiln/dsl.hpp"
 #include "ops/kernel_parts.hpp"
+#include "ops/matmul/matmul.hpp"
+#include "plan/contract.hpp"
 #include "plan/graph_view.hpp"
 #include "plan/index.hpp"
 #include "plan/lower_launch.hpp"
@@ -36,6 +38,11 @@ class LaunchWriter {
     // Each kind's body (src/plan/kinds/), called through its KindRules::write.
     // ops::matmul's work at the point's variant, reading the operands in place.
     void write_contract();
+    // A split point's work: each block one chunk of k for one tile, its sums
+    // into the launch's scratch.
+    void write_contract_chunks();
+    // Each element's chunk sums added in the op's order, then stored with the epilogue.
+    void write_chunk_sum();
     // ops::conv1d's work at the point's variant, x and w dense.
     void write_conv1d();
     // ops::attention's work at the point's variant, q, k and v dense.
@@ -100,6 +107,17 @@ class LaunchWriter {
                            const std::optional<std::vector<Expr>>& coords = std::nullopt);
 
     static Expr i32(int64_t v) { return constant(DType::i32, static_cast<int32_t>(v)); }
+
+    // A Matmul's shape, operands (views over their sources), types and the point's variant.
+    struct MatmulRead {
+        ContractShape shape;
+        ops::MatmulViews views;
+        ops::MatmulTypes types;
+        const ops::MatmulSchedule& point;
+    };
+    MatmulRead matmul_read();
+    // The linear index of element (batch, row, col) of the Matmul node.
+    Expr matmul_element(const MatmulRead& r, const Expr& batch, const Expr& row, const Expr& col);
 
     // A contraction's operand as its kernel reads it: a materialized node's buffer, or a
     // prologue's value computed at each element read (dense, row-major in the node's shape).

@@ -11,6 +11,7 @@
 
 #include "graph/fold_order.hpp"
 #include "kiln/error.hpp"
+#include "kiln/ops/contraction_order.hpp"
 #include "plan/contract.hpp"
 #include "plan/domain.hpp"
 #include "plan/fusion_legality.hpp"
@@ -109,7 +110,7 @@ struct Builder {
         // A form the group cannot have in any plan is refused before the plan is worked out.
         for (size_t gi = 0; gi < groups.size(); ++gi)
             if (forms[gi] == GroupForm::segments)
-                if (auto why = segments_form_refusal(groups[gi])) return refuse(gi, *why);
+                if (auto why = segments_form_refusal(g, groups[gi])) return refuse(gi, *why);
         materialized.assign(g.size(), 0);
         for (size_t gi = 0; gi < groups.size(); ++gi)
             for (int f : groups[gi].folds) group_of[f] = gi;
@@ -122,14 +123,15 @@ struct Builder {
         for (int o : g.outputs) materialize(o);
         for (int n : stored) materialize(n);
         // A contraction reads its operands from buffers, through the views it can read in place;
-        // in the fused form an operand may instead be a prologue computed as it is read.
+        // in the fused form (and the chunks form, whose first launch reads them as the fused
+        // form does) an operand may instead be a prologue computed as it is read.
         for (size_t gi = 0; gi < groups.size(); ++gi) {
             const FoldGroup& gr = groups[gi];
             if (!gr.contraction) continue;
             for (size_t which = 0; which < g.inputs[size_t(gr.folds[0])].size(); ++which) {
                 const int source =
                     contract_operand(g, materialized, gr.folds[0], int(which)).source;
-                const bool prologue = forms[gi] == GroupForm::fused &&
+                const bool prologue = forms[gi] != GroupForm::split &&
                                       prologue_fusible(g, materialized, gr.folds[0], source);
                 if (!prologue) materialize(source);
             }
@@ -211,6 +213,10 @@ struct Builder {
             if (outs.empty()) continue;
             if (forms[gi] == GroupForm::segments)
                 if (auto why = segments_refusal(g, gr, outs, materialized)) return refuse(gi, *why);
+            if (gr.contraction && forms[gi] == GroupForm::segments) {
+                chunks_launches(gi, outs, plan, launches);
+                continue;
+            }
             if (gr.contraction) {
                 Launch l;
                 l.group = static_cast<int>(gi);
@@ -287,6 +293,25 @@ struct Builder {
         launches.push_back(std::move(fold));
     }
 
+    // A matmul's segments form (segments_refusal passed it): a contract_chunks launch writing
+    // each chunk's sums, then a chunk_sum launch adding them and storing the group's outputs.
+    void chunks_launches(size_t gi, const std::vector<int>& outs, Plan& plan,
+                         std::vector<Launch>& launches) {
+        const int c = groups[gi].folds[0];
+        Launch sums;
+        sums.group = static_cast<int>(gi);
+        sums.kind = LaunchKind::contract_chunks;
+        sums.contraction = c;
+        Launch total = sums;
+        total.kind = LaunchKind::chunk_sum;
+        total.outputs = outs;
+        plan.scratch.emplace_back(
+            DType::f32, ops::contraction_chunks(contract_shape(g, c).k) * g.node(c).numel());
+        sums.partials[c] = total.partials[c] = static_cast<int>(plan.scratch.size() - 1);
+        launches.push_back(std::move(sums));
+        launches.push_back(std::move(total));
+    }
+
     Launch row_launch(size_t gi, std::vector<int> outputs, std::vector<int> steps) {
         const FoldGroup& gr = groups[gi];
         Launch l;
@@ -347,11 +372,15 @@ struct Builder {
             if (kind.in_place) r.insert(l.scatter);  // after its base copy
             if (kind.reads_partials)
                 for (const auto& [fold, k] : l.partials) r.insert(-2 - k);
-            if (kind.writes_partials)
-                for (int f : l.row_steps)
-                    for (int x : reach(g, g.inputs[size_t(f)][0],
-                                       [&](int i) { return materialized[size_t(i)]; }))
+            if (kind.writes_partials) {
+                // What its folds (its contraction) read.
+                std::vector<int> read;
+                for (int f : l.row_steps) read.push_back(g.inputs[size_t(f)][0]);
+                if (l.contraction >= 0) read = g.inputs[size_t(l.contraction)];
+                for (int in : read)
+                    for (int x : reach(g, in, [&](int i) { return materialized[size_t(i)]; }))
                         if (materialized[size_t(x)] && !g.is_leaf(x)) r.insert(x);
+            }
             return r;
         };
         const size_t n = launches.size();

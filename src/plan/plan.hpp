@@ -24,6 +24,12 @@
 //            activation).
 //   attention an Attention node (ops::attention's kernel at one of its schedule points) reading
 //            dense q, k and v, with the maps after it fused into its store.
+//   contract_chunks  the first half of a Matmul whose k has several chunks
+//            (kiln/ops/contraction_order.hpp): ops::matmul's kernel at one of its split points,
+//            reading its operands as `contract` does, each block one chunk of one tile, writing
+//            the chunk sums into the plan's scratch;
+//   chunk_sum the second half: each output's chunk sums added in the op's order, then stored with
+//            the epilogue as `contract` stores it, giving the same bits as one launch.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +43,17 @@
 
 namespace kiln::plan {
 
-enum class LaunchKind : uint8_t { map, row, segments, scatter, contract, conv1d, attention };
+enum class LaunchKind : uint8_t {
+    map,
+    row,
+    segments,
+    scatter,
+    contract,
+    conv1d,
+    attention,
+    contract_chunks,
+    chunk_sum
+};
 const char* name(LaunchKind k);
 
 // One point of a launch's schedule domain. Which fields matter depends on the kind:
@@ -46,7 +62,9 @@ const char* name(LaunchKind k);
 //            fold's rounds of loads in flight per step)
 //   segments: block, threads (per segment), unroll
 //   scatter: block
-//   contract: variant (an index into ops::matmul_all_variants()); block is its threads
+//   contract, contract_chunks: variant (an index into ops::matmul_all_variants()); block is its
+//            threads
+//   chunk_sum: block
 //   conv1d, attention: variant (into ops::conv1d_all_variants(), ops::attention_all_variants());
 //   block
 //            is its threads
@@ -72,10 +90,12 @@ struct Launch {
     std::vector<int> axes;
     int64_t rows = 0, extent = 0;  // rows, and elements per row
     int scatter = -1;              // scatter launches: the ScatterAdd node
-    int contraction = -1;          // contract, conv1d, attention launches: the node
-    int group = -1;                // row, segments and contract launches: the group (partition.hpp)
+    int contraction = -1;  // contraction launches (contract, chunks, chunk_sum ...): the node
+    int group = -1;        // row, segments and contraction launches: the group (partition.hpp)
     // Segments launches: the scratch buffer each fold writes its segment values to. Row launches
     // after them: the scratch each fold folds instead of its input (segment_count(extent) a row).
+    // Contract_chunks and chunk_sum launches: the scratch of the Matmul's chunk sums
+    // (contraction_chunks(k) x its elements, chunk-major).
     std::map<int, int> partials;
     std::vector<Schedule> domain;  // never a single point
     size_t chosen = 0;             // index into domain

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "graph/fold_order.hpp"
+#include "kiln/ops/contraction_order.hpp"
 #include "plan/contract.hpp"
 #include "plan/kinds/kind.hpp"
 #include "plan/lower_launch.hpp"
@@ -91,12 +92,22 @@ double prologue_recompute_flops(const GraphView& g, const Launch& l, const Sched
     return flops;
 }
 
+// The values in the scratch of node n's partials: a fold's segment values, a contraction's chunk
+// sums.
+double partial_values(const GraphView& g, const Launch& l, int n) {
+    if (is_contraction(g.node(n)))
+        return double(ops::contraction_chunks(contract_shape(g, n).k)) * double(g.node(n).numel());
+    return static_cast<double>(l.rows * graph::segment_count(l.extent));
+}
+
 Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const Launch& l) {
     Traffic t;
     std::set<int> seen;
     std::vector<int> work;
     for (int o : l.outputs) work.push_back(o);
     for (int s : l.row_steps) work.push_back(s);
+    // A launch writing only partials (contract_chunks) computes its contraction.
+    if (l.contraction >= 0) work.push_back(l.contraction);
     if (l.scatter >= 0) work = g.inputs[size_t(l.scatter)];
     std::set<int> outputs(l.outputs.begin(), l.outputs.end());
     while (!work.empty()) {
@@ -105,15 +116,15 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
         if (!seen.insert(n).second) continue;
         const graph::Node& node = g.node(n);
         const double bytes = static_cast<double>(node.numel()) * size_of(node.dtype);
-        if (materialized[size_t(n)] && !outputs.count(n)) {
+        if (materialized[size_t(n)] && !outputs.count(n) && n != l.contraction) {
             t.read += bytes;
             continue;
         }
         t.flops += element_flops(node) * static_cast<double>(node.numel());
-        if (node.as<op::Fold>() && rules(l.kind).cost.folds_partials && l.partials.count(n)) {
-            // It folds the segment values a segments launch wrote, not its input.
-            const double values = static_cast<double>(l.rows * graph::segment_count(l.extent));
-            t.read += values * size_of(node.dtype);
+        if (rules(l.kind).cost.folds_partials && l.partials.count(n)) {
+            // It folds the segment values (chunk sums) a launch before wrote, not its input.
+            const double values = partial_values(g, l, n);
+            t.read += values * (is_contraction(node) ? 4 : size_of(node.dtype));
             t.flops += values;
             continue;
         }
@@ -124,12 +135,16 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
     }
     for (int o : l.outputs)
         t.written += static_cast<double>(g.node(o).numel()) * size_of(g.node(o).dtype);
+    if (rules(l.kind).order.writes_partials)
+        for (const auto& [n, scratch] : l.partials)
+            t.written += partial_values(g, l, n) *
+                         (is_contraction(g.node(n)) ? 4 : size_of(g.node(n).dtype));
     return t;
 }
 
 LaunchTerms terms_of(const GraphView& g, const std::vector<char>& materialized, const Launch& l) {
     LaunchTerms terms{traffic(g, materialized, l), {}};
-    if (l.contraction < 0) return terms;
+    if (l.contraction < 0 || !rules(l.kind).cost.contraction) return terms;
     for (size_t which = 0; which < g.inputs[size_t(l.contraction)].size(); ++which) {
         const int source = contract_operand(g, materialized, l.contraction, int(which)).source;
         terms.prologue.push_back(
@@ -172,7 +187,7 @@ Estimate estimate_with(const GraphView& g, const Launch& l, const Schedule& s, c
     const double memory_us = e.bytes / (f.bandwidth * std::max(bw_eff, 1e-6));
     double compute_us = e.flops / (f.flops * std::max(rate_eff, 1e-6));
     double steps_us = 0;
-    if (l.contraction >= 0) {
+    if (l.contraction >= 0 && kind.contraction) {
         // The terms, including those of outputs the last tiles compute past the edges, run at
         // the point's share of the rate; the epilogue's flops run as a map's.
         const ContractionCost& c = *kind.contraction;

@@ -3,6 +3,7 @@
 
 #include "kiln/error.hpp"
 #include "plan/choose.hpp"
+#include "plan/kinds/kind.hpp"
 #include "plan/lower_launch.hpp"
 
 namespace kiln::plan {
@@ -28,6 +29,11 @@ void check_fits(const GraphView& g, const Plan& plan) {
                 fail("program file: a saved plan names scratch buffer {}; it has {}", scratch,
                      plan.scratch.size());
         }
+        const KindOrder& order = rules(l.kind).order;
+        if ((order.writes_partials || order.reads_partials) && l.contraction >= 0 &&
+            !l.partials.count(l.contraction))
+            fail("program file: a saved {} launch names no scratch for its contraction (node {})",
+                 name(l.kind), l.contraction);
         if (l.chosen >= l.domain.size())
             fail("program file: a saved launch's point {} is past its {} points", l.chosen,
                  l.domain.size());

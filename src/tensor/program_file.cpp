@@ -43,11 +43,11 @@ const char* name_of(MatmulClass c) {
 const char* name_of(plan::LaunchKind k) {
     return plan::name(k);
 }
-constexpr int kFoldKinds = 4, kViewKinds = 5, kClasses = 2, kLaunchKinds = 7;
+constexpr int kFoldKinds = 4, kViewKinds = 5, kClasses = 2, kLaunchKinds = 9;
 static_assert(int(graph::FoldKind::min) + 1 == kFoldKinds &&
               int(graph::ViewKind::pad) + 1 == kViewKinds &&
               int(MatmulClass::tensor_core) + 1 == kClasses &&
-              int(plan::LaunchKind::attention) + 1 == kLaunchKinds);
+              int(plan::LaunchKind::chunk_sum) + 1 == kLaunchKinds);
 
 class Writer {
   public:

@@ -517,8 +517,6 @@ ir::Kernel matmul_kernel(const MatmulTypes& t, const MatmulSchedule& s) {
                     });
         return k.finish();
     }
-    // Split-k: block x runs the body on chunk x / tiles of k for tile x % tiles, the operands'
-    // views moved to the chunk's first term, its sums into c's chunk-th slice.
     auto wide = [](const Expr& e) { return cast(DType::i64, e); };
     const Expr chunks = (p.k + (kChunkTerms - 1)) / kChunkTerms;
     const Expr all_sums = wide(chunks) * wide(p.batch) * wide(p.m) * wide(p.n);
@@ -528,6 +526,18 @@ ir::Kernel matmul_kernel(const MatmulTypes& t, const MatmulSchedule& s) {
         all_sums <= wide(p.c.len()) && all_sums <= kMaxIndex,
         fmt::format("c holds ceil(k/{}) x batch x m x n sums, at most {}", kChunkTerms, kMaxIndex));
     Var outputs = k.let(p.batch * p.m * p.n, "outputs");
+    matmul_chunks_body(k, p, t, s,
+                       [&](const Expr& chunk, const Expr& batch, const Expr& row, const Expr& col,
+                           const Expr& sum) {
+                           p.c[chunk * outputs + batch * p.c_batch + row * p.ldc + col] = sum;
+                       });
+    return k.finish();
+}
+
+void matmul_chunks_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
+                        const MatmulSchedule& s, const MatmulChunkStore& store) {
+    // Block x runs the body on chunk x / tiles of k for tile x % tiles, the operands' views
+    // moved to the chunk's first term.
     Var tiles = k.let(p.batch * ((p.m + (s.bm - 1)) / s.bm) * ((p.n + (s.bn - 1)) / s.bn), "tiles");
     Var chunk = k.let(k.block_index() / tiles, "chunk");
     Var c0 = k.let(chunk * kChunkTerms, "c0");
@@ -538,9 +548,15 @@ ir::Kernel matmul_kernel(const MatmulTypes& t, const MatmulSchedule& s) {
     v.block = k.block_index() % tiles;
     matmul_body(k, v, t, s,
                 [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& sum) {
-                    p.c[chunk * outputs + batch * p.c_batch + row * p.ldc + col] = sum;
+                    store(chunk, batch, row, col, sum);
                 });
-    return k.finish();
+}
+
+Expr chunk_total(KernelBuilder& k, const Expr& chunks, const std::function<Expr(Expr)>& sum_of) {
+    // From -0, so that the total is s_0 as it is, then s_0 + s_1, ...
+    Var total = k.let(DType::f32, -0.0f, "total");
+    k.for_(0, chunks, [&](Expr ch) { total = total + sum_of(ch); });
+    return total;
 }
 
 ir::Kernel matmul_chunk_sum_kernel(DType output) {
@@ -560,10 +576,8 @@ ir::Kernel matmul_chunk_sum_kernel(DType output) {
     k.require(wide(count) <= wide(c.len()), "c holds count elements");
     Var i = k.let(k.block_index() * kThreads + k.thread_index(), "i");
     k.if_(i < count, [&] {
-        // From -0, so that the total is s_0 as it is, then s_0 + s_1, ...
-        Var total = k.let(DType::f32, -0.0f, "total");
-        k.for_(0, chunks, [&](Expr ch) { total = total + partial[ch * count + i]; });
-        c[i] = output == DType::f32 ? Expr(total) : cast(output, total);
+        const Expr total = chunk_total(k, chunks, [&](Expr ch) { return partial[ch * count + i]; });
+        c[i] = output == DType::f32 ? total : cast(output, total);
     });
     return k.finish();
 }

@@ -29,6 +29,19 @@ using MatmulStore =
 void matmul_body(KernelBuilder& k, const MatmulViews& views, const MatmulTypes& types,
                  const MatmulSchedule& schedule, const MatmulStore& store);
 
+// A split point's work (MatmulSchedule::split_k), launched over matmul_grid() blocks: block x
+// computes chunk x / tiles of k (kiln/ops/contraction_order.hpp) for the tile x % tiles (tiles =
+// batch * ceil(m/bm) * ceil(n/bn)); `store(chunk, batch, row, col, sum)` runs once for each
+// output in range with the chunk's f32 sum.
+using MatmulChunkStore = std::function<void(const Expr& chunk, const Expr& batch, const Expr& row,
+                                            const Expr& col, const Expr& sum)>;
+void matmul_chunks_body(KernelBuilder& k, const MatmulViews& views, const MatmulTypes& types,
+                        const MatmulSchedule& schedule, const MatmulChunkStore& store);
+// An output's total from its chunk sums in the op's order: +0 ... from -0.0f, then
+// total + sum_of(0), total + sum_of(1), ... for `chunks` chunks (so the total of one chunk is its
+// sum as it is).
+Expr chunk_total(KernelBuilder& k, const Expr& chunks, const std::function<Expr(Expr)>& sum_of);
+
 // On the CPU, walking down k through b's rows when they are a multiple of 1 KiB apart reuses a
 // few cache sets (notes/cpu-padded-operand-2026-12-06.md): such a b is read from a copy with rows
 // kPaddedRowBytes longer. Whether device does so for b's rows `ld` elements of `size` bytes

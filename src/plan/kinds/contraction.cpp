@@ -1,8 +1,15 @@
 // Contraction launches (matmul, conv1d, attention): the op's own body at the point's variant,
-// reading operands in place or through a prologue, each result stored with the epilogue.
+// reading operands in place or through a prologue, each result stored with the epilogue; and a
+// matmul split by k's chunks (kiln/ops/contraction_order.hpp), its chunks form: contract_chunks
+// runs one of ops::matmul's split points (each block one chunk of k for one tile) into the plan's
+// scratch, chunk_sum adds each element's chunk sums in the op's order and stores the epilogue.
 #include "plan/kinds/kind.hpp"
 #include "plan/launch_writer.hpp"
 
+#include <fmt/format.h>
+
+#include "base/ceil_div.hpp"
+#include "kiln/ops/contraction_order.hpp"
 #include "ops/attention/attention.hpp"
 #include "ops/conv1d/conv1d.hpp"
 #include "ops/matmul/matmul.hpp"
@@ -43,8 +50,9 @@ ops::ElementRead LaunchWriter::elements(int source) {
     };
 }
 
-// ops::matmul's work at the point's variant, reading the operands in place.
-void LaunchWriter::write_contract() {
+// ops::matmul's operands, sizes and types as this launch reads them: the operands in place
+// through their views, or through a prologue.
+LaunchWriter::MatmulRead LaunchWriter::matmul_read() {
     const int c = l_.contraction;
     const ContractShape sh = contract_shape(g_, c);
     const ContractOperand a = contract_operand(g_, materialized_, c, 0);
@@ -74,20 +82,63 @@ void LaunchWriter::write_contract() {
                                  i32(b.shared ? 0 : sh.k * (b.row_length ? b.row_length : sh.n)),
                                  ldb};
     const ops::MatmulTypes types{g_.node(a.source).dtype, DType::f32, a.transposed, b.transposed};
-    const ops::MatmulSchedule& point = ops::matmul_all_variants().at(size_t(s_.variant));
-    ops::matmul_body(
-        k_, views, types, point,
-        [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& acc) {
-            // The node is [batch axes..., m, n]: with at most one batch axis its coordinates are
-            // the kernel's own.
-            const size_t rank = g_.node(c).shape.size();
-            std::optional<std::vector<Expr>> coords;
-            if (rank == 2 && sh.batch == 1) coords = std::vector{as_index(row), as_index(col)};
-            if (rank == 3) coords = std::vector{as_index(batch), as_index(row), as_index(col)};
-            store_contraction(
-                (as_index(batch) * as_index(m) + as_index(row)) * it(sh.n) + as_index(col), acc,
-                coords);
+    return {sh, views, types, ops::matmul_all_variants().at(size_t(s_.variant))};
+}
+
+// Element (batch, row, col) of the Matmul node: its linear index.
+Expr LaunchWriter::matmul_element(const MatmulRead& r, const Expr& batch, const Expr& row,
+                                  const Expr& col) {
+    return (as_index(batch) * as_index(r.views.m) + as_index(row)) * it(r.shape.n) + as_index(col);
+}
+
+// ops::matmul's work at the point's variant.
+void LaunchWriter::write_contract() {
+    const MatmulRead r = matmul_read();
+    ops::matmul_body(k_, r.views, r.types, r.point,
+                     [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& acc) {
+                         // The node is [batch axes..., m, n]: with at most one batch axis its
+                         // coordinates are the kernel's own.
+                         const size_t rank = g_.node(l_.contraction).shape.size();
+                         std::optional<std::vector<Expr>> coords;
+                         if (rank == 2 && r.shape.batch == 1)
+                             coords = std::vector{as_index(row), as_index(col)};
+                         if (rank == 3)
+                             coords = std::vector{as_index(batch), as_index(row), as_index(col)};
+                         store_contraction(matmul_element(r, batch, row, col), acc, coords);
+                     });
+}
+
+// A split point's work, its chunk sums into the scratch (the chunks form's first launch).
+void LaunchWriter::write_contract_chunks() {
+    const MatmulRead r = matmul_read();
+    Memory sums = scratch(l_.partials.at(l_.contraction), DType::f32, Access::write);
+    Var outputs = k_.let(as_index(r.views.batch) * as_index(r.views.m) * it(r.shape.n), "outputs");
+    ops::matmul_chunks_body(
+        k_, r.views, r.types, r.point,
+        [&](const Expr& chunk, const Expr& batch, const Expr& row, const Expr& col,
+            const Expr& sum) {
+            sums[as_index(chunk) * outputs + matmul_element(r, batch, row, col)] = sum;
         });
+}
+
+// Each element's chunk sums added in the op's order, then stored with the epilogue (the chunks
+// form's second launch).
+void LaunchWriter::write_chunk_sum() {
+    const int c = l_.contraction;
+    const graph::Shape& shape = g_.node(c).shape;
+    const int64_t chunks = ops::contraction_chunks(contract_shape(g_, c).k);
+    // The element count is a runtime value (its leading extent a runtime size), as a map's.
+    Var count = k_.let(runtime_count("lead", graph::element_count(shape), shape[0]), "count");
+    Memory sums = scratch(l_.partials.at(c), DType::f32, Access::read);
+    Var e = k_.let(as_index(k_.block_index()) * it(s_.block) + as_index(k_.thread_index()), "e");
+    k_.if_(e < count, [&] {
+        const Expr total =
+            ops::chunk_total(k_, it(chunks), [&](const Expr& ch) { return sums[ch * count + e]; });
+        // A 2-d node's coordinates, for an epilogue's broadcast operand (a bias).
+        std::optional<std::vector<Expr>> coords;
+        if (shape.size() == 2) coords = std::vector<Expr>{e / it(shape[1]), e % it(shape[1])};
+        store_contraction(e, total, coords);
+    });
 }
 
 // ops::conv1d's work at the point's variant, x and w dense.
@@ -191,6 +242,27 @@ std::vector<Schedule> attention_domain(const Launch& l, const GraphView& g) {
         ops::attention_all_variants(), [D](const auto& p) { return ops::attention_fits(p, D); });
 }
 
+// The matmul's split points on its device that apply to its shape.
+std::vector<Schedule> chunks_domain(const Launch& l, const GraphView& g) {
+    std::vector<Schedule> d;
+    for (int v : split_variants(g, l.contraction))
+        d.push_back({.block = ops::matmul_all_variants().at(size_t(v)).threads(), .variant = v});
+    return d;
+}
+
+// A thread per element, in blocks of 64 to 256.
+std::vector<Schedule> chunk_sum_domain(const Launch&, const GraphView&) {
+    return {{.block = 256}, {.block = 128}, {.block = 64}};
+}
+
+std::string chunk_sum_point(const Schedule& s) {
+    return fmt::format("b{}", s.block);
+}
+
+int64_t chunk_sum_grid(const Launch& l, const GraphView& g, const Schedule& s) {
+    return std::max<int64_t>(1, ceil_div(g.node(l.contraction).numel(), int64_t{s.block}));
+}
+
 std::string contract_point(const Schedule& s) {
     return ops::matmul_all_variants().at(size_t(s.variant)).name;
 }
@@ -254,5 +326,28 @@ const KindRules kAttentionRules{"attention",
                                 {.contraction = &cost::kAttentionCost},
                                 contraction_launch_refusal,
                                 attention_has_faults};
+
+const KindRules kContractChunksRules{"contract_chunks",
+                                     chunks_domain,
+                                     contract_point,
+                                     contract_grid,
+                                     contraction_empty,
+                                     &LaunchWriter::write_contract_chunks,
+                                     {.simt_bytes_in_flight = cost::matmul_simt_bytes_in_flight,
+                                      .simt_threads_needed = cost::matmul_simt_threads_needed,
+                                      .contraction = &cost::kMatmulCost},
+                                     contraction_launch_refusal,
+                                     nullptr,
+                                     {.writes_partials = true}};
+const KindRules kChunkSumRules{"chunk_sum",
+                               chunk_sum_domain,
+                               chunk_sum_point,
+                               chunk_sum_grid,
+                               contraction_empty,
+                               &LaunchWriter::write_chunk_sum,
+                               {.folds_partials = true},
+                               contraction_launch_refusal,
+                               nullptr,
+                               {.reads_partials = true}};
 
 }  // namespace kiln::plan

@@ -91,7 +91,9 @@ double matmul_simt_steps_us(const GraphView& g, int node, const Schedule& s, int
     const ops::MatmulSchedule& p = matmul_point(s);
     if (!p.staged) return 0;
     const double resident_blocks = f.units * std::max(1, kResidentThreads / s.block);
-    const double steps = double(ceil_div(contract_shape(g, node).k, p.bk));
+    // A split point's block walks one chunk of k.
+    const int64_t k = contract_shape(g, node).k;
+    const double steps = double(ceil_div(p.split_k ? std::min(k, ops::kChunkTerms) : k, p.bk));
     return std::ceil(double(grid) / resident_blocks) * steps * kLatencyUs;
 }
 

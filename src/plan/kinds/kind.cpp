@@ -22,6 +22,10 @@ const KindRules& rules(LaunchKind kind) {
             return kConv1dRules;
         case LaunchKind::attention:
             return kAttentionRules;
+        case LaunchKind::contract_chunks:
+            return kContractChunksRules;
+        case LaunchKind::chunk_sum:
+            return kChunkSumRules;
     }
     return kMapRules;  // not reached: every kind has a row
 }

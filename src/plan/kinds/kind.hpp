@@ -23,8 +23,9 @@ class LaunchWriter;
 
 // What the partition's ordering needs to know of a kind's launches beyond the nodes they write.
 struct KindOrder {
-    // segments: writes no node; reads its folds' inputs and writes their segment values (the
-    // plan's scratch) for the row launch after it, which reads them (reads_partials).
+    // segments (contract_chunks): writes no node; reads its folds' inputs (its operands) and
+    // writes their segment values (chunk sums: the plan's scratch) for the row (chunk_sum) launch
+    // after it, which reads them (reads_partials).
     bool writes_partials = false;
     bool reads_partials = false;
     // scatter: adds its sources into its output in place, after the map launch that copies the
@@ -52,6 +53,6 @@ const KindRules& rules(LaunchKind kind);
 
 // The rows, one per kind (map.cpp, rows.cpp, scatter.cpp, contraction.cpp).
 extern const KindRules kMapRules, kRowRules, kSegmentsRules, kScatterRules, kContractRules,
-    kConv1dRules, kAttentionRules;
+    kConv1dRules, kAttentionRules, kContractChunksRules, kChunkSumRules;
 
 }  // namespace kiln::plan
