@@ -112,6 +112,7 @@ struct MatmulSchedule {
 //   s64x64_k16_t8x8_p        64 threads of 8x8, steps of 16 terms with prefetch
 //   d6x128_t6x4_s            direct, 32 threads of 6x4 with spread columns (a CPU's register tile)
 //   s8x32_k64_t1x1_p_sk s32x32_k64_t2x2_p_sk   the few-rows points split by k's chunks
+//   s16x64_k64_t2x4_p_sk s32x128_k32_t4x8_p_sk  ... with 8 and 32 outputs a thread
 //   s128x64_k16_t8x8_p       128 threads of 8x8, steps of 16 terms with prefetch
 //   s128x128_k16_t8x8_p_m_b2 256 threads of 8x8, steps of 16 with prefetch, totals in memory
 //                            and two blocks an SM (_m: totals_in_memory, _bN: min_blocks N)

@@ -441,6 +441,8 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         // token through a linear layer) gets ceil(k/256) times the blocks.
         staged(8, 32, 64, 1, 1, true, true),
         staged(32, 32, 64, 2, 2, true, true),
+        staged(16, 64, 64, 2, 4, true, true),
+        staged(32, 128, 32, 4, 8, true, true),
         // 8 x 8 threads with steps of 16 terms in blocks of 128 and of 256 (for large products).
         staged(128, 64, 16, 8, 8, true),
         in_memory(staged(128, 128, 16, 8, 8, true), 2),
