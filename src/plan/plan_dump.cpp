@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "base/env_list.hpp"
+#include "plan/kinds/kind.hpp"
 #include "plan/roofline.hpp"
 
 namespace kiln::plan {
@@ -30,6 +31,10 @@ std::string launch_lines(const GraphView& g, const std::vector<char>& materializ
                          size_t index, const CompiledLaunch& run, const DeviceFacts& facts) {
     std::vector<std::string> outputs;
     for (int o : l.outputs) outputs.push_back(fmt::format("%{}", o));
+    // A segments or contract_chunks launch writes its folds' (contraction's) partials.
+    if (rules(l.kind).order.writes_partials)
+        for (const auto& [n, scratch] : l.partials)
+            outputs.push_back(fmt::format("scratch {} (partials of %{})", scratch, n));
     std::string text =
         fmt::format("launch {}: {}{} writes {}\n", index, name(l.kind),
                     l.label.empty() ? "" : " (" + l.label + ")", fmt::join(outputs, " "));
