@@ -284,9 +284,8 @@ struct Builder {
         Launch values = row_launch(gi, {}, gr.folds);
         values.kind = LaunchKind::segments;
         Launch fold = row_launch(gi, outs, row_steps(gi, outs));
-        const int64_t M = graph::segment_count(values.extent);
         for (int f : gr.folds) {
-            plan.scratch.emplace_back(g.node(f).dtype, values.rows * M);
+            plan.scratch.push_back(partial_scratch(g, values, f));
             values.partials[f] = fold.partials[f] = static_cast<int>(plan.scratch.size() - 1);
         }
         launches.push_back(std::move(values));
@@ -305,8 +304,7 @@ struct Builder {
         Launch total = sums;
         total.kind = LaunchKind::chunk_sum;
         total.outputs = outs;
-        plan.scratch.emplace_back(
-            DType::f32, ops::contraction_chunks(contract_shape(g, c).k) * g.node(c).numel());
+        plan.scratch.push_back(partial_scratch(g, sums, c));
         sums.partials[c] = total.partials[c] = static_cast<int>(plan.scratch.size() - 1);
         launches.push_back(std::move(sums));
         launches.push_back(std::move(total));
@@ -463,6 +461,12 @@ struct Builder {
 const char* name(GroupForm f) {
     constexpr const char* kNames[] = {"fused", "split", "segments"};  // GroupForm's order
     return kNames[static_cast<size_t>(f)];
+}
+
+std::pair<DType, int64_t> partial_scratch(const GraphView& g, const Launch& l, int n) {
+    if (is_contraction(g.node(n)))
+        return {DType::f32, ops::contraction_chunks(contract_shape(g, n).k) * g.node(n).numel()};
+    return {g.node(n).dtype, l.rows * graph::segment_count(l.extent)};
 }
 
 Partitioned partition(const GraphView& g, const std::vector<FoldGroup>& groups,

@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/graph_view.hpp"
@@ -73,6 +74,11 @@ Plan partition_or_split(const GraphView& g, const std::vector<FoldGroup>& groups
 // The folds and contractions node n's value needs through nodes `materialized` leaves unwritten
 // (n itself when it is one), ascending.
 std::vector<int> folds_needed(const GraphView& g, int n, const std::vector<char>& materialized);
+
+// The scratch buffer (dtype, element count) of node n's partials in launch l (Launch::partials):
+// a fold's segment values in its dtype (segment_count(extent) a row), a contraction's chunk sums
+// in f32 (contraction_chunks(k) an element).
+std::pair<DType, int64_t> partial_scratch(const GraphView& g, const Launch& l, int n);
 
 // Whether node i is computed by inlining wherever it is needed (map, view, constant, generator).
 bool inlineable(const graph::Node& n);

@@ -8,11 +8,10 @@
 #include <optional>
 #include <set>
 
-#include "graph/fold_order.hpp"
-#include "kiln/ops/contraction_order.hpp"
 #include "plan/contract.hpp"
 #include "plan/kinds/kind.hpp"
 #include "plan/lower_launch.hpp"
+#include "plan/partition.hpp"
 
 namespace kiln::plan {
 
@@ -92,12 +91,10 @@ double prologue_recompute_flops(const GraphView& g, const Launch& l, const Sched
     return flops;
 }
 
-// The values in the scratch of node n's partials: a fold's segment values, a contraction's chunk
-// sums.
-double partial_values(const GraphView& g, const Launch& l, int n) {
-    if (is_contraction(g.node(n)))
-        return double(ops::contraction_chunks(contract_shape(g, n).k)) * double(g.node(n).numel());
-    return static_cast<double>(l.rows * graph::segment_count(l.extent));
+// The bytes of the scratch of node n's partials in launch l.
+double partial_bytes(const GraphView& g, const Launch& l, int n) {
+    const auto [dtype, count] = partial_scratch(g, l, n);
+    return static_cast<double>(count) * size_of(dtype);
 }
 
 Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const Launch& l) {
@@ -123,9 +120,8 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
         t.flops += element_flops(node) * static_cast<double>(node.numel());
         if (rules(l.kind).cost.folds_partials && l.partials.count(n)) {
             // It folds the segment values (chunk sums) a launch before wrote, not its input.
-            const double values = partial_values(g, l, n);
-            t.read += values * (is_contraction(node) ? 4 : size_of(node.dtype));
-            t.flops += values;
+            t.read += partial_bytes(g, l, n);
+            t.flops += static_cast<double>(partial_scratch(g, l, n).second);
             continue;
         }
         if (node.as<op::Fold>()) t.flops += static_cast<double>(l.rows * l.extent);
@@ -136,9 +132,7 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
     for (int o : l.outputs)
         t.written += static_cast<double>(g.node(o).numel()) * size_of(g.node(o).dtype);
     if (rules(l.kind).order.writes_partials)
-        for (const auto& [n, scratch] : l.partials)
-            t.written += partial_values(g, l, n) *
-                         (is_contraction(g.node(n)) ? 4 : size_of(g.node(n).dtype));
+        for (const auto& [n, scratch] : l.partials) t.written += partial_bytes(g, l, n);
     return t;
 }
 
