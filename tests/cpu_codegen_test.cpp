@@ -325,26 +325,30 @@ std::string disassembly(const ir::Kernel& k, std::string& why) {
 
 }  // namespace
 
-TEST(CpuCodegen, MatmulsRegisterTilePointKeepsItsAccumulatorsInVectorRegisters) {
-    // d6x128_t6x4_s's term loop in whole tiles: 6 x 4 vector fma (zmm) a term, every operand a
-    // register or B's row in memory, none on the stack (8 x 4 spills 12 accumulators there).
+TEST(CpuCodegen, MatmulsRegisterTilePointsKeepTheirAccumulatorsInVectorRegisters) {
+    // The term loop in whole tiles of d6x128_t6x4_s and of its chunk-major form: 6 x 4 vector fma
+    // (zmm) a term, every operand a register or B's row in memory, none on the stack (8 x 4
+    // spills 12 accumulators there; B's columns kept per thread become gathers and spills).
     // Needs AVX-512 (32 vector registers) and objdump; skipped without them.
     if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the CPU lacks AVX-512";
-    std::string why;
-    const std::string text = disassembly(
-        ops::matmul_kernel(ops::MatmulTypes{}, ops::matmul_variant("d6x128_t6x4_s")), why);
-    if (text.empty()) GTEST_SKIP() << why;
-    std::istringstream in(text);
-    std::string line;
-    int run = 0, longest = 0;  // consecutive vector fma with no stack operand
-    while (std::getline(in, line)) {
-        if (line.find("vfmadd") == std::string::npos) continue;
-        const bool clean =
-            line.find("%zmm") != std::string::npos && line.find("(%rsp)") == std::string::npos;
-        run = clean ? run + 1 : 0;
-        longest = std::max(longest, run);
+    for (const char* point : {"d6x128_t6x4_s", "d96x128_t6x4_s_kc"}) {
+        SCOPED_TRACE(point);
+        std::string why;
+        const std::string text =
+            disassembly(ops::matmul_kernel(ops::MatmulTypes{}, ops::matmul_variant(point)), why);
+        if (text.empty()) GTEST_SKIP() << why;
+        std::istringstream in(text);
+        std::string line;
+        int run = 0, longest = 0;  // consecutive vector fma with no stack operand
+        while (std::getline(in, line)) {
+            if (line.find("vfmadd") == std::string::npos) continue;
+            const bool clean =
+                line.find("%zmm") != std::string::npos && line.find("(%rsp)") == std::string::npos;
+            run = clean ? run + 1 : 0;
+            longest = std::max(longest, run);
+        }
+        EXPECT_GE(longest, 24);
     }
-    EXPECT_GE(longest, 24);
 }
 
 TEST(CpuCodegen, MatvecQ8sCpuRowsTakeEachBlocksProductsInOneByteDotProduct) {

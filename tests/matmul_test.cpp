@@ -58,10 +58,11 @@ size_t view_count(const ops::MatmulOperand& v, int64_t batch, int64_t rows, int6
 // but for the ones; m = 1, n = 1, k = 1; 131 x 133 overflows the largest tile in both directions,
 // 37 terms are two whole steps of 16 (four of 8) and a short one, 517 terms three chunks of
 // kiln/ops/contraction_order.hpp (the last of 5 terms, in a short step) and 2305 terms ten (the
-// last of one term).
+// last of one term); 100 x 130 x 300 has a block of 96 x 128 inside C (a chunk-major point's 16
+// row tiles) with two chunks, and one row tile below it.
 constexpr ops::MatmulShape kShapes[] = {
-    {1, 1, 1, 1},      {1, 1, 70, 5},   {1, 67, 1, 9},   {2, 37, 45, 1},
-    {1, 131, 133, 37}, {3, 20, 19, 17}, {2, 9, 35, 517}, {1, 2, 33, 2305},
+    {1, 1, 1, 1},    {1, 1, 70, 5},   {1, 67, 1, 9},    {2, 37, 45, 1},     {1, 131, 133, 37},
+    {3, 20, 19, 17}, {2, 9, 35, 517}, {1, 2, 33, 2305}, {1, 100, 130, 300},
 };
 
 using Points = std::vector<const ops::MatmulSchedule*>;
@@ -79,16 +80,18 @@ Points every_point(int part) {
 
 // Points for the dtype and layout cases (each compile costs seconds on the CPU and PoCL): the
 // direct form, a staged tile with an oblong thread tile, the direct form with spread columns and
-// the CPU's register tile (6 rows: a block tile that is no power of two). The same list in every
-// case, so a case with the same types reuses the compiled unit from the disk cache.
+// the CPU's register tile (6 rows: a block tile that is no power of two) and its chunk-major
+// form. The same list in every case, so a case with the same types reuses the compiled unit from
+// the disk cache.
 Points some_points() {
     return {&ops::matmul_variant("d1x64"), &ops::matmul_variant("s128x64_k8_t8x4"),
-            &ops::matmul_variant("d8x128_t8x4_s"), &ops::matmul_variant("d6x128_t6x4_s")};
+            &ops::matmul_variant("d8x128_t8x4_s"), &ops::matmul_variant("d6x128_t6x4_s"),
+            &ops::matmul_variant("d96x128_t6x4_s_kc")};
 }
 
 // The quick tier runs each dtype and layout case at one of some_points() (case i at point
-// i % 4); the full tier (FullMatmul) runs each case at the other three.
-constexpr size_t kSome = 4;
+// i % 5); the full tier (FullMatmul) runs each case at the other four.
+constexpr size_t kSome = 5;
 Points one_point(size_t i) {
     return {some_points()[i % kSome]};
 }
@@ -289,7 +292,8 @@ void expect_padded_rows(const Points& points) {
 }
 
 TEST(Matmul, BRowsOneKiBApartMatchTheOracleThroughTheCpusPaddedCopy) {
-    expect_padded_rows({&ops::matmul_variant("d6x128_t6x4_s")});
+    expect_padded_rows(
+        {&ops::matmul_variant("d6x128_t6x4_s"), &ops::matmul_variant("d96x128_t6x4_s_kc")});
 }
 
 // Batches: B shared by every batch (batch stride 0), products underflowing to subnormals and
@@ -307,11 +311,11 @@ void expect_shared_operand_batches(const Points& points) {
 }
 
 TEST(Matmul, BatchesWithASharedOperandAndTinyProductsMatchTheOracle) {
-    expect_shared_operand_batches(one_point(2));
+    expect_shared_operand_batches(one_point(4));
 }
 
 TEST(FullMatmul, BatchesWithASharedOperandAndTinyProductsMatchTheOracle) {
-    expect_shared_operand_batches(other_points(2));
+    expect_shared_operand_batches(other_points(4));
 }
 
 TEST(Matmul, OracleAgreesWithADoubleDot) {
@@ -473,6 +477,15 @@ TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {
     bad = ops::matmul_variant("d6x128_t6x4_s");  // 6 rows only in a block of one row of threads
     bad.bm = 12;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"thread tile 6x4"});
+    bad = ops::matmul_variant("d96x128_t6x4_s_kc");
+    bad.bm = 6 * 17;  // 17 row tiles: totals past 48 KiB
+    expect_error([&] { ops::matmul_kernel({}, bad); }, {"102 rows of chunk-major tiles of 6"});
+    bad.bm = 100;
+    expect_error([&] { ops::matmul_kernel({}, bad); }, {"expected a multiple of the tile's rows"});
+    bad = ops::matmul_variant("s64x64_k8_t4x4");
+    bad.chunk_major = true;
+    expect_error([&] { ops::matmul_kernel({}, bad); },
+                 {"chunk-major row tiles; expected a direct point with spread columns"});
     bad = ops::matmul_variant("s64x64_k8_t4x4");
     bad.bk = 12;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"bk 12"});

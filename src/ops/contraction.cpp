@@ -83,16 +83,22 @@ Accumulators::Accumulators(KernelBuilder& k, int rows, int cols, Totals where)
     }
 }
 
+Accumulators::Accumulators(KernelBuilder& k, int rows, int cols, const Memory& totals,
+                           std::function<Expr(int i)> at)
+    : tm(rows), tn(cols), k_(&k), total_in_memory_(totals), total_at_(std::move(at)) {
+    for (int i = 0; i < tm * tn; ++i) acc.push_back(k.let(DType::f32, 0.0f, "acc"));
+}
+
 Expr Accumulators::value(int r, int c) const {
     const int i = r * tn + c;
-    if (total_in_memory_) return k_->let((*total_in_memory_)[i], "total");
+    if (total_in_memory_) return k_->let((*total_in_memory_)[total_at(i)], "total");
     return total_[static_cast<size_t>(i)];
 }
 
 void Accumulators::close_chunk() {
     for (size_t i = 0; i < acc.size(); ++i) {
         if (total_in_memory_) {
-            auto total = (*total_in_memory_)[static_cast<int>(i)];
+            auto total = (*total_in_memory_)[total_at(static_cast<int>(i))];
             total = total + acc[i];
         } else {
             total_[i] = total_[i] + acc[i];

@@ -59,6 +59,10 @@ struct Accumulators {
     // tm * tn accumulators, each +0.0f, and their totals, each -0.0f (so that the first chunk's
     // sum is added to -0 exactly as it is: the total is s_0, then s_0 + s_1, ...).
     Accumulators(KernelBuilder& k, int tm, int tn, Totals where = Totals::registers);
+    // tm * tn accumulators, each +0.0f, whose totals are the caller's: output i's at element
+    // at(i) of `totals`, which the caller set to -0.0f before the first chunk.
+    Accumulators(KernelBuilder& k, int tm, int tn, const Memory& totals,
+                 std::function<Expr(int i)> at);
     Var& at(int r, int c) { return acc[static_cast<size_t>(r * tn + c)]; }
     // An output's total: its value once every chunk, the last too, is closed.
     Expr value(int r, int c) const;
@@ -75,6 +79,8 @@ struct Accumulators {
     KernelBuilder* k_;
     std::vector<Var> total_;                 // Totals::registers
     std::optional<Memory> total_in_memory_;  // Totals::memory: tm * tn elements
+    std::function<Expr(int)> total_at_;      // the caller's totals: where output i's is
+    Expr total_at(int i) const { return total_at_ ? total_at_(i) : Expr(i); }
 };
 
 // body(p) for each term p in [0, terms) in order, each chunk of kChunkTerms closed at its end

@@ -90,9 +90,16 @@ struct MatmulSchedule {
     // 256-thread block's second block an SM.
     bool totals_in_memory = false;
     int min_blocks = 0;
+    // direct and spread only (a CPU's point): the block's bn/tn threads form one row and each
+    // walks the block's bm/tm row tiles of tm x tn outputs chunk by chunk of k (every tile's
+    // chunk c before any tile's chunk c + 1; kiln/ops/contraction_order.hpp), the totals in a
+    // bm x bn block tile: a chunk's bn columns of B stay in the cache while the row tiles pass,
+    // instead of all of B's column panel streaming past for every tm rows.
+    bool chunk_major = false;
     bool tensor_core() const { return wm > 0; }
     int threads() const {
-        return tensor_core() ? (bm / wm) * (bn / wn) * 32 : (bm / tm) * (bn / tn);
+        if (tensor_core()) return (bm / wm) * (bn / wn) * 32;
+        return chunk_major ? bn / tn : (bm / tm) * (bn / tn);
     }
 };
 
@@ -116,6 +123,8 @@ struct MatmulSchedule {
 //   s128x64_k16_t8x8_p       128 threads of 8x8, steps of 16 terms with prefetch
 //   s128x128_k16_t8x8_p_m_b2 256 threads of 8x8, steps of 16 with prefetch, totals in memory
 //                            and two blocks an SM (_m: totals_in_memory, _bN: min_blocks N)
+//   d96x128_t6x4_s_kc        d6x128_t6x4_s's tile, each thread walking 16 row tiles chunk by
+//                            chunk of k (_kc: chunk_major; a CPU's large products)
 const std::vector<MatmulSchedule>& matmul_variants();
 // The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
 //   tc128x128_k32_w64x32    8 warps of 64 x 32

@@ -31,13 +31,30 @@ void check_types(const MatmulTypes& t) {
     contraction::check_types("matmul", t.input, t.output);
 }
 
+// A chunk-major thread's row tiles (MatmulSchedule::chunk_major): their totals are a block tile
+// of bm x bn values, at most 48 KiB (a GPU's static shared memory) at the widest block.
+constexpr int kMaxChunkMajorTiles = 16;
+
 void check_schedule(const MatmulSchedule& s) {
     if (s.split_k && s.tensor_core())
         fail("matmul schedule {}: split-k on tensor cores; expected an exact point", s.name);
     check_exact_knobs("matmul", s.name, s.tensor_core(), s.totals_in_memory, s.min_blocks);
     if (s.tensor_core()) return check_tensor_core_schedule(s);
     check_min_blocks("matmul", s.name, s.min_blocks, s.threads());
-    check_tiles("matmul", s.name, s.bm, s.bn, s.tm, s.tn);
+    if (s.chunk_major) {
+        if (s.staged || !s.spread)
+            fail(
+                "matmul schedule {}: chunk-major row tiles; expected a direct point with spread "
+                "columns",
+                s.name);
+        if (s.bm % s.tm != 0 || s.bm / s.tm < 2 || s.bm / s.tm > kMaxChunkMajorTiles)
+            fail(
+                "matmul schedule {}: {} rows of chunk-major tiles of {}; expected a multiple of "
+                "the tile's rows, 2 to {} tiles",
+                s.name, s.bm, s.tm, kMaxChunkMajorTiles);
+    }
+    // A chunk-major block is one row of threads, each walking its row tiles.
+    check_tiles("matmul", s.name, s.chunk_major ? s.tm : s.bm, s.bn, s.tm, s.tn);
     if (s.prefetch && !s.staged)
         fail("matmul schedule {}: prefetch without shared tiles; expected a staged point", s.name);
     if (s.spread && s.staged)
@@ -153,17 +170,27 @@ struct DirectReads {
     }
 };
 
-DirectReads direct_reads(KernelBuilder& k, const MatmulViews& p, const Place& at,
-                         const MatmulTypes& t, const MatmulSchedule& s, bool clamp) {
+// The rows of A a thread reads from at.i0 + at.ty * tm (clamped to m where `clamp`).
+std::vector<Var> a_rows(KernelBuilder& k, const MatmulViews& p, const Place& at,
+                        const MatmulTypes& t, const MatmulSchedule& s, bool clamp) {
     auto wide = [](const Expr& e) { return cast(DType::i64, e); };
-    DirectReads d{
-        {}, {}, wide(t.a_transposed ? p.lda : Expr(1)), wide(t.b_transposed ? Expr(1) : p.ldb)};
+    std::vector<Var> rows;
     for (int r = 0; r < s.tm; ++r) {
         Expr row = at.i0 + at.ty * s.tm + r;
         if (clamp) row = min(row, p.m - 1);
-        d.a_row.push_back(
+        rows.push_back(
             k.let(element_at(wide(at.a_base), wide(row), 0, wide(p.lda), t.a_transposed), "a_row"));
     }
+    return rows;
+}
+
+DirectReads direct_reads(KernelBuilder& k, const MatmulViews& p, const Place& at,
+                         const MatmulTypes& t, const MatmulSchedule& s, bool clamp) {
+    auto wide = [](const Expr& e) { return cast(DType::i64, e); };
+    DirectReads d{a_rows(k, p, at, t, s, clamp),
+                  {},
+                  wide(t.a_transposed ? p.lda : Expr(1)),
+                  wide(t.b_transposed ? Expr(1) : p.ldb)};
     for (int c = 0; c < s.tn; ++c) {
         Expr col = at.column(s, c);
         if (clamp) col = min(col, p.n - 1);
@@ -267,13 +294,81 @@ void staged_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
     acc.close_chunk();
 }
 
+// Stores the thread's tile (its rows from at.i0 + at.ty * tm; value(r, c) its outputs) where it
+// lies inside C. Where n is a constant multiple of bn (a graph's linear), every column is inside:
+// only the row is tested, which is the same for a CPU's vector of threads, so the stores stay
+// contiguous vector stores instead of masked scatters.
+void store_tile(KernelBuilder& k, const MatmulViews& p, const Place& at, const MatmulSchedule& s,
+                const std::function<Expr(int r, int c)>& value, const MatmulStore& store) {
+    int64_t n_value = 0;
+    const bool columns_inside = ir::is_const(p.n.node(), &n_value) && n_value % s.bn == 0;
+    for (int r = 0; r < s.tm; ++r)
+        for (int c = 0; c < s.tn; ++c) {
+            Var row = k.let(at.i0 + at.ty * s.tm + r, "row");
+            Var col = k.let(at.column(s, c), "col");
+            const Expr v = value(r, c);
+            Expr inside = columns_inside ? row < p.m : row < p.m && col < p.n;
+            if (break_switch("matmul_tile_edge"))  // tests of the sweep only
+                inside = inside && !(at.j0 + s.bn > p.n && col == p.n - 1);
+            k.if_(inside, [&] { store(at.batch, row, col, v); });
+        }
+}
+
+// The chunk-major form (MatmulSchedule::chunk_major): the thread's bm/tm row tiles (tm rows each,
+// the block's one row of threads) taken chunk by chunk of k, every tile's chunk c before any
+// tile's chunk c + 1; a chunk's sums in registers, the totals in a block tile where thread t's
+// output i of tile j is element (j*tm*tn + i)*threads + t (adjacent threads at adjacent
+// elements: a CPU runs them as the lanes of one vector). Tiles wholly past m are skipped.
+void chunk_major_body(KernelBuilder& k, const MatmulViews& p, const Place& at, const MatmulTypes& t,
+                      const MatmulSchedule& s, const MatmulStore& store) {
+    const int outputs = s.tm * s.tn, tiles = s.bm / s.tm, threads = s.threads();
+    Memory totals = k.shared(DType::f32, int64_t{tiles} * outputs * threads, "totals");
+    Var thread = k.let(k.thread_index(), "t");
+    k.for_(0, tiles * outputs, [&](Expr i) { totals[i * threads + thread] = Expr(-0.0f); });
+    auto total_at = [&](const Expr& tile) {
+        return [&, tile](int i) { return (tile * outputs + i) * threads + thread; };
+    };
+    Var live = k.let(min(Expr(tiles), (p.m - at.i0 + (s.tm - 1)) / s.tm), "tiles");
+    auto tile_at = [&](const Expr& tile) {
+        Place sub = at;
+        sub.i0 = k.let(at.i0 + tile * s.tm, "i0");
+        return sub;
+    };
+    // B's columns once, outside the loops (a CPU then sees adjacent threads' columns as adjacent
+    // addresses in every loop), clamped only in a block at C's right edge; each tile's rows of A
+    // (the same in every thread) in its turn, clamped to m.
+    auto terms = [&](bool clamp_columns) {
+        DirectReads reads = direct_reads(k, p, at, t, s, clamp_columns);
+        k.for_(
+            0, p.k,
+            [&](Expr c0) {
+                k.for_(0, live, [&](Expr tile) {
+                    reads.a_row = a_rows(k, p, tile_at(tile), t, s, true);
+                    Accumulators acc(k, s.tm, s.tn, totals, total_at(tile));
+                    k.for_(c0, min(c0 + kChunkTerms, p.k),
+                           [&](Expr q) { reads.add_term(k, p, acc, q); });
+                    acc.close_chunk();
+                });
+            },
+            kChunkTerms);
+    };
+    k.if_(
+        at.j0 + s.bn <= p.n, [&] { terms(false); }, [&] { terms(true); });
+    k.for_(0, live, [&](Expr tile) {
+        const auto where = total_at(tile);
+        store_tile(
+            k, p, tile_at(tile), s,
+            [&](int r, int c) { return k.let(totals[where(r * s.tn + c)], "total"); }, store);
+    });
+}
+
 // The memo key of a kernel: every comptime value it is built from (the test-only break switch
 // too, so a kernel built broken is never reused once the switch is off).
 std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
-    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}g{}x{}o{}b{}{}",
+    return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}g{}x{}o{}b{}{}{}",
                        name(t.input), name(t.output), layout_name(t), s.name, s.bm, s.bn, s.bk,
                        s.tm, s.tn, s.staged, s.prefetch, s.spread, s.wm, s.wn, s.stages, s.split_k,
-                       s.totals_in_memory, s.min_blocks,
+                       s.totals_in_memory, s.min_blocks, s.chunk_major ? "/chunk_major" : "",
                        break_switch("matmul_tile_edge") ? "/broken_edge" : "");
 }
 
@@ -411,6 +506,13 @@ const std::vector<MatmulSchedule>& matmul_variants() {
                               false,
                               split_k};
     };
+    // A direct point's thread walking `tiles` of its row tiles chunk by chunk of k.
+    auto chunk_major = [](MatmulSchedule s, int tiles) {
+        s.chunk_major = true;
+        s.bm *= tiles;
+        s.name = fmt::format("d{}x{}_t{}x{}_s_kc", s.bm, s.bn, s.tm, s.tn);
+        return s;
+    };
     // A staged point with its totals in memory and, if min_blocks, that many blocks an SM.
     auto in_memory = [](MatmulSchedule s, int min_blocks = 0) {
         s.totals_in_memory = true;
@@ -446,6 +548,10 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         // 8 x 8 threads with steps of 16 terms in blocks of 128 and of 256 (for large products).
         staged(128, 64, 16, 8, 8, true),
         in_memory(staged(128, 128, 16, 8, 8, true), 2),
+        // The CPU's register tile over 16 row tiles, chunk by chunk of k: a chunk's 128 columns
+        // of B (128 KiB) stay in the cache while the tiles pass (a large product's B panel does
+        // not fit it whole).
+        chunk_major(direct(6, 128, 6, 4, true), 16),
     };
     return variants;
 }
@@ -591,26 +697,14 @@ void matmul_body(KernelBuilder& k, const MatmulViews& p, const MatmulTypes& t,
     if (s.tensor_core()) return tensor_core_body(k, p, t, s, store);
     const Place at = place(k, p, s);
     ask_min_blocks(k, s.min_blocks);
+    if (s.chunk_major) return chunk_major_body(k, p, at, t, s, store);
     Accumulators acc(k, s.tm, s.tn, s.totals_in_memory ? Totals::memory : Totals::registers);
     if (s.staged)
         staged_terms(k, p, at, t, s, acc);
     else
         direct_terms(k, p, at, t, s, acc);
-    // Where n is a constant multiple of bn (a graph's linear), every column is inside: only the
-    // row is tested, which is the same for a CPU's vector of threads, so the stores stay
-    // contiguous vector stores instead of masked scatters.
-    int64_t n_value = 0;
-    const bool columns_inside = ir::is_const(p.n.node(), &n_value) && n_value % s.bn == 0;
-    for (int r = 0; r < s.tm; ++r)
-        for (int c = 0; c < s.tn; ++c) {
-            Var row = k.let(at.i0 + at.ty * s.tm + r, "row");
-            Var col = k.let(at.column(s, c), "col");
-            const Expr v = acc.value(r, c);
-            Expr inside = columns_inside ? row < p.m : row < p.m && col < p.n;
-            if (break_switch("matmul_tile_edge"))  // tests of the sweep only
-                inside = inside && !(at.j0 + s.bn > p.n && col == p.n - 1);
-            k.if_(inside, [&] { store(at.batch, row, col, v); });
-        }
+    store_tile(
+        k, p, at, s, [&](int r, int c) { return acc.value(r, c); }, store);
 }
 
 bool pads_b_rows(const Device& device, int64_t ld, int64_t size, int64_t m, int64_t k,

@@ -76,11 +76,13 @@ double matmul_rate_share(const Schedule& s, const DeviceFacts& f) {
 }
 
 // Each operand once per block tile along the other side for a staged point, once per thread
-// tile there for a direct one.
+// tile there for a direct one; a chunk-major point reads B's chunks once per block (they stay in
+// the cache while its row tiles pass).
 std::vector<double> matmul_operand_reads(const GraphView& g, int node, const Schedule& s) {
     const ContractShape c = contract_shape(g, node);
     const ops::MatmulSchedule& p = matmul_point(s);
-    return {tiles(c.n, p.staged ? p.bn : p.tn), tiles(c.m, p.staged ? p.bm : p.tm)};
+    return {tiles(c.n, p.staged ? p.bn : p.tn),
+            tiles(c.m, p.staged || p.chunk_major ? p.bm : p.tm)};
 }
 
 // A staged point's block waits for each k-step's tiles in turn (its prefetch hides one step's
