@@ -52,11 +52,13 @@ double matmul_flops(const GraphView& g, int node) {
     return 2.0 * double(c.batch) * double(c.m) * double(c.n) * double(c.k);
 }
 
-// The terms of the outputs the last tiles compute past the edges count too.
+// The terms of the outputs the last tiles compute past the edges count too (a chunk-major
+// point skips its row tiles wholly past m).
 double matmul_padded_flops(const GraphView& g, int node, const Schedule& s) {
     const ContractShape c = contract_shape(g, node);
     const ops::MatmulSchedule& p = matmul_point(s);
-    return 2.0 * double(c.batch) * double(ceil_div(c.m, int64_t{p.bm}) * p.bm) *
+    const int64_t rows = p.chunk_major ? p.tm : p.bm;
+    return 2.0 * double(c.batch) * double(ceil_div(c.m, rows) * rows) *
            double(ceil_div(c.n, int64_t{p.bn}) * p.bn) * double(c.k);
 }
 
