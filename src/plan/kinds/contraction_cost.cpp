@@ -77,14 +77,21 @@ double matmul_rate_share(const Schedule& s, const DeviceFacts& f) {
                  : (p.spread ? spread_register_share(p.tm, p.tn) : 0.15);
 }
 
+// A CPU core's cache for a direct point's column panel of B (bn columns over all of k, as f32):
+// the 1-2 MiB L2 of the CPUs measured (notes/cpu-chunk-major-2026-12-06.md).
+constexpr double kCpuPanelCacheBytes = 1 << 20;
+
 // Each operand once per block tile along the other side for a staged point, once per thread
-// tile there for a direct one; a chunk-major point reads B's chunks once per block (they stay in
-// the cache while its row tiles pass).
+// tile there for a direct one. A chunk-major point reads B's chunks once per block (a chunk
+// stays in the cache while its row tiles pass), which saves reads where the whole panel does
+// not fit the cache; where it does, it counts as the direct points (measured: no faster at
+// k = 384, 5-12 % slower).
 std::vector<double> matmul_operand_reads(const GraphView& g, int node, const Schedule& s) {
     const ContractShape c = contract_shape(g, node);
     const ops::MatmulSchedule& p = matmul_point(s);
+    const bool panel_spills = double(c.k) * p.bn * 4 > kCpuPanelCacheBytes;
     return {tiles(c.n, p.staged ? p.bn : p.tn),
-            tiles(c.m, p.staged || p.chunk_major ? p.bm : p.tm)};
+            tiles(c.m, p.staged || (p.chunk_major && panel_spills) ? p.bm : p.tm)};
 }
 
 // A staged point's block waits for each k-step's tiles in turn (its prefetch hides one step's
