@@ -479,9 +479,12 @@ TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"thread tile 6x4"});
     bad = ops::matmul_variant("d96x128_t6x4_s_kc");
     bad.bm = 6 * 17;  // 17 row tiles: totals past 48 KiB
-    expect_error([&] { ops::matmul_kernel({}, bad); }, {"102 rows of chunk-major tiles of 6"});
+    expect_error([&] { ops::matmul_kernel({}, bad); },
+                 {"chunk-major totals of 102 x 128 f32 (52224 bytes); expected at most 49152"});
     bad.bm = 100;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"expected a multiple of the tile's rows"});
+    bad.bm = 6;  // one tile: the direct point itself
+    expect_error([&] { ops::matmul_kernel({}, bad); }, {"2 tiles or more"});
     bad = ops::matmul_variant("s64x64_k8_t4x4");
     bad.chunk_major = true;
     expect_error([&] { ops::matmul_kernel({}, bad); },

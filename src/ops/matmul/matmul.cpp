@@ -31,9 +31,9 @@ void check_types(const MatmulTypes& t) {
     contraction::check_types("matmul", t.input, t.output);
 }
 
-// A chunk-major thread's row tiles (MatmulSchedule::chunk_major): their totals are a block tile
-// of bm x bn values, at most 48 KiB (a GPU's static shared memory) at the widest block.
-constexpr int kMaxChunkMajorTiles = 16;
+// A chunk-major block's totals (MatmulSchedule::chunk_major): a block tile of bm x bn f32, at most
+// a GPU's static shared memory.
+constexpr int64_t kMaxChunkMajorTotalsBytes = 48 * 1024;
 
 void check_schedule(const MatmulSchedule& s) {
     if (s.split_k && s.tensor_core())
@@ -47,11 +47,17 @@ void check_schedule(const MatmulSchedule& s) {
                 "matmul schedule {}: chunk-major row tiles; expected a direct point with spread "
                 "columns",
                 s.name);
-        if (s.bm % s.tm != 0 || s.bm / s.tm < 2 || s.bm / s.tm > kMaxChunkMajorTiles)
+        if (s.bm % s.tm != 0 || s.bm / s.tm < 2)
             fail(
                 "matmul schedule {}: {} rows of chunk-major tiles of {}; expected a multiple of "
-                "the tile's rows, 2 to {} tiles",
-                s.name, s.bm, s.tm, kMaxChunkMajorTiles);
+                "the tile's rows, 2 tiles or more",
+                s.name, s.bm, s.tm);
+        const int64_t bytes = int64_t{s.bm} * s.bn * 4;
+        if (bytes > kMaxChunkMajorTotalsBytes)
+            fail(
+                "matmul schedule {}: chunk-major totals of {} x {} f32 ({} bytes); expected at "
+                "most {}",
+                s.name, s.bm, s.bn, bytes, kMaxChunkMajorTotalsBytes);
     }
     // A chunk-major block is one row of threads, each walking its row tiles.
     check_tiles("matmul", s.name, s.chunk_major ? s.tm : s.bm, s.bn, s.tm, s.tn);
@@ -184,20 +190,32 @@ std::vector<Var> a_rows(KernelBuilder& k, const MatmulViews& p, const Place& at,
     return rows;
 }
 
-DirectReads direct_reads(KernelBuilder& k, const MatmulViews& p, const Place& at,
-                         const MatmulTypes& t, const MatmulSchedule& s, bool clamp) {
+// The columns of B a thread reads (clamped to n where `clamp`).
+std::vector<Var> b_columns(KernelBuilder& k, const MatmulViews& p, const Place& at,
+                           const MatmulTypes& t, const MatmulSchedule& s, bool clamp) {
     auto wide = [](const Expr& e) { return cast(DType::i64, e); };
-    DirectReads d{a_rows(k, p, at, t, s, clamp),
-                  {},
-                  wide(t.a_transposed ? p.lda : Expr(1)),
-                  wide(t.b_transposed ? Expr(1) : p.ldb)};
+    std::vector<Var> cols;
     for (int c = 0; c < s.tn; ++c) {
         Expr col = at.column(s, c);
         if (clamp) col = min(col, p.n - 1);
-        d.b_col.push_back(
+        cols.push_back(
             k.let(element_at(wide(at.b_base), 0, wide(col), wide(p.ldb), t.b_transposed), "b_col"));
     }
-    return d;
+    return cols;
+}
+
+// Reads from those rows of A and columns of B, one term at a time.
+DirectReads reads_of(const MatmulViews& p, const MatmulTypes& t, std::vector<Var> rows,
+                     std::vector<Var> cols) {
+    auto wide = [](const Expr& e) { return cast(DType::i64, e); };
+    return {std::move(rows), std::move(cols), wide(t.a_transposed ? p.lda : Expr(1)),
+            wide(t.b_transposed ? Expr(1) : p.ldb)};
+}
+
+DirectReads direct_reads(KernelBuilder& k, const MatmulViews& p, const Place& at,
+                         const MatmulTypes& t, const MatmulSchedule& s, bool clamp) {
+    std::vector<Var> rows = a_rows(k, p, at, t, s, clamp);  // A's lets first, then B's
+    return reads_of(p, t, std::move(rows), b_columns(k, p, at, t, s, clamp));
 }
 
 // The direct form: each term's tm values of A and tn values of B read from memory. In a block
@@ -338,12 +356,13 @@ void chunk_major_body(KernelBuilder& k, const MatmulViews& p, const Place& at, c
     // addresses in every loop), clamped only in a block at C's right edge; each tile's rows of A
     // (the same in every thread) in its turn, clamped to m.
     auto terms = [&](bool clamp_columns) {
-        DirectReads reads = direct_reads(k, p, at, t, s, clamp_columns);
+        const std::vector<Var> cols = b_columns(k, p, at, t, s, clamp_columns);
         k.for_(
             0, p.k,
             [&](Expr c0) {
                 k.for_(0, live, [&](Expr tile) {
-                    reads.a_row = a_rows(k, p, tile_at(tile), t, s, true);
+                    const DirectReads reads =
+                        reads_of(p, t, a_rows(k, p, tile_at(tile), t, s, true), cols);
                     Accumulators acc(k, s.tm, s.tn, totals, total_at(tile));
                     k.for_(c0, min(c0 + kChunkTerms, p.k),
                            [&](Expr q) { reads.add_term(k, p, acc, q); });
