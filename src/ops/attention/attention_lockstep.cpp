@@ -9,9 +9,6 @@
 
 namespace kiln::ops::attention_detail {
 
-// Keys whose scores a thread computes side by side.
-constexpr int kKeysTogether = 8;
-
 void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
                    const AttentionSchedule& s) {
     const int D = t.head_dim, R = s.rows;
@@ -37,28 +34,14 @@ void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
     auto key_block = [&](const Expr& t0, const Expr& keys, bool whole) {
         Var own = k.let(whole ? keys : min(max(limit - t0, 0), keys), "own_keys");
         Var m_new = k.let(m.expr(), "m_new");
-        // Keys j0 .. j0 + n - 1: n dot products, each one fma chain over d in order, advanced
-        // side by side so that a core overlaps their latencies (one chain alone waits on each
-        // fma); their scores and the running maximum then in key order.
-        auto scores_of = [&](const Expr& j0, int n) {
-            std::vector<Var> key, dot;
-            for (int u = 0; u < n; ++u) {
-                key.push_back(k.let(kv_at + (t0 + j0 + u) * D, "key"));
-                dot.push_back(k.let(DType::f32, 0.0f, "dot"));
-            }
-            for (int d = 0; d < D; ++d)
-                for (int u = 0; u < n; ++u)
-                    dot[size_t(u)] = fma(q[d], to_f32(p.k(key[size_t(u)] + d)), dot[size_t(u)]);
-            for (int u = 0; u < n; ++u) {
-                Var sj = k.let(dot[size_t(u)] * p.scale, "s_j");
-                scores[(j0 + u) * R + th] = sj;
-                m_new = whole ? max(m_new, sj) : select(j0 + u < own, max(m_new, sj), m_new.expr());
-            }
-        };
-        Var grouped = k.let(keys / kKeysTogether * kKeysTogether, "grouped_keys");
-        k.for_(
-            0, grouped, [&](Expr j0) { scores_of(j0, kKeysTogether); }, kKeysTogether);
-        k.for_(grouped, keys, [&](Expr j) { scores_of(j, 1); });
+        k.for_(0, keys, [&](Expr j) {
+            Var key = k.let(kv_at + (t0 + j) * D, "key");
+            Var dot = k.let(DType::f32, 0.0f, "dot");
+            for (int d = 0; d < D; ++d) dot = fma(q[d], to_f32(p.k(key + d)), dot);
+            Var sj = k.let(dot * p.scale, "s_j");
+            scores[j * R + th] = sj;
+            m_new = whole ? max(m_new, sj) : select(j < own, max(m_new, sj), m_new.expr());
+        });
         Var c = k.let(rescale(m, m_new), "c");
         Var any = k.let(own > 0, "any");
         l = whole ? l * c : select(any, l * c, l.expr());
