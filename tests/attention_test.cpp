@@ -184,29 +184,36 @@ TEST(Attention, StagedPointsOfHalfTheThreadsMatchTheOracleOnEveryDevice) {
 }
 
 // The lockstep point on the f32 cases, and on cases for its two paths: key blocks that every row
-// of a block (32 rows) sees whole run without a test, the others test each key against the row's
+// of a block (16 rows) sees whole run without a test, the others test each key against the row's
 // limit. (One test: its kernel compiles once.)
 TEST(Attention, LockstepPointOnItsWholeAndTestedKeyBlocksMatchesTheOracleOnEveryDevice) {
-    expect_f32_cases({point("l32")});
+    expect_f32_cases({point("l16")});
     const std::vector<Case> cases = {
         // Two whole key blocks for every row, nothing tested.
         {{1, 1, 0, 40, 128, kDim}, false},
         // One key more: the third block (one key) tested in every row.
         {{1, 1, 0, 40, 129, kDim}, false},
-        // Causal, row i sees i + 41 keys: the block of rows 128 to 159 sees keys 0 to 127 whole
-        // and tests 128 to 199; the block of rows 0 to 31 tests its first block.
+        // Causal, row i sees i + 41 keys: the block of rows 144 to 159 sees keys 0 to 127 whole
+        // and tests 128 to 199; the block of rows 0 to 15 tests its first block.
         {{1, 2, 0, 160, 200, kDim}, true},
     };
     uint64_t seed = 600;
     for (const Case& c : cases)
-        expect_points({point("l32")}, DType::f32, random_inputs(DType::f32, c.shape, seed += 10),
+        expect_points({point("l16")}, DType::f32, random_inputs(DType::f32, c.shape, seed += 10),
                       c);
+}
+
+// The lockstep point's tiles (queries, accumulators, a key block's scores) fit the shared memory
+// of every backend at every head_dim the op takes: it is the CPU's point for all of them.
+TEST(Attention, LockstepPointFitsEveryHeadDim) {
+    for (int d = 1; d <= ops::kAttentionMaxHeadDim; ++d)
+        EXPECT_TRUE(ops::attention_fits(*point("l16"), d)) << "head_dim " << d;
 }
 
 // Every point is in one of the tests above.
 TEST(Attention, TheTestsAboveCoverEveryPoint) {
     const std::set<std::string> covered{"d64",      "s16_t1x4", "s32_t2x4", "s64_t4x4",
-                                        "s64_t4x8", "l32",      "s64_t8x4", "s32_t4x4"};
+                                        "s64_t4x8", "l16",      "s64_t8x4", "s32_t4x4"};
     std::set<std::string> all;
     for (const auto& s : ops::attention_variants()) all.insert(s.name);
     EXPECT_EQ(all, covered);

@@ -79,6 +79,11 @@ struct Dialect {
     // multiple of its width then needs no run-time alignment test either.
     int tile_alignment = 0;
     std::string tile_align;
+    // CPU: each tile is an array named sh{i}_tile read and written through `sh{i}`, a restrict
+    // pointer to it. GCC 12 keeps a strip's values that a loop carries from trip to trip in
+    // memory (a load and a store each trip) when the loop also reads a tile declared as an
+    // array; through the pointer they stay in vector registers.
+    bool tile_through_pointer = false;
     // Loads and stores of streaming buffers (ir::CacheHint::streaming): {0} is the element's
     // address (and {1} the stored value). Empty: written as plain loads and stores.
     std::string streaming_load;

@@ -47,6 +47,7 @@ static inline int32_t kiln_threads_below(int64_t end, int64_t offset, int32_t li
         .threads_as_loops = true,
         .has_shuffle = false,
         .warp_size = 1,
+        .tile_through_pointer = true,
         .claim_fault =
             "uint32_t expected = 0u; return __atomic_compare_exchange_n(word, &expected, "
             "site, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);",

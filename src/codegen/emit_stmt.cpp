@@ -177,9 +177,14 @@ void Emitter::declare_block_index() {
 }
 
 void Emitter::declare_tiles() {
-    for (size_t i = 0; i < k.tiles.size(); ++i)
-        line(fmt::format("{}{}{} sh{}[{}];", d.shared_space, d.tile_align,
-                         c_mem_type(k.tiles[i].type), i, k.tiles[i].size));
+    for (size_t i = 0; i < k.tiles.size(); ++i) {
+        const std::string type = c_mem_type(k.tiles[i].type);
+        const std::string suffix = d.tile_through_pointer ? "_tile" : "";
+        line(fmt::format("{}{}{} sh{}{}[{}];", d.shared_space, d.tile_align, type, i, suffix,
+                         k.tiles[i].size));
+        if (d.tile_through_pointer)
+            line(fmt::format("{}* {} const sh{} = sh{}_tile;", type, d.restrict_kw, i, i));
+    }
 }
 
 }  // namespace kiln::codegen

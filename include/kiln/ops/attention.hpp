@@ -144,7 +144,7 @@ struct AttentionSchedule {
 //   s32_t2x4   staged, 32 rows, 256 threads of 2 x 4
 //   s64_t4x4   staged, 64 rows, 256 threads of 4 x 4
 //   s64_t4x8   staged, 64 rows, 128 threads of 4 x 8
-//   l32        lockstep, 32 rows of one (batch, head) a block (the CPU's point)
+//   l16        lockstep, 16 rows of one (batch, head) a block (the CPU's point)
 //   s64_t8x4   staged, 64 rows, 128 threads of 8 x 4 (long sequences: K's tile read half as
 //              often per score)
 //   s32_t4x4   staged, 32 rows, 128 threads of 4 x 4

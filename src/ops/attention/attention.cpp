@@ -125,6 +125,7 @@ void check_types(const AttentionTypes& t) {
 
 int64_t shared_bytes(const AttentionSchedule& s, int head_dim) {
     if (s.tensor_core()) return tensor_core_shared_bytes(s, head_dim);
+    if (s.lockstep) return lockstep_shared_bytes(s, head_dim);
     return s.staged ? geometry(s, head_dim).shared_bytes : 0;
 }
 
@@ -341,7 +342,7 @@ const std::vector<AttentionSchedule>& attention_variants() {
     };
     static const std::vector<AttentionSchedule> variants = {
         direct(64),       staged(16, 1, 4), staged(32, 2, 4), staged(64, 4, 4),
-        staged(64, 4, 8), lockstep(32),     staged(64, 8, 4), staged(32, 4, 4),
+        staged(64, 4, 8), lockstep(16),     staged(64, 8, 4), staged(32, 4, 4),
     };
     return variants;
 }

@@ -17,6 +17,10 @@ inline constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 // Staged form: dims of Q and K per shared tile, keys of V per shared tile.
 inline constexpr int kDimStep = 16;
 inline constexpr int kKeyStep = 16;
+// Lockstep form: keys whose scores advance side by side, accumulators a pass over a block's keys.
+inline constexpr int kScoreKeys = 8;
+inline constexpr int kValueDims = 16;
+static_assert(kKeyBlock % kScoreKeys == 0);
 // Elements each row of a shared tile is padded by (a multiple of 4: runs stay 16-byte aligned).
 inline constexpr int kTilePad = 4;
 
@@ -67,6 +71,9 @@ void staged_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
 // (batch, head) walking the keys together.
 void lockstep_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
                    const AttentionSchedule& s);
+// The lockstep form's accumulator rows (head_dim rounded up to whole kValueDims) and tiles' bytes.
+int lockstep_dims(int head_dim);
+int64_t lockstep_shared_bytes(const AttentionSchedule& s, int head_dim);
 
 // The tensor-core form (AttentionSchedule::warps): each warp's 16 rows in mma steps.
 void tensor_core_form(KernelBuilder& k, const Params& p, const AttentionTypes& t,
