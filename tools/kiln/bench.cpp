@@ -1,7 +1,8 @@
 // `kiln bench`: every headline workload (bench_workloads.hpp) on one or more devices, beside the
 // peers a user would run instead, in one run: progress on stderr, a table per device on stdout,
 // and optionally the JSON (--json) and a self-contained HTML report (--report). On a GPU,
-// --peers runs bench/peers_gpu.py (torch eager, torch.compile, cuBLAS, cuDNN, SDPA, a device copy)
+// --peers runs bench/peers_torch.py (on a GPU torch eager, torch.compile, cuBLAS, cuDNN, SDPA, a
+// device copy; on the host torch eager on its CPU)
 // at the same shapes when python3 can import torch, and merges its times into the same rows.
 #include <chrono>
 #include <cstdio>
@@ -77,23 +78,23 @@ std::string utc_now() {
     return text;
 }
 
-// The GPU peers: bench/peers_gpu.py times each workload at kiln's shape and writes lines
-// "case<TAB>peer<TAB>us"; they join the rows of the same case. Skipped, with a line on stderr,
-// where python3 or torch is missing.
-void add_gpu_peers(const BenchOptions& opt, const Device& d,
-                   const std::vector<const Workload*>& workloads, BenchSettings& settings,
-                   std::vector<BenchResult>& results) {
+// The torch peers: bench/peers_torch.py times each workload at kiln's shape, on the GPU or on
+// torch's CPU where `d` runs on the host, and writes lines "case<TAB>peer<TAB>us"; they join the
+// rows of the same case. Skipped, with a line on stderr, where python3 or torch is missing.
+void add_torch_peers(const BenchOptions& opt, const Device& d,
+                     const std::vector<const Workload*>& workloads, BenchSettings& settings,
+                     std::vector<BenchResult>& results) {
     const auto python = runtime::cpu::find_executable("python3");
     if (!python) {
-        std::fprintf(stderr, "bench --peers: no python3 on PATH; GPU peers skipped\n");
+        std::fprintf(stderr, "bench --peers: no python3 on PATH; torch peers skipped\n");
         return;
     }
     if (!runtime::cpu::run_process({*python, "-c", "import torch"}, std::chrono::minutes(2)).ok()) {
-        std::fprintf(stderr, "bench --peers: python3 cannot import torch; GPU peers skipped\n");
+        std::fprintf(stderr, "bench --peers: python3 cannot import torch; torch peers skipped\n");
         return;
     }
     const std::string script = opt.peers_script.empty()
-                                   ? std::string(KILN_SOURCE_DIR) + "/bench/peers_gpu.py"
+                                   ? std::string(KILN_SOURCE_DIR) + "/bench/peers_torch.py"
                                    : opt.peers_script;
     if (!std::filesystem::exists(script))
         fail("bench --peers: no peers script at '{}' (--peers-script names it)", script);
@@ -106,11 +107,12 @@ void add_gpu_peers(const BenchOptions& opt, const Device& d,
         spec += fmt::format("{}\t{}\t{}\n", w->name, s.kind, fmt::join(s.dims, ","));
     }
     write_output((dir / "spec.tsv").string(), spec);
-    std::fprintf(stderr, "running the GPU peers (%s) ...\n", script.c_str());
-    const auto r =
-        runtime::cpu::run_process({*python, script, "--spec", (dir / "spec.tsv").string(), "--out",
-                                   (dir / "peers.tsv").string()},
-                                  std::chrono::minutes(60));
+    const char* where = runs_on_host_cpu(d) ? "cpu" : "cuda";
+    std::fprintf(stderr, "running the torch peers on %s (%s) ...\n", where, script.c_str());
+    const auto r = runtime::cpu::run_process(
+        {*python, script, "--device", where, "--spec", (dir / "spec.tsv").string(), "--out",
+         (dir / "peers.tsv").string()},
+        std::chrono::minutes(60));
     if (!r.ok()) {
         std::filesystem::remove_all(dir);
         fail("bench --peers: {} failed:\n{}", script, r.output);
@@ -154,8 +156,7 @@ int run_bench(const BenchOptions& opt) {
                          best ? fmt::format(", {} {:.2f} us", best->name, best->us).c_str() : "");
             dr.results.push_back(std::move(r));
         }
-        if (opt.peers && !runs_on_host_cpu(*d))
-            add_gpu_peers(opt, *d, workloads, settings, dr.results);
+        if (opt.peers) add_torch_peers(opt, *d, workloads, settings, dr.results);
         run.devices.push_back(std::move(dr));
     }
     bool identical = true;
@@ -184,8 +185,10 @@ Command add_bench_command(CLI::App& parent) {
     add_number_option(b, "--iters", opt->iters, "timed dispatches per figure (median; default 25)",
                       3, 10000);
     b->add_flag("--peers", opt->peers,
-                "on a GPU, also run bench/peers_gpu.py (needs python3 with torch)");
-    b->add_option("--peers-script", opt->peers_script, "the GPU peers script (bench/peers_gpu.py)");
+                "also run bench/peers_torch.py: torch on the GPU, or on the CPU for a host device "
+                "(needs python3 with torch)");
+    b->add_option("--peers-script", opt->peers_script,
+                  "the torch peers script (bench/peers_torch.py)");
     b->add_option("--halide", opt->halide,
                   "the Halide peers' library (bench/peers_halide.py builds it)");
     return {b, [opt] { return run_bench(*opt); }};

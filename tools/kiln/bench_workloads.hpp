@@ -42,7 +42,7 @@ struct BenchResult {
 // What the outside GPU peers script needs to time a workload at the shape kiln ran it.
 struct PeerSpec {
     std::string kind;           // "matmul", "softmax", ...
-    std::vector<int64_t> dims;  // the kind's sizes, as bench/peers_gpu.py reads them
+    std::vector<int64_t> dims;  // the kind's sizes, as bench/peers_torch.py reads them
 };
 
 struct Workload {
