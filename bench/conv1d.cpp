@@ -1,14 +1,15 @@
 // The conv1d benchmark: every schedule point of ops::conv1d on each device for two cases, named
 // as shared/peers/torch_peers.py names cuDNN's (so the two join): `tiny`, 1x8x1024 -> 16
 // channels, kernel 5, padding 2, and `big`, 16x256x4096 -> 256 channels, kernel 3, padding 1;
-// and `mid`, big's channels and kernel over one batch of 1024 (1/64 of its work, for a CPU).
+// `mid`, big's channels and kernel over one batch of 1024 (1/64 of its work, for a CPU); and
+// `large`, 4x64x2048 -> 64 channels, kernel 3, padding 1 (`kiln bench`'s conv1d_large).
 // Figures are the median of device-side timings (kiln::time_dispatches, the tuner's protocol: the
 // L2 flushed before each timed launch on GPUs); GFLOP/s = 2 * batch * out_channels * l_out *
 // in_channels/groups * kernel / time. Every point's output is compared bitwise with the first
 // point's (each class: all equal). --class tensor_core runs the tensor-core class's points
 // (f16/bf16, devices with tensor cores).
 //
-//   bench_conv1d [--device D] [--cases tiny,mid,big] [--dtype f32|f16|bf16] [--iters N]
+//   bench_conv1d [--device D] [--cases tiny,mid,large,big] [--dtype f32|f16|bf16] [--iters N]
 //                [--points p1,p2] [--class exact|tensor_core] [--json FILE]
 #include <cstring>
 
@@ -30,12 +31,13 @@ const Case kCases[] = {
     {"tiny", {1, 8, 1024, 16, 5, {1, 2, 1, 1}}},
     {"big", {16, 256, 4096, 256, 3, {1, 1, 1, 1}}},
     {"mid", {1, 256, 1024, 256, 3, {1, 1, 1, 1}}},
+    {"large", {4, 64, 2048, 64, 3, {1, 1, 1, 1}}},
 };
 
 const Case& find_case(const std::string& name) {
     for (const Case& c : kCases)
         if (name == c.name) return c;
-    fail("--cases: no case named '{}'; expected tiny, mid or big", name);
+    fail("--cases: no case named '{}'; expected tiny, mid, large or big", name);
 }
 
 // The case's name in the torch peers' JSON: conv1d_f32_16x256x4096_co256_k3.
@@ -73,7 +75,7 @@ struct Row {
 
 int run(int argc, char** argv) {
     const std::string usage =
-        "bench_conv1d [--device D] [--cases tiny,mid,big] [--dtype f32|f16|bf16] [--iters N] "
+        "bench_conv1d [--device D] [--cases tiny,mid,large,big] [--dtype f32|f16|bf16] [--iters N] "
         "[--points p1,p2] [--class exact|tensor_core] [--json FILE]";
     const Flags flags(
         argc, argv, {"--device", "--cases", "--dtype", "--iters", "--points", "--class", "--json"},

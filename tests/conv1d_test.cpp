@@ -265,7 +265,8 @@ TEST(Conv1d, StridedAndBroadcastViewsOfXMatchTheOracleOnEveryDevice) {
 
 // The spread point's two paths: blocks whose tile lies inside its group and y with every tap
 // inside x (stride 1) read x and w as they are; the others read clamped and test each tap. Each
-// shape names which of its blocks (bm x bn = 8 x 128) take the whole-tile path.
+// shape names which of its blocks (bm x bn = 8 x 128; 4 x 128 splits each channel tile in two)
+// take the whole-tile path.
 TEST(Conv1d, SpreadPointsWholeTilesAndEdgesMatchTheOracleOnEveryDevice) {
     const Shape shapes[] = {
         // Both blocks whole, their taps reaching x's first and last elements (the tightest
@@ -287,8 +288,9 @@ TEST(Conv1d, SpreadPointsWholeTilesAndEdgesMatchTheOracleOnEveryDevice) {
     for (const Shape& s : shapes) {
         const HostBuffer x = random_values(DType::f32, x_count(s), seed++);
         const HostBuffer w = random_values(DType::f32, w_count(s), seed++);
-        expect_points({&ops::conv1d_variant("d8x128_t8x4_s")}, DType::f32, DType::f32, x, dense(s),
-                      w, s);
+        expect_points(
+            {&ops::conv1d_variant("d8x128_t8x4_s"), &ops::conv1d_variant("d4x128_t4x4_s")},
+            DType::f32, DType::f32, x, dense(s), w, s);
     }
 }
 

@@ -118,6 +118,8 @@ struct Conv1dSchedule {
 //   s64x128_k8_t4x8              staged, 256 threads of 4x8
 //   s128x128_k8_t8x8_m_b2        staged, 256 threads of 8x8, totals in memory, two blocks an SM
 //   d8x128_t8x4_s                spread, 32 threads of 8 channels x 4 positions (the CPU's point)
+//   d4x128_t4x4_s                spread, 32 threads of 4 x 4: 16 accumulators, which stay in the
+//                                vector registers of a CPU (8 x 4 spills some every term)
 const std::vector<Conv1dSchedule>& conv1d_variants();
 // The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
 //   tc128x128_k32_w64x32   8 warps of 64 x 32

@@ -587,7 +587,7 @@ const std::vector<Conv1dSchedule>& conv1d_variants() {
         direct(1, 128),           direct(8, 64),
         staged(32, 32, 16, 2, 2), staged(64, 64, 8, 4, 4),
         staged(64, 128, 8, 4, 8), in_memory(staged(128, 128, 8, 8, 8)),
-        spread(8, 128, 8, 4),
+        spread(8, 128, 8, 4),     spread(4, 128, 4, 4),
     };
     return variants;
 }

@@ -118,7 +118,8 @@ double conv1d_rate_share(const Schedule& s, const DeviceFacts& f) {
     const ops::Conv1dSchedule& p = conv1d_point(s);
     // A tensor-core point: matmul's tensor-core kernel on the implicit GEMM.
     if (p.tensor_core()) return 2.0 * std::clamp(p.wm * p.wn / 32.0 / 128.0, 0.1, 1.0);
-    return f.gpu ? (p.staged ? staged_share(p.tm * p.tn) : 0.02) : (p.spread ? 1.0 : 0.15);
+    return f.gpu ? (p.staged ? staged_share(p.tm * p.tn) : 0.02)
+                 : (p.spread ? spread_register_share(p.tm, p.tn) : 0.15);
 }
 
 // As matmul's, and x once more per tap.
