@@ -131,6 +131,13 @@ def main():
     a = ap.parse_args()
     import torch
 
+    if a.device == "cpu":
+        # torch's CPU tensors come from glibc's malloc, which in a fresh process maps and unmaps
+        # every block above 128 KiB, so each call's output page-faults. It raises that threshold
+        # to a freed mapped block's size (below 32 MiB), as in a process that has run a model;
+        # so a 16 MiB block is freed first.
+        block = torch.empty(4 << 20)
+        del block
     if a.device == "cuda":
         if not torch.cuda.is_available():
             sys.exit("peers_torch.py: torch sees no CUDA device")

@@ -1,9 +1,9 @@
 // `kiln bench`: every headline workload (bench_workloads.hpp) on one or more devices, beside the
 // peers a user would run instead, in one run: progress on stderr, a table per device on stdout,
-// and optionally the JSON (--json) and a self-contained HTML report (--report). On a GPU,
-// --peers runs bench/peers_torch.py (on a GPU torch eager, torch.compile, cuBLAS, cuDNN, SDPA, a
-// device copy; on the host torch eager on its CPU)
-// at the same shapes when python3 can import torch, and merges its times into the same rows.
+// and optionally the JSON (--json) and a self-contained HTML report (--report). --peers runs
+// bench/peers_torch.py (on a GPU torch eager, torch.compile, cuBLAS, cuDNN, SDPA, a device copy;
+// on the host torch eager on its CPU) at the same shapes when python3 can import torch, and
+// merges its times into the same rows.
 #include <chrono>
 #include <cstdio>
 #include <ctime>
