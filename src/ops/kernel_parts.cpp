@@ -21,6 +21,10 @@ Expr to_f32(const Expr& e) {
     return e.type() == DType::f32 ? e : cast(DType::f32, e);
 }
 
+Expr half_scale(const Expr& half_bits) {
+    return cast(DType::f32, bitcast(DType::f16, half_bits));
+}
+
 std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at, int count,
                            const char* name) {
     std::vector<Expr> out;

@@ -39,6 +39,9 @@ bool is_input_float(DType t);
 // e as f32 (exact for f16 and bf16; e itself when it is f32 already).
 Expr to_f32(const Expr& e);
 
+// An f16 (a quantized block's scale), held in the low 16 bits of a u32, as f32 (exact).
+Expr half_scale(const Expr& half_bits);
+
 // `count` consecutive f32 values of a shared tile from `at`, as new locals, read 4 or 2 at a time
 // where `count` allows (one wide load where the target has one and `at` is aligned to it).
 std::vector<Expr> read_run(KernelBuilder& k, const Memory& tile, const Expr& at, int count,

@@ -92,10 +92,6 @@ class UnitWords {
     std::map<int, Expr> words_;
 };
 
-Expr half_scale(const Expr& half_bits) {
-    return cast(DType::f32, bitcast(DType::f16, half_bits));
-}
-
 Expr as_i32(const Expr& u) {
     return bitcast(DType::i32, u);
 }

@@ -126,11 +126,6 @@ void check_schedule(const MatvecSchedule& s) {
             form_name(s.form), s.block, s.unroll, bytes, kMaxSharedBytes);
 }
 
-// An f16 scale, held in the low 16 bits of a u32, as f32 (exact).
-Expr half_scale(const Expr& half_bits) {
-    return cast(DType::f32, bitcast(DType::f16, half_bits));
-}
-
 // A pair of 17 words (see pair_value), each named once.
 using PairWords = std::array<Expr, kQ8PairWords>;
 
