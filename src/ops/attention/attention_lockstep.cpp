@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/ceil_div.hpp"
 #include "kiln/math.hpp"
 #include "ops/attention/attention_parts.hpp"
 #include "ops/kernel_parts.hpp"
@@ -15,7 +16,7 @@
 namespace kiln::ops::attention_detail {
 
 int lockstep_dims(int head_dim) {
-    return (head_dim + kValueDims - 1) / kValueDims * kValueDims;
+    return ceil_div(head_dim, kValueDims) * kValueDims;
 }
 
 int64_t lockstep_shared_bytes(const AttentionSchedule& s, int head_dim) {

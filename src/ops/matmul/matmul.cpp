@@ -7,6 +7,7 @@
 #include "base/ceil_div.hpp"
 #include "ops/contraction.hpp"
 #include "ops/kernel_memo.hpp"
+#include "ops/kernel_parts.hpp"
 #include "ops/matmul/matmul_tensor_core.hpp"
 
 #include <algorithm>
@@ -31,10 +32,6 @@ void check_types(const MatmulTypes& t) {
     contraction::check_types("matmul", t.input, t.output);
 }
 
-// A chunk-major block's totals (MatmulSchedule::chunk_major): a block tile of bm x bn f32, at most
-// a GPU's static shared memory.
-constexpr int64_t kMaxChunkMajorTotalsBytes = 48 * 1024;
-
 void check_schedule(const MatmulSchedule& s) {
     if (s.split_k && s.tensor_core())
         fail("matmul schedule {}: split-k on tensor cores; expected an exact point", s.name);
@@ -52,12 +49,13 @@ void check_schedule(const MatmulSchedule& s) {
                 "matmul schedule {}: {} rows of chunk-major tiles of {}; expected a multiple of "
                 "the tile's rows, 2 tiles or more",
                 s.name, s.bm, s.tm);
+        // The totals are a block tile of bm x bn f32 in shared memory.
         const int64_t bytes = int64_t{s.bm} * s.bn * 4;
-        if (bytes > kMaxChunkMajorTotalsBytes)
+        if (bytes > kMaxSharedBytes)
             fail(
                 "matmul schedule {}: chunk-major totals of {} x {} f32 ({} bytes); expected at "
                 "most {}",
-                s.name, s.bm, s.bn, bytes, kMaxChunkMajorTotalsBytes);
+                s.name, s.bm, s.bn, bytes, kMaxSharedBytes);
     }
     // A chunk-major block is one row of threads, each walking its row tiles.
     check_tiles("matmul", s.name, s.chunk_major ? s.tm : s.bm, s.bn, s.tm, s.tn);
