@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "ir/hash.hpp"
@@ -124,11 +125,13 @@ void expect_ragged_shapes(const Points& points, DType input, DType out, uint64_t
 
 // y of one f32 case on `d` under point `p`, as floats.
 std::vector<float> run_f32(Device& d, const ops::Conv1dSchedule& p, const std::vector<float>& x,
-                           const std::vector<float>& w, const Shape& s) {
+                           const std::vector<float>& w, const Shape& s,
+                           std::optional<ops::Conv1dView> view = std::nullopt) {
     Buffer xb(d, DType::f32, x.size()), wb(d, DType::f32, w.size());
     xb.upload(x);
     wb.upload(w);
-    return ops::conv1d_bench(d, xb, dense(s), wb, s, DType::f32, p, 1).output.download<float>();
+    return ops::conv1d_bench(d, xb, view.value_or(dense(s)), wb, s, DType::f32, p, 1)
+        .output.download<float>();
 }
 
 // Values whose results show the op's order, through the points: terms added channel by channel
@@ -155,6 +158,12 @@ void expect_the_order(const Points& points) {
     // added (0*1 + -0).
     const Shape padded{1, 1, 2, 2, 3, {1, 1, 1, 1}};
     const std::vector<float> x_padded{tiny, 3.0f}, w_padded{inf, 1.0f, 1.0f, -tiny, -0.0f, 1.0f};
+    // The same x at offset 200 of 400 elements of NaN: a tile's reads past x's ends then lie in
+    // the buffer (read without a mask by the spread point), and its padding's taps are still
+    // skipped, not added.
+    std::vector<float> x_inside(400, std::numeric_limits<float>::quiet_NaN());
+    std::copy(x_padded.begin(), x_padded.end(), x_inside.begin() + 200);
+    const ops::Conv1dView at_200{200, 2, 2};
     for (Device* d : devices())
         for (const auto* p : points) {
             SCOPED_TRACE(d->info().id + " " + p->name);
@@ -167,13 +176,15 @@ void expect_the_order(const Points& points) {
             EXPECT_EQ(y[4], 1.0f);  // 0 + 1
             const auto f = run_f32(*d, *p, x_fused, w_fused, fused);
             EXPECT_EQ(f[0], std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24));
-            const auto g = run_f32(*d, *p, x_padded, w_padded, padded);
-            ASSERT_EQ(g.size(), 4u);
-            EXPECT_EQ(g[0], 3.0f);
-            EXPECT_EQ(g[1], inf);
-            EXPECT_EQ(g[2], 3.0f);
-            EXPECT_EQ(g[3], 0.0f);
-            EXPECT_TRUE(std::signbit(g[3])) << "the right padding's tap was added";
+            for (const auto& g : {run_f32(*d, *p, x_padded, w_padded, padded),
+                                  run_f32(*d, *p, x_inside, w_padded, padded, at_200)}) {
+                ASSERT_EQ(g.size(), 4u);
+                EXPECT_EQ(g[0], 3.0f);
+                EXPECT_EQ(g[1], inf);
+                EXPECT_EQ(g[2], 3.0f);
+                EXPECT_EQ(g[3], 0.0f);
+                EXPECT_TRUE(std::signbit(g[3])) << "the right padding's tap was added";
+            }
         }
 }
 
@@ -263,15 +274,20 @@ TEST(Conv1d, StridedAndBroadcastViewsOfXMatchTheOracleOnEveryDevice) {
     }
 }
 
-// The spread point's two paths: blocks whose tile lies inside its group and y with every tap
-// inside x (stride 1) read x and w as they are; the others read clamped and test each tap. Each
-// shape names which of its blocks (bm x bn = 8 x 128; 4 x 128 splits each channel tile in two)
-// take the whole-tile path.
+// The spread point's three paths: blocks whose tile lies inside its group and y with every tap
+// inside x (stride 1) read x and w as they are; the other blocks with stride 1 read x only where
+// a position is inside y and its tap inside x (the first and last blocks along x, ragged ones,
+// channel tiles past the group's end); with another stride every block reads clamped and tests
+// each tap. Each shape names which of its blocks (bm x bn = 8 x 128; 4 x 128 splits each channel
+// tile in two) take the whole-tile path.
 TEST(Conv1d, SpreadPointsWholeTilesAndEdgesMatchTheOracleOnEveryDevice) {
     const Shape shapes[] = {
         // Both blocks whole, their taps reaching x's first and last elements (the tightest
         // tiles that pass).
         {1, 3, 258, 8, 3, {}},
+        // The same with 100 channels: 300 terms, the second chunk starting at channel 85's second
+        // tap inside whole tiles.
+        {1, 100, 258, 8, 3, {}},
         // One position more (length 259, l_out 257): the same two whole blocks and a ragged
         // third; one channel more (9) puts every block of the second channel tile at an edge.
         {2, 3, 259, 9, 3, {}},

@@ -370,6 +370,21 @@ TEST(CpuCodegen, AttentionsLockstepPointKeepsItsScoresAndAccumulatorsInVectorReg
     EXPECT_GE(longest_register_fma_run(text), 32);
 }
 
+TEST(CpuCodegen, Conv1dsSpreadPointKeepsItsAccumulatorsInRegistersAndStoresWithoutScatters) {
+    // d4x128_t4x4_s: 16 register-only fma a term, and its outputs stored as (masked) vector
+    // stores. A lane-masked statement that read a strip value as [kiln_t - kiln_s] (GCC then
+    // cannot see the lanes' addresses as consecutive) or tested a position in wrapping i32 made
+    // each store a gather of the accumulator and a scatter. Needs AVX-512 and objdump; skipped
+    // without them.
+    if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the CPU lacks AVX-512";
+    std::string why;
+    const std::string text =
+        disassembly(ops::conv1d_kernel({}, ops::conv1d_variant("d4x128_t4x4_s")), why);
+    if (text.empty()) GTEST_SKIP() << why;
+    EXPECT_GE(longest_register_fma_run(text), 16);
+    EXPECT_EQ(text.find("vscatter"), std::string::npos);
+}
+
 TEST(CpuCodegen, MatvecQ8sCpuRowsTakeEachBlocksProductsInOneByteDotProduct) {
     // c4_r4: each of its 4 rows' 2 blocks a pair, 32 byte products summed by one vpdpbusd
     // (unsigned by signed bytes, the form the kernel writes), not widened to 16 bits first.
@@ -405,7 +420,9 @@ std::string cpu_entry_body(const ir::Kernel& k) {
 // come before).
 bool in_thread_loop(const std::string& body, size_t at) {
     const size_t loop = body.rfind("for (", at);
-    if (loop == std::string::npos || body.compare(loop, 19, "for (int32_t kiln_t") != 0)
+    // In strips the loop counts the strip's lanes (kiln_l); otherwise the threads (kiln_t).
+    if (loop == std::string::npos || (body.compare(loop, 19, "for (int32_t kiln_l") != 0 &&
+                                      body.compare(loop, 19, "for (int32_t kiln_t") != 0))
         return false;
     const size_t simd = body.rfind("#pragma omp simd", loop);
     return simd != std::string::npos && body.find_first_not_of(" \n", simd + 16) == loop;
@@ -413,27 +430,31 @@ bool in_thread_loop(const std::string& body, size_t at) {
 
 }  // namespace
 
-TEST(CpuCodegen, Conv1dsSpreadPointRunsItsThreadsAsLanesInsideTheTapLoop) {
-    // Whole tiles (the first branch) and edges with stride 1 (the second): the thread loop sits
-    // inside the loop over taps (a channel's taps inside a chunk of the terms, up to the kernel's
-    // length), reading x; in whole tiles x's index is plain i64 arithmetic (adjacent threads'
-    // positions adjacent addresses).
+TEST(CpuCodegen, Conv1dsSpreadPointRunsItsThreadsAsLanesInsideTheTermLoop) {
+    // Whole tiles (the first branch) and the other tiles with stride 1 (the second): the thread
+    // loop sits inside the loop over the terms, reading x at an index that is plain i64
+    // arithmetic (adjacent threads' positions adjacent addresses: no 32-bit wrap, no clamp); in
+    // the second branch only where the tap is inside x (a select: a masked load).
     const ir::Kernel k = ops::conv1d_kernel({}, ops::conv1d_variant("d8x128_t8x4_s"));
     const std::string body = cpu_entry_body(k);
     ASSERT_FALSE(body.empty());
+    // The first branch's first read of x, then the second's (the first under a select).
+    const size_t whole_load = body.find("p_x[");
+    const size_t masked_load = body.find("? p_x[");
+    ASSERT_NE(masked_load, std::string::npos) << body;
     size_t at = 0;
-    for (int branch = 0; branch < 2; ++branch) {
-        SCOPED_TRACE(branch);
-        const size_t tap_loop = body.find("< kiln_min_i32(p_kernel,", at);
-        ASSERT_NE(tap_loop, std::string::npos) << body;
-        const size_t x_load = body.find("p_x[", tap_loop);
-        ASSERT_NE(x_load, std::string::npos) << body;
-        EXPECT_TRUE(in_thread_loop(body, x_load)) << body.substr(tap_loop, x_load - tap_loop);
-        if (branch == 0) {
-            const size_t end = body.find(']', x_load);
-            EXPECT_THAT(body.substr(x_load, end - x_load), Not(HasSubstr("uint"))) << body;
-        }
-        at = x_load;
+    for (const size_t x_load : {whole_load, masked_load + 2}) {
+        SCOPED_TRACE(x_load);
+        ASSERT_GT(x_load, at) << body;
+        EXPECT_TRUE(in_thread_loop(body, x_load)) << body.substr(at, x_load - at);
+        const size_t thread_loop = body.rfind("#pragma omp simd", x_load);
+        const size_t term_loop = body.rfind("for (v", thread_loop);
+        EXPECT_TRUE(term_loop != std::string::npos && term_loop > at)
+            << body.substr(at, x_load - at);
+        const std::string index = body.substr(x_load, body.find(']', x_load) - x_load);
+        EXPECT_THAT(index, Not(HasSubstr("uint32_t"))) << index;
+        EXPECT_THAT(index, Not(HasSubstr("kiln_min"))) << index;
+        at = x_load + 1;
     }
 }
 

@@ -67,7 +67,7 @@ std::string Emitter::local(int id) const {
 }
 
 std::string Emitter::thread_slot() const {
-    return plan->strips ? "kiln_t - kiln_s" : "kiln_t";
+    return plan->strips ? "kiln_l" : "kiln_t";
 }
 
 std::string Emitter::mem(MemRef m) const {

@@ -35,7 +35,6 @@ void Emitter::block_steps(const BlockSteps& steps) {
                     s.below && (!std::holds_alternative<expr::Binary>(s.below->node) ||
                                 (no_wrap && no_wrap->ops.count(s.below.get())));
                 // In strips, a thread loop runs over the strip's threads.
-                const std::string begin = plan->strips ? "kiln_s" : "0";
                 std::string end = plan->strips
                                       ? fmt::format("KILN_STRIP_END(kiln_s, {})", k.block_size)
                                       : std::to_string(k.block_size);
@@ -47,7 +46,16 @@ void Emitter::block_steps(const BlockSteps& steps) {
                     end = "kiln_threads";
                 }
                 if (!holds_loop(s.body)) line("#pragma omp simd");
-                open(fmt::format("for (int32_t kiln_t = {}; kiln_t < {}; ++kiln_t)", begin, end));
+                if (plan->strips) {
+                    // The loop counts the strip's lanes (kiln_l, the index of the strip's
+                    // per-thread values) and derives the thread from it: GCC then sees those
+                    // values' addresses as consecutive, even in a lane-masked statement.
+                    open(fmt::format("for (int32_t kiln_l = 0; kiln_l < {} - kiln_s; ++kiln_l)",
+                                     end));
+                    line("const int32_t kiln_t = kiln_s + kiln_l;");
+                } else {
+                    open(fmt::format("for (int32_t kiln_t = 0; kiln_t < {}; ++kiln_t)", end));
+                }
                 in_thread_loop = true;
                 const auto& mine = plan->loop_locals[static_cast<size_t>(s.id)];
                 declare_locals(

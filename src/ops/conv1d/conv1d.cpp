@@ -131,6 +131,12 @@ struct Place {
     Expr column(const Conv1dSchedule& s, int c) const {
         return s.spread ? tx + c * (s.bn / s.tn) : tx * s.tn + c;
     }
+    // The same in i64, the thread's index widened first: adjacent threads' columns visibly
+    // adjacent (to the C++ compiler, which keeps the i32 sum's wrap).
+    Expr wide_column(const Conv1dSchedule& s, int c) const {
+        const Expr t = cast(DType::i64, tx);
+        return s.spread ? t + int64_t{c * (s.bn / s.tn)} : t * int64_t{s.tn} + int64_t{c};
+    }
 };
 
 Place place(KernelBuilder& k, const Conv1dViews& p, const Conv1dSchedule& s) {
@@ -213,70 +219,121 @@ void direct_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const
     });
 }
 
+// The terms q = ic*kernel + r in order, chunk by chunk as chunked_taps, in one loop over q (no
+// loop nest over ic and r, whose bounds cost more than a tap of a few channels): body(q, r,
+// x_at) with x_at = ic*x_channel + r*dilation in i64, both kept up to date as q advances.
+void flat_taps(KernelBuilder& k, const Conv1dViews& p, const Place& at, Accumulators& acc,
+               const std::function<void(Expr, Expr, Expr)>& body) {
+    auto wide = [](const Expr& e) { return cast(DType::i64, e); };
+    Var channel_step =
+        k.let(wide(p.x_channel) - (wide(p.kernel) - 1) * wide(p.dilation), "channel_step");
+    k.for_(
+        0, at.terms,
+        [&](Expr c0) {
+            Var c1 = k.let(min(c0 + kChunkTerms, at.terms), "c1");
+            Var ic = k.let(c0 / p.kernel, "ic");
+            Var r = k.let(c0 - ic * p.kernel, "r");
+            Var x_at = k.let(wide(ic) * wide(p.x_channel) + wide(r) * wide(p.dilation), "x_at");
+            k.for_(c0, c1, [&](Expr q) {
+                body(q, r, x_at);
+                Var wrap = k.let(r + 1 == p.kernel, "wrap");
+                x_at = x_at + select(wrap, channel_step.expr(), wide(p.dilation));
+                r = select(wrap, Expr(0), r + 1);
+            });
+            acc.close_chunk();
+        },
+        kChunkTerms);
+}
+
 // The spread form: the thread's tm channels and tn positions (bn/tn apart) take the terms in
-// order, ic and r in loops every thread shares. A whole tile (its channels inside the group, its
-// positions inside y, every tap of them inside x, stride 1) reads w and x as they are, in i64 so
-// that adjacent threads' positions are visibly adjacent addresses; any other reads its channels
-// and positions clamped and skips the taps outside x (with stride 1 spelled out, so adjacent
-// threads' positions are visibly adjacent there too).
+// order in one loop every thread shares (flat_taps). With stride 1, positions read x at
+// adjacent addresses, in i64 so that adjacent threads' positions are visibly adjacent:
+// - a whole tile (its channels inside the group, its positions inside y, every tap of them inside
+//   x) reads w and x as they are;
+// - any other reads its channels clamped and adds a term only where the position is inside y and
+//   its tap inside x (the others skipped). Where every address the tile would read lies in x's
+//   buffer, it reads x unconditionally; elsewhere the load is under a select too (a masked load,
+//   made only where the tap is inside x), which keeps GCC from holding the accumulators in
+//   registers, so it is left to the few tiles at a buffer's ends.
+// With another stride a tile reads its positions clamped to y and its taps clamped to x, the taps
+// outside x skipped.
 void spread_terms(KernelBuilder& k, const Conv1dViews& p, const Place& at, const Conv1dSchedule& s,
                   Accumulators& acc) {
     auto wide = [](const Expr& e) { return cast(DType::i64, e); };
-    const Expr last_tap =
-        wide(at.t0) + (s.bn - 1) - wide(p.padding) + (wide(p.kernel) - 1) * wide(p.dilation);
+    const Expr span = (wide(p.kernel) - 1) * wide(p.dilation);
+    const Expr first_read = wide(at.t0) - wide(p.padding);  // column 0's tap 0, in x's channel
+    const Expr last_read = first_read + (s.bn - 1) + span;
     Var whole = k.let(at.oc0 + (s.bm - 1) <= at.oc_last && at.t0 + s.bn <= at.l_out &&
-                          p.stride == 1 && at.t0 >= p.padding && last_tap < wide(p.length),
+                          p.stride == 1 && first_read >= 0 && last_read < wide(p.length),
                       "whole");
-    auto terms = [&](bool clamp, bool unit_stride) {
-        std::vector<Var> rows, starts;
+    enum class Reads { whole, in_buffer, masked, clamped };
+    auto terms = [&](Reads reads) {
+        std::vector<Var> rows, starts, positions;
         for (int r = 0; r < s.tm; ++r) {
             const Expr row = at.ty * s.tm + r;
-            rows.push_back(
-                k.let(clamp ? wide(w_row(at, row)) : wide(at.oc0 + row) * wide(at.terms), "w_row"));
+            rows.push_back(k.let(
+                reads == Reads::whole ? wide(at.oc0 + row) * wide(at.terms) : wide(w_row(at, row)),
+                "w_row"));
         }
-        // Each position's first tap: its index in x's channel 0 (whole), or its position.
+        // Each position's first tap: its index in x's channel 0 (stride 1), and its position
+        // (clamped to y's last with another stride).
         for (int c = 0; c < s.tn; ++c) {
             const Expr column = at.column(s, c);
-            if (!clamp)
+            if (reads != Reads::clamped)
                 starts.push_back(
-                    k.let(wide(at.x_base) + wide(at.t0) + wide(column) - wide(p.padding), "start"));
-            else if (unit_stride)
-                starts.push_back(k.let(min(at.t0 + column, at.l_out - 1) - p.padding, "start"));
-            else
-                starts.push_back(k.let(first_tap(p, at, column), "start"));
+                    k.let(wide(at.x_base) + wide(at.t0) + at.wide_column(s, c) - wide(p.padding),
+                          "start"));
+            if (reads == Reads::in_buffer || reads == Reads::masked) {
+                // A position past y's end never has a tap: its output is not stored.
+                positions.push_back(
+                    k.let(select(at.t0 + column < at.l_out, at.t0 + column - p.padding, p.length),
+                          "position"));
+            } else if (reads == Reads::clamped) {
+                positions.push_back(k.let(first_tap(p, at, column), "position"));
+            }
         }
-        chunked_taps(k, p, at, acc, 0, p.kernel, [&](Expr ic, Expr r_begin, Expr r_end) {
-            Var w_at = k.let(wide(ic) * wide(p.kernel), "w_at");
-            Var x_at = k.let(
-                clamp ? wide(at.x_base + ic * p.x_channel) : wide(ic) * wide(p.x_channel), "x_at");
-            k.for_(r_begin, r_end, [&](Expr r) {
-                std::vector<Expr> wv, xv, has;
-                for (const Var& row : rows)
-                    wv.push_back(k.let(to_f32(p.w(row + w_at + wide(r))), "w"));
-                if (!clamp) {
-                    Var offset = k.let(x_at + wide(r) * wide(p.dilation), "offset");
-                    for (const Var& start : starts)
-                        xv.push_back(k.let(to_f32(p.x(start + offset)), "x"));
-                    acc.add_term(wv, xv);
-                    return;
+        flat_taps(k, p, at, acc, [&](Expr q, Expr r, Expr x_at) {
+            std::vector<Expr> wv, xv, has;
+            for (const Var& row : rows) wv.push_back(k.let(to_f32(p.w(row + wide(q))), "w"));
+            if (reads == Reads::whole) {
+                for (const Var& start : starts) xv.push_back(k.let(to_f32(p.x(start + x_at)), "x"));
+                return acc.add_term(wv, xv);
+            }
+            Var offset = k.let(r * p.dilation, "offset");
+            std::optional<Var> channel;
+            if (reads == Reads::clamped)
+                channel = k.let(wide(at.x_base) + x_at - wide(offset), "channel");
+            for (size_t c = 0; c < positions.size(); ++c) {
+                Var pos = k.let(positions[c] + offset, "pos");
+                Var inside = k.let(pos >= 0 && pos < p.length, "inside");
+                has.push_back(inside);
+                if (reads == Reads::in_buffer) {
+                    xv.push_back(k.let(to_f32(p.x(starts[c] + x_at)), "x"));
+                } else if (reads == Reads::masked) {
+                    xv.push_back(
+                        k.let(select(inside, to_f32(p.x(starts[c] + x_at)), Expr(0.0f)), "x"));
+                } else {
+                    const Expr clamped = min(max(pos.expr(), Expr(0)), p.length - 1);
+                    xv.push_back(k.let(to_f32(p.x(*channel + wide(clamped))), "x"));
                 }
-                Var offset = k.let(r * p.dilation, "offset");
-                for (const Var& start : starts) {
-                    Var pos = k.let(start + offset, "pos");
-                    has.push_back(pos >= 0 && pos < p.length);
-                    const Expr inside = min(max(pos.expr(), Expr(0)), p.length - 1);
-                    xv.push_back(k.let(to_f32(p.x(x_at + wide(inside))), "x"));
-                }
-                acc.add_term_where(wv, xv, has);
-            });
+            }
+            acc.add_term_where(wv, xv, has);
         });
     };
+    // Whether every address a stride-1 edge tile would read (its channels' first to last tap)
+    // lies in x's buffer. Where x is read through a prologue there is no buffer to bound: such a
+    // tile's loads stay under selects.
+    auto other_unit_stride = [&] {
+        if (!p.x.buffer) return terms(Reads::masked);
+        const Expr lowest = wide(at.x_base) + first_read;
+        const Expr highest = wide(at.x_base) + (wide(at.cg) - 1) * wide(p.x_channel) + last_read;
+        k.if_(
+            lowest >= 0 && highest < wide(p.x.buffer->len()), [&] { terms(Reads::in_buffer); },
+            [&] { terms(Reads::masked); });
+    };
     k.if_(
-        whole, [&] { terms(false, true); },
-        [&] {
-            k.if_(
-                p.stride == 1, [&] { terms(true, true); }, [&] { terms(true, false); });
-        });
+        whole, [&] { terms(Reads::whole); },
+        [&] { k.if_(p.stride == 1, other_unit_stride, [&] { terms(Reads::clamped); }); });
 }
 
 // The staged form: the terms q = ic*kernel + r in steps of bk; each step's w (bm x bk, stored
@@ -629,9 +686,10 @@ ir::Kernel conv1d_kernel(const Conv1dTypes& t, const Conv1dSchedule& s) {
                     s.threads());
     const Params p = declare_params(k, t);
     require_contract(k, p);
-    conv1d_body(k, p, t, s, [&](const Expr& n, const Expr& oc, const Expr& col, const Expr& v) {
-        p.y[p.y_offset + n * p.y_batch + oc * p.y_channel + col] =
-            t.output == DType::f32 ? v : cast(t.output, v);
+    conv1d_body(k, p, t, s, [&](const Expr& n, const Expr& oc, const Expr& pos, const Expr& v) {
+        auto wide = [](const Expr& e) { return cast(DType::i64, e); };
+        p.y[wide(p.y_offset) + wide(n) * wide(p.y_batch) + wide(oc) * wide(p.y_channel) +
+            wide(pos)] = t.output == DType::f32 ? v : cast(t.output, v);
     });
     return k.finish();
 }
@@ -653,9 +711,11 @@ void conv1d_body(KernelBuilder& k, const Conv1dViews& p, const Conv1dTypes& t,
     for (int r = 0; r < s.tm; ++r)
         for (int c = 0; c < s.tn; ++c) {
             Var oc = k.let(at.oc0 + at.ty * s.tm + r, "oc");
-            Var col = k.let(at.t0 + at.column(s, c), "col");
             const Expr v = acc.value(r, c);
-            k.if_(oc <= at.oc_last && col < at.l_out, [&] { store(at.n, oc, col, v); });
+            // The position in i64, tested there too: adjacent threads' outputs visibly adjacent.
+            Var pos = k.let(cast(DType::i64, at.t0) + at.wide_column(s, c), "pos");
+            k.if_(oc <= at.oc_last && pos < cast(DType::i64, at.l_out),
+                  [&] { store(at.n, oc, pos, v); });
         }
 }
 

@@ -20,6 +20,7 @@ struct Conv1dViews {
     Expr batch, c_in, length, c_out, kernel, stride, padding, dilation, groups;
     Expr x_offset, x_batch, x_channel;
 };
+// Stores output (n, oc, t): n and oc i32, the position t i32 or i64.
 using Conv1dStore =
     std::function<void(const Expr& n, const Expr& oc, const Expr& t, const Expr& acc)>;
 void conv1d_body(KernelBuilder& k, const Conv1dViews& views, const Conv1dTypes& types,
