@@ -11,6 +11,7 @@
 #include "ir/print.hpp"
 #include "plan/choose.hpp"
 #include "plan/graph_view.hpp"
+#include "plan/index.hpp"
 #include "plan/lower_launch.hpp"
 #include "plan/partition.hpp"
 #include "plan/resolve.hpp"
@@ -313,6 +314,80 @@ TEST(GraphPlan, WholeTensorAndColumnReductionsInEveryMember) {
             return std::vector<Tensor>{sum(x), max(x, {0}), sum(x * x, {0}, true) - x};
         },
         true);
+}
+
+// Maps that read through permutes, reshapes, broadcasts, slices and pads (a transformer's
+// heads split and merged, a bias, a normalization's row statistics): on the CPU their domain has
+// the row-loop points, and every point of every member gives the oracle's bits. Ragged extents;
+// rows of 24 (heads of 8) where the row length is the gcd of the views' last extents.
+TEST(GraphPlan, MapsThroughViewsInEveryRowLoopPoint) {
+    auto build = [](Device& d) {
+        Tensor x = finite_tensor(d, DType::f32, {3, 5, 24}, 21);
+        Tensor bias = finite_tensor(d, DType::f32, {24}, 22);
+        Tensor heads = (x + bias).reshape({3, 5, 3, 8}).permute({0, 2, 1, 3});
+        Tensor merged = (heads * 2.0).permute({0, 2, 1, 3}).reshape({3, 5, 24});
+        Tensor stats = finite_tensor(d, DType::f32, {3, 5, 1}, 23);
+        Tensor scaled = (x - stats) * bias;
+        Tensor edges = x.slice(2, 1, 23, 2).pad({{0, 0}, {1, 2}, {0, 1}}, 0.5) - 1.0;
+        // A permute's coordinates reshaped to axes that split one of them.
+        Tensor split = finite_tensor(d, DType::f32, {2, 5, 6, 3}, 24).reshape({2, 30, 3});
+        return std::vector<Tensor>{heads + 0.0, merged, scaled, edges,
+                                   split.permute({0, 2, 1}) * 3.0};
+    };
+    expect_graph_everywhere(build, true);
+    // The CPU's plan for the heads: its map launch offers the row-loop form.
+    const auto g = plan::view_graph(test::nodes_of(build(cpu_device())));
+    const auto plan = plan::choose_plan(g, plan::device_facts(cpu_device()), false);
+    int looped = 0;
+    for (const auto& l : plan.launches)
+        for (const plan::Schedule& s : l.domain)
+            if (s.row_loop) {
+                EXPECT_EQ(plan::to_string(l.kind, s).rfind("rows_t", 0), 0u);
+                ++looped;
+            }
+    EXPECT_GT(looped, 0);
+}
+
+// A reshape of an index whose coordinates are given regroups them: axes kept on both sides keep
+// their coordinate, a merge multiplies and adds, and only a split divides, its own coordinate.
+// An index in a row's run (Index::Run) takes each coordinate from the row or from the offset.
+TEST(GraphPlan, AReshapeOfGivenCoordinatesDividesOnlyWhereItSplits) {
+    KernelBuilder k("reshape_probe", 1);
+    auto out = k.output("out", DType::i32);
+    std::vector<Expr> c;
+    for (const char* name : {"a", "b", "c", "d"}) c.push_back(k.scalar(name, DType::i32));
+    plan::Index idx({2, 3, 4, 5}, DType::i32, c);
+    std::vector<Expr> merged = idx.reshaped({6, 20}).coords();
+    std::vector<Expr> split = idx.reshaped({2, 3, 2, 2, 5}).coords();
+    Expr row = k.scalar("row", DType::i32), offset = k.scalar("offset", DType::i32);
+    plan::Index in_run({6, 20}, DType::i32, row * 20 + offset, {row, offset});
+    in_run.run = plan::Index::Run{row, offset, 20};
+    std::vector<Expr> from_run = in_run.reshaped({2, 3, 4, 5}).coords();
+    std::vector<Expr> all = merged;
+    all.insert(all.end(), split.begin(), split.end());
+    all.insert(all.end(), from_run.begin(), from_run.end());
+    for (size_t i = 0; i < all.size(); ++i) out[int(i)] = all[i];
+    const ir::Kernel kernel = k.finish();
+    std::vector<std::string> text;
+    for (const Expr& e : all) text.push_back(ir::print(e.node(), kernel));
+    using ::testing::HasSubstr;
+    using ::testing::Not;
+    for (size_t i : {0, 1}) {
+        EXPECT_THAT(text[i], Not(HasSubstr("/"))) << text[i];
+        EXPECT_THAT(text[i], Not(HasSubstr("%"))) << text[i];
+    }
+    EXPECT_THAT(text[0], HasSubstr("a"));
+    EXPECT_THAT(text[0], HasSubstr("b"));
+    EXPECT_THAT(text[1], HasSubstr("c"));
+    EXPECT_THAT(text[1], HasSubstr("d"));
+    EXPECT_EQ(text[2], "a");
+    EXPECT_EQ(text[3], "b");
+    EXPECT_THAT(text[4], HasSubstr("/ 2"));
+    EXPECT_THAT(text[5], HasSubstr("% 2"));
+    EXPECT_EQ(text[6], "d");
+    // From the run: the first two axes from the row, the last two from the offset.
+    for (size_t i : {7, 8}) EXPECT_THAT(text[i], Not(HasSubstr("offset"))) << text[i];
+    for (size_t i : {9, 10}) EXPECT_THAT(text[i], Not(HasSubstr("row"))) << text[i];
 }
 
 // The path of tensors past 2^31 elements: i64 index arithmetic, every member, on small shapes.

@@ -101,8 +101,17 @@ const std::vector<Expr>& Index::coords() {
                 c.push_back(index_const(type_, 0));
                 continue;
             }
-            Expr v = strides[i] == 1 ? *linear_ : *linear_ / index_const(type_, strides[i]);
-            if (!outermost) v = v % index_const(type_, shape_[i]);
+            const int64_t stride = strides[i], extent = shape_[i];
+            Expr v = stride == 1 ? *linear_ : *linear_ / index_const(type_, stride);
+            bool whole = outermost;                  // v needs no modulo
+            if (run && stride % run->length == 0) {  // the axis moves with whole rows
+                const int64_t rows = stride / run->length;
+                v = rows == 1 ? run->row : run->row / index_const(type_, rows);
+            } else if (run && run->length % (stride * extent) == 0) {  // inside a row's run
+                v = stride == 1 ? run->offset : run->offset / index_const(type_, stride);
+                whole = whole || stride * extent == run->length;
+            }
+            if (!whole) v = v % index_const(type_, extent);
             outermost = false;
             c.push_back(simplified(v));
         }
@@ -111,10 +120,82 @@ const std::vector<Expr>& Index::coords() {
     return *coords_;
 }
 
+namespace {
+
+// The coordinates in `to` of the element at `coords` in `from` (the same number of elements, the
+// same row-major layout), axis group by axis group: the axes of extent above 1 on each side are
+// cut into the shortest runs whose extents multiply to the same product, so a run of one axis
+// on both sides keeps its coordinate, a merge adds, and only a split divides (its own run's
+// offset, never the whole linear index). Nothing where an extent is 0.
+std::optional<std::vector<Expr>> regrouped(const graph::Shape& from,
+                                           const std::vector<Expr>& coords, const graph::Shape& to,
+                                           DType type) {
+    std::vector<size_t> a, b;  // the axes of extent above 1
+    for (size_t i = 0; i < from.size(); ++i) {
+        if (from[i] == 0) return std::nullopt;
+        if (from[i] > 1) a.push_back(i);
+    }
+    for (size_t i = 0; i < to.size(); ++i) {
+        if (to[i] == 0) return std::nullopt;
+        if (to[i] > 1) b.push_back(i);
+    }
+    std::vector<Expr> out(to.size(), index_const(type, 0));
+    size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        const size_t i0 = i, j0 = j;
+        int64_t pa = from[a[i++]], pb = to[b[j++]];
+        while (pa != pb) {
+            if (pa < pb) {
+                if (i == a.size()) return std::nullopt;
+                pa *= from[a[i++]];
+            } else {
+                if (j == b.size()) return std::nullopt;
+                pb *= to[b[j++]];
+            }
+        }
+        if (i - i0 == 1 && j - j0 == 1) {
+            out[b[j0]] = coords[a[i0]];
+            continue;
+        }
+        std::optional<Expr> run;  // the group's offset in its run of pa elements
+        for (size_t k = i0; k < i; ++k) {
+            const Expr c = coords[a[k]];
+            run = run ? *run * index_const(type, from[a[k]]) + c : c;
+        }
+        int64_t below = pa;  // elements of the group under one step of axis b[k]
+        for (size_t k = j0; k < j; ++k) {
+            below /= to[b[k]];
+            Expr v = below == 1 ? *run : *run / index_const(type, below);
+            if (k != j0) v = v % index_const(type, to[b[k]]);
+            out[b[k]] = simplified(v);
+        }
+    }
+    if (i != a.size() || j != b.size()) return std::nullopt;
+    return out;
+}
+
+// Whether every axis of `shape` takes its coordinate from a run's row alone or its offset alone
+// (Index::coords), with no division of the linear index.
+bool run_divides(const graph::Shape& shape, int64_t length) {
+    const auto strides = graph::contiguous_strides(shape);
+    for (size_t i = 0; i < shape.size(); ++i)
+        if (shape[i] > 1 && strides[i] % length != 0 && length % (strides[i] * shape[i]) != 0)
+            return false;
+    return true;
+}
+
+}  // namespace
+
 Index Index::reshaped(const graph::Shape& shape) {
-    Index r(shape, type_, linear());
+    std::optional<std::vector<Expr>> coords;
+    if (given_coords_ && !(run && run_divides(shape, run->length)))
+        coords = regrouped(shape_, *coords_, shape, type_);
+    Index r = !coords               ? Index(shape, type_, linear())
+              : linear_.has_value() ? Index(shape, type_, *linear_, std::move(*coords))
+                                    : Index(shape, type_, std::move(*coords));
     r.lanes = lanes;
     r.split = split;
+    r.run = run;
     return r;
 }
 

@@ -47,6 +47,17 @@ class Index {
     };
     std::optional<Split> split;
 
+    // A row's run: this element's linear index is row * length + offset, 0 <= offset < length
+    // (a map's row-loop form). Coordinates derived from the linear index then take each axis
+    // from the row alone or from the offset alone where the axis' stride allows (no division of
+    // the sum), so the reads of a reshape stay affine in the offset.
+    struct Run {
+        Expr row;
+        Expr offset;
+        int64_t length = 1;
+    };
+    std::optional<Run> run;
+
     // The same element seen as a node of another shape with the same linear layout.
     Index reshaped(const graph::Shape& shape);
 

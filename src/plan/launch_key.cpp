@@ -22,8 +22,8 @@ bool walks_through(const std::vector<char>& materialized, const Launch& l,
 }
 
 void add_schedule(std::vector<int64_t>& key, const Schedule& s) {
-    key.insert(key.end(),
-               {s.block, s.per_thread, s.vector, s.threads, s.unroll, s.cache ? 1 : 0, s.variant});
+    key.insert(key.end(), {s.block, s.per_thread, s.vector, s.threads, s.unroll, s.cache ? 1 : 0,
+                           s.variant, s.row_loop ? 1 : 0});
 }
 
 std::vector<int64_t> launch_key(const GraphView& g, const std::vector<char>& materialized,

@@ -48,6 +48,8 @@ class LaunchWriter {
     // ops::attention's work at the point's variant, q, k and v dense.
     void write_attention();
     void write_map();
+    // The map's row-loop form (Schedule::row_loop), from write_map.
+    void write_map_rows();
     // One thread group per segment of a row: the segment's fold, written as the row's segment
     // value for the row launch that follows.
     void write_segments();

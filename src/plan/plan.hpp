@@ -74,7 +74,8 @@ struct Schedule {
     int vector = 1;
     int threads = 1;
     int unroll = 1;
-    bool cache = false;  // row: each thread keeps its elements of the row (threads = the lanes)
+    bool cache = false;     // row: each thread keeps its elements of the row (threads = the lanes)
+    bool row_loop = false;  // map: each thread loops over whole rows of the last axis (CPU)
     int variant = 0;
     bool operator==(const Schedule&) const = default;
 };

@@ -66,6 +66,9 @@ double prologue_element_flops(const GraphView& g, const std::vector<char>& mater
 
 struct Traffic {
     double read = 0, written = 0, flops = 0;
+    // Some element is read through an index map: a permute, broadcast, slice or pad view, a
+    // concat or a gather computed in the launch.
+    bool indexed_reads = false;
 };
 
 // What a launch's estimate takes from the graph, the same at every point of its domain: its
@@ -118,6 +121,9 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
             continue;
         }
         t.flops += element_flops(node) * static_cast<double>(node.numel());
+        if (const auto* v = node.as<graph::op::View>())
+            t.indexed_reads |= v->kind != graph::ViewKind::reshape;
+        if (node.as<graph::op::Concat>() || node.as<graph::op::Gather>()) t.indexed_reads = true;
         if (rules(l.kind).cost.folds_partials && l.partials.count(n)) {
             // It folds the segment values (chunk sums) a launch before wrote, not its input.
             t.read += partial_bytes(g, l, n);
@@ -176,7 +182,7 @@ Estimate estimate_with(const GraphView& g, const Launch& l, const Schedule& s, c
         const double waves = std::ceil(double(grid) / units);
         bw_eff = rate_eff = double(grid) / (waves * units);
         extra += waves * kCpuBlockUs;
-        if (kind.cpu_extra_us) extra += kind.cpu_extra_us(l, s, f);
+        if (kind.cpu_extra_us) extra += kind.cpu_extra_us(l, g, s, f, t.indexed_reads);
     }
     const double memory_us = e.bytes / (f.bandwidth * std::max(bw_eff, 1e-6));
     double compute_us = e.flops / (f.flops * std::max(rate_eff, 1e-6));

@@ -21,6 +21,10 @@ constexpr double kUncoalesced = 0.25;       // bandwidth share of loads spread o
 constexpr double kBarrierUs = 0.1;          // one barrier of a SIMT block
 constexpr double kCpuThreadStepUs = 0.002;  // one thread of a looped block crossing a tree step
 constexpr double kCpuBlockUs = 0.05;        // dispatching one block on a CPU core
+// A flat map's element read through an index map on a CPU core: the division of its index by
+// the extents and a gather (notes/cpu-map-rows-2026-12-07.md); a row-loop map's row start.
+constexpr double kCpuIndexedElementUs = 0.004;
+constexpr double kCpuRowStartUs = 0.002;
 constexpr int64_t kRowCacheBytes = 32 * 1024;
 // What a later pass over a row still in the cache costs, as a share of a pass from memory.
 constexpr double kCachedPassShare = 0.25;
@@ -59,8 +63,11 @@ struct KindCost {
     double (*simt_threads_needed)(const Schedule& s) = nullptr;
     double (*simt_bandwidth_share)(const Launch& l, const Schedule& s) = nullptr;
     double (*simt_extra_us)(const Launch& l, const Schedule& s, const DeviceFacts& f) = nullptr;
-    // CPU: time beyond the roofline (a looped block's tree steps; null: 0).
-    double (*cpu_extra_us)(const Launch& l, const Schedule& s, const DeviceFacts& f) = nullptr;
+    // CPU: time beyond the roofline (a looped block's tree steps, a map's index arithmetic;
+    // null: 0). indexed_reads: some element is read through an index map (a permute, broadcast,
+    // slice or pad view, a concat or a gather).
+    double (*cpu_extra_us)(const Launch& l, const GraphView& g, const Schedule& s,
+                           const DeviceFacts& f, bool indexed_reads) = nullptr;
     // Contraction kinds only.
     const ContractionCost* contraction = nullptr;
 };

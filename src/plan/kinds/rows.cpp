@@ -253,7 +253,8 @@ double row_simt_extra_us(const Launch& l, const Schedule& s, const DeviceFacts& 
 }
 
 // A CPU core runs a block's threads sharing a row one after another between the tree's steps.
-double row_cpu_extra_us(const Launch& l, const Schedule& s, const DeviceFacts& f) {
+double row_cpu_extra_us(const Launch& l, const GraphView&, const Schedule& s, const DeviceFacts& f,
+                        bool) {
     if (s.threads <= 1) return 0;
     return static_cast<double>(l.rows) * s.threads * std::log2(double(s.threads)) *
            cost::kCpuThreadStepUs / f.units;
