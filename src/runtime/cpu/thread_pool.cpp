@@ -42,7 +42,8 @@ struct ThreadPool::Job {
     };
     const std::function<void(int64_t)>* task = nullptr;
     std::vector<Share> shares;
-    std::atomic<int64_t> remaining{0};
+    // On a line of their own: the participants write them, and read `task` and `shares` above.
+    alignas(64) std::atomic<int64_t> remaining{0};
     std::atomic<uint32_t> done{0};  // set (and notified) by whoever finishes the last task
 
     Job(const std::function<void(int64_t)>& t, int64_t count, int participants)
@@ -71,10 +72,13 @@ ThreadPool::~ThreadPool() {
 }
 
 // Claims and runs tasks until none are left: participant `me`'s share first, then the others'.
-// A worker that arrives after the job is finished finds every share taken and touches nothing
-// else, so the caller's task may be gone by then.
+// The tasks it ran are taken off `remaining` once, at the end (one write of that shared line per
+// participant rather than per task); whoever takes it to 0 finished the job. A worker that
+// arrives after the job is finished finds every share taken and touches nothing else, so the
+// caller's task may be gone by then.
 void ThreadPool::work_on(Job& job, int me) {
     const int n = static_cast<int>(job.shares.size());
+    int64_t ran = 0;
     for (int k = 0; k < n; ++k) {
         Job::Share& share = job.shares[size_t((me + k) % n)];
         for (;;) {
@@ -82,11 +86,12 @@ void ThreadPool::work_on(Job& job, int me) {
             const int64_t i = share.next.fetch_add(1, std::memory_order_relaxed);
             if (i >= share.end) break;
             (*job.task)(i);
-            if (job.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-                job.done.store(1, std::memory_order_release);
-                job.done.notify_all();
-            }
+            ++ran;
         }
+    }
+    if (ran > 0 && job.remaining.fetch_sub(ran, std::memory_order_acq_rel) == ran) {
+        job.done.store(1, std::memory_order_release);
+        job.done.notify_all();
     }
 }
 
