@@ -64,6 +64,19 @@ double prologue_element_flops(const GraphView& g, const std::vector<char>& mater
     return flops;
 }
 
+// Whether a view reads its input through an index map that a flat map's threads do not read
+// contiguously: a permute, slice or pad, or a broadcast whose kept trailing run is not a multiple
+// of a map block's 256 elements (where it is, a block reads the run at a uniform base plus the
+// thread's offset: Index::Split).
+bool index_mapped(const graph::op::View& v, const graph::Shape& in, const graph::Shape& out) {
+    if (v.kind == graph::ViewKind::reshape) return false;
+    if (v.kind != graph::ViewKind::expand) return true;
+    int64_t run = 1;
+    for (size_t a = in.size(), b = out.size(); a > 0 && b > 0 && in[a - 1] == out[b - 1]; --a, --b)
+        run *= in[a - 1];
+    return run % 256 != 0;
+}
+
 struct Traffic {
     double read = 0, written = 0, flops = 0;
     // Some element is read through an index map: a permute, broadcast, slice or pad view, a
@@ -122,7 +135,7 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
         }
         t.flops += element_flops(node) * static_cast<double>(node.numel());
         if (const auto* v = node.as<graph::op::View>())
-            t.indexed_reads |= v->kind != graph::ViewKind::reshape;
+            t.indexed_reads |= index_mapped(*v, g.node(g.inputs[size_t(n)][0]).shape, node.shape);
         if (node.as<graph::op::Concat>() || node.as<graph::op::Gather>()) t.indexed_reads = true;
         if (rules(l.kind).cost.folds_partials && l.partials.count(n)) {
             // It folds the segment values (chunk sums) a launch before wrote, not its input.
