@@ -102,15 +102,17 @@ const std::vector<Expr>& Index::coords() {
                 continue;
             }
             const int64_t stride = strides[i], extent = shape_[i];
-            Expr v = stride == 1 ? *linear_ : *linear_ / index_const(type_, stride);
-            bool whole = outermost;                  // v needs no modulo
-            if (run && stride % run->length == 0) {  // the axis moves with whole rows
-                const int64_t rows = stride / run->length;
-                v = rows == 1 ? run->row : run->row / index_const(type_, rows);
-            } else if (run && run->length % (stride * extent) == 0) {  // inside a row's run
-                v = stride == 1 ? run->offset : run->offset / index_const(type_, stride);
-                whole = whole || stride * extent == run->length;
-            }
+            // The axis from what its stride divides: whole rows of a run, a run's offset (where
+            // the axis lies inside one run), or else the linear index.
+            auto over = [&](const Expr& e, int64_t d) {
+                return d == 1 ? e : e / index_const(type_, d);
+            };
+            const bool by_rows = run && stride % run->length == 0;
+            const bool in_run = !by_rows && run && run->length % (stride * extent) == 0;
+            Expr v = by_rows  ? over(run->row, stride / run->length)
+                     : in_run ? over(run->offset, stride)
+                              : over(*linear_, stride);
+            const bool whole = outermost || (in_run && stride * extent == run->length);
             if (!whole) v = v % index_const(type_, extent);
             outermost = false;
             c.push_back(simplified(v));

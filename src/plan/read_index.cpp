@@ -30,10 +30,7 @@ Index expand_read(const graph::Shape& in_shape, Index& idx) {
     const DType type = idx.type();
     auto it = [&](int64_t c) { return index_const(type, c); };
     const size_t offset = idx.shape().size() - in_shape.size();
-    size_t keep = in_shape.size();  // in_shape[keep..] is the kept run
-    int64_t inner = 1;
-    while (keep > 0 && in_shape[keep - 1] == idx.shape()[keep - 1 + offset])
-        inner *= in_shape[--keep];
+    const auto [keep, inner] = kept_run(in_shape, idx.shape());
     if (!idx.has_linear() || inner <= 1 || (idx.given_coords() && !idx.lanes && !idx.split)) {
         std::vector<Expr> out;
         for (size_t j = 0; j < in_shape.size(); ++j)
@@ -68,6 +65,13 @@ Index expand_read(const graph::Shape& in_shape, Index& idx) {
 }
 
 }  // namespace
+
+KeptRun kept_run(const graph::Shape& in, const graph::Shape& out) {
+    const size_t offset = out.size() - in.size();
+    KeptRun r{in.size(), 1};
+    while (r.first > 0 && in[r.first - 1] == out[r.first - 1 + offset]) r.elements *= in[--r.first];
+    return r;
+}
 
 Expr as_index(DType type, const Expr& e) {
     return e.type() == type ? e : cast(type, e);

@@ -26,6 +26,14 @@ int64_t size_bucket(int64_t size);
 // from the bucket rather than the exact count, so every size of a bucket gets the same kernel.
 DType index_type_of(const GraphView& g, const Launch& l, const Schedule& s);
 
+// An expand from `in` to `out` (numpy broadcasting, axes aligned at the end): in's trailing axes
+// that keep their extent in out, from axis `first` on, one run of `elements` in both.
+struct KeptRun {
+    size_t first = 0;
+    int64_t elements = 1;
+};
+KeptRun kept_run(const graph::Shape& in, const graph::Shape& out);
+
 // View n's input at element idx of n; for a pad, `inside` (when set) says whether the element
 // lies inside the input (else it is the pad value; the input's index is clamped into range).
 struct ViewRead {

@@ -12,6 +12,7 @@
 #include "plan/kinds/kind.hpp"
 #include "plan/lower_launch.hpp"
 #include "plan/partition.hpp"
+#include "plan/read_index.hpp"
 
 namespace kiln::plan {
 
@@ -66,15 +67,12 @@ double prologue_element_flops(const GraphView& g, const std::vector<char>& mater
 
 // Whether a view reads its input through an index map that a flat map's threads do not read
 // contiguously: a permute, slice or pad, or a broadcast whose kept trailing run is not a multiple
-// of a map block's 256 elements (where it is, a block reads the run at a uniform base plus the
-// thread's offset: Index::Split).
+// of a map block (where it is, a block reads the run at a uniform base plus the thread's offset:
+// Index::Split).
 bool index_mapped(const graph::op::View& v, const graph::Shape& in, const graph::Shape& out) {
     if (v.kind == graph::ViewKind::reshape) return false;
     if (v.kind != graph::ViewKind::expand) return true;
-    int64_t run = 1;
-    for (size_t a = in.size(), b = out.size(); a > 0 && b > 0 && in[a - 1] == out[b - 1]; --a, --b)
-        run *= in[a - 1];
-    return run % 256 != 0;
+    return kept_run(in, out).elements % kMapBlock != 0;
 }
 
 struct Traffic {
@@ -135,7 +133,8 @@ Traffic traffic(const GraphView& g, const std::vector<char>& materialized, const
         }
         t.flops += element_flops(node) * static_cast<double>(node.numel());
         if (const auto* v = node.as<graph::op::View>())
-            t.indexed_reads |= index_mapped(*v, g.node(g.inputs[size_t(n)][0]).shape, node.shape);
+            for (int in : g.inputs[size_t(n)])
+                t.indexed_reads |= index_mapped(*v, g.node(in).shape, node.shape);
         if (node.as<graph::op::Concat>() || node.as<graph::op::Gather>()) t.indexed_reads = true;
         if (rules(l.kind).cost.folds_partials && l.partials.count(n)) {
             // It folds the segment values (chunk sums) a launch before wrote, not its input.

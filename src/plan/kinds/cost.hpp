@@ -21,6 +21,7 @@ constexpr double kUncoalesced = 0.25;       // bandwidth share of loads spread o
 constexpr double kBarrierUs = 0.1;          // one barrier of a SIMT block
 constexpr double kCpuThreadStepUs = 0.002;  // one thread of a looped block crossing a tree step
 constexpr double kCpuBlockUs = 0.05;        // dispatching one block on a CPU core
+constexpr int kMapBlock = 256;              // the threads of a flat map launch's block
 // A flat map's element read through an index map on a CPU core: the division of its index by
 // the extents and a gather (notes/cpu-map-rows-2026-12-07.md); a row-loop map's row start.
 constexpr double kCpuIndexedElementUs = 0.004;

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <numeric>
-#include <set>
 
 #include "base/ceil_div.hpp"
 #include "plan/kinds/kind.hpp"
@@ -85,19 +84,17 @@ int64_t map_row_length(const Launch& l, const GraphView& g) {
     const graph::Shape& shape = g.node(l.outputs[0]).shape;
     if (shape.empty()) return 0;
     int64_t length = shape.back();
-    std::set<int> seen;
-    std::vector<int> work(l.outputs.begin(), l.outputs.end());
-    while (!work.empty()) {
-        const int n = work.back();
-        work.pop_back();
-        if (!seen.insert(n).second) continue;
-        const graph::Node& node = g.node(n);
-        const bool view = node.as<graph::op::View>() != nullptr;
-        if (!view && !node.as<graph::op::Map>()) continue;
-        for (int in : g.inputs[size_t(n)]) {
-            const graph::Shape& s = g.node(in).shape;
-            if (view && !s.empty() && s.back() > 1) length = std::gcd(length, s.back());
-            work.push_back(in);
+    auto through = [&](int n) {
+        return g.node(n).as<graph::op::View>() || g.node(n).as<graph::op::Map>();
+    };
+    for (int o : l.outputs) {
+        if (!through(o)) continue;  // a gather's or a concat's own reads are not views
+        for (int n : reach(g, o, [&](int n) { return !through(n); })) {
+            if (!g.node(n).as<graph::op::View>()) continue;
+            for (int in : g.inputs[size_t(n)]) {  // none where the view is resolved
+                const graph::Shape& s = g.node(in).shape;
+                if (!s.empty() && s.back() > 1) length = std::gcd(length, s.back());
+            }
         }
     }
     return length;
@@ -167,7 +164,8 @@ std::vector<Schedule> map_domain(const Launch& l, const GraphView& g) {
     const bool simd_lanes = out.device != nullptr && out.device->info().backend == Backend::cpu;
     for (int v : {1, 4}) {
         if (v == 4 && (E % 4 != 0 || simd_lanes)) continue;
-        for (int t : {1, 2, 4, 8}) d.push_back({.block = 256, .per_thread = t, .vector = v});
+        for (int t : {1, 2, 4, 8})
+            d.push_back({.block = cost::kMapBlock, .per_thread = t, .vector = v});
     }
     // The row-loop form (write_map_rows) on a CPU, where a row fills a vector: a thread's rows
     // are about 512 or 2048 elements (the flat points' t2 and t8 blocks).
