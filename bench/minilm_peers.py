@@ -76,13 +76,22 @@ def main():
             for peer, m in (("torch eager", model), ("torch.compile", compiled)):
                 if m is None:
                     continue
+                if args.device == "cuda":
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
                 seconds = median_seconds(torch, lambda: embed(torch, m, ids, mask), args.device,
                                          args.runs)
-                rows.append({"peer": peer, "device": args.device, "batch": batch,
-                             "seq": args.seq, "ms": seconds * 1e3,
-                             "sentences_per_s": batch / seconds})
+                row = {"peer": peer, "device": args.device, "batch": batch, "seq": args.seq,
+                       "ms": seconds * 1e3, "sentences_per_s": batch / seconds}
+                peak = ""
+                if args.device == "cuda":
+                    # What the forward holds at its peak, weights and inputs included.
+                    row["max_memory_allocated"] = torch.cuda.max_memory_allocated()
+                    peak = f"  peak {row['max_memory_allocated'] / 2**20:8.1f} MiB"
+                rows.append(row)
                 print(f"{peer:14s} {args.device} batch {batch:3d} seq {args.seq}: "
-                      f"{seconds * 1e3:9.3f} ms  {batch / seconds:10.1f} sentences/s", flush=True)
+                      f"{seconds * 1e3:9.3f} ms  {batch / seconds:10.1f} sentences/s{peak}",
+                      flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps({"torch": torch.__version__,
                                                        "threads": torch.get_num_threads(),
