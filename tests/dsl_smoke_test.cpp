@@ -1,8 +1,14 @@
 // End-to-end smoke test: a DSL kernel compiled and run on every device.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <span>
+
 #include "kiln/compile.hpp"
 #include "kiln/dsl.hpp"
+#include "kiln/semantics.hpp"
 
 #include <fmt/format.h>
 
@@ -261,5 +267,79 @@ TEST(Smoke, MemoryArraysHoldEachThreadsValuesOnEveryDevice) {
             for (int e = 0; e < kSize; ++e)
                 ASSERT_EQ(out[j * kSize + e], h[j] * static_cast<float>(e + 1) + 1.0f)
                     << j << " " << e;
+    }
+}
+
+// min and max with a constant operand, on either side, are written in their one-compare forms
+// (scalar_semantics.h's _a and _b): on every device they give the general form's bits for every
+// input, NaN, infinities and zeros of either sign included, and for constants of either zero.
+TEST(Smoke, MinAndMaxByAConstantAreTheGeneralOnesOnEveryDevice) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<float> constants = {0.0f, -0.0f, 2.5f, -1.0f, inf, -inf};
+    std::vector<float> xs = {0.0f, -0.0f, 1.0f,   -1.0f,   2.5f, -2.5f, inf,  -inf,
+                             nan,  -nan,  1e-40f, -1e-40f, 3.0f, -3.0f, 0.5f, -104.0f};
+    for (int j = 0; j < 47; ++j)
+        xs.push_back(std::ldexp(static_cast<float>(j % 7) - 3.0f, j % 9 - 4));
+    KernelBuilder k("min_max_by_constants", 64);
+    auto x = k.input("x", DType::f32);
+    auto y =
+        k.output("y", DType::f32);  // [constant][4][x]: min(x, c), max(x, c), min(c, x), max(c, x)
+    Var i = k.let(k.absolute_pos(), "i");
+    k.if_(i < x.len(), [&] {
+        Var v = k.let(x[i], "v");
+        for (size_t c = 0; c < constants.size(); ++c) {
+            const Expr at = (int64_t(c) * 4) * x.len() + i;
+            const Expr known = Expr(constants[c]);
+            y[at] = min(v, known);
+            y[at + x.len()] = max(v, known);
+            y[at + x.len() * 2] = min(known, v);
+            y[at + x.len() * 3] = max(known, v);
+        }
+    });
+    const ir::Kernel kernel = k.finish();
+    const std::string cpu = generate_source(Backend::cpu, std::span<const ir::Kernel>(&kernel, 1));
+    for (const char* form :
+         {"kiln_min_f32_a(", "kiln_max_f32_a(", "kiln_min_f32_b(", "kiln_max_f32_b("})
+        EXPECT_NE(cpu.find(form), std::string::npos) << form;
+    // No general form in the kernels: only the prelude's own uses, as in a kernel without min.
+    KernelBuilder plain("copy", 64);
+    auto px = plain.input("x", DType::f32);
+    auto py = plain.output("y", DType::f32);
+    plain.if_(plain.absolute_pos() < px.len(),
+              [&] { py[plain.absolute_pos()] = px[plain.absolute_pos()]; });
+    const ir::Kernel copy = plain.finish();
+    const std::string prelude =
+        generate_source(Backend::cpu, std::span<const ir::Kernel>(&copy, 1));
+    auto count = [](const std::string& text, const std::string& what) {
+        size_t n = 0;
+        for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+            ++n;
+        return n;
+    };
+    for (const char* general : {"kiln_min_f32(", "kiln_max_f32("})
+        EXPECT_EQ(count(cpu, general), count(prelude, general)) << general;
+    const size_t n = xs.size();
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        Buffer bx(*d, DType::f32, n), by(*d, DType::f32, n * 4 * constants.size());
+        bx.upload(xs);
+        compile(*d, kernel)->launch(static_cast<int64_t>((n + 63) / 64), {bx, by});
+        const std::vector<float> got = by.download<float>();
+        for (size_t c = 0; c < constants.size(); ++c)
+            for (size_t j = 0; j < n; ++j) {
+                const float a = xs[j], b = constants[c];
+                const float want[4] = {semantics::kiln_min_f32(a, b), semantics::kiln_max_f32(a, b),
+                                       semantics::kiln_min_f32(b, a),
+                                       semantics::kiln_max_f32(b, a)};
+                for (size_t f = 0; f < 4; ++f) {
+                    const float g = got[(c * 4 + f) * n + j];
+                    SCOPED_TRACE(fmt::format("form {} x {} constant {}", f, a, b));
+                    if (std::isnan(want[f]))
+                        EXPECT_TRUE(std::isnan(g)) << g;
+                    else
+                        EXPECT_EQ(std::bit_cast<uint32_t>(g), std::bit_cast<uint32_t>(want[f]));
+                }
+            }
     }
 }

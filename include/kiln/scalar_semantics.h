@@ -108,6 +108,23 @@ KILN_FN float kiln_min_f32(float a, float b) {
 KILN_FN float kiln_max_f32(float a, float b) {
     return (a > b || a != a) ? a : b;
 }
+/* The same min and max where one operand is known not to be NaN (a constant): _a when a is,
+ * _b when b is. One comparison each, which vector units do as one min / max (_a: x86's minps /
+ * maxps exactly) or a compare and a blend; the general form's NaN test costs more per lane. A
+ * known b other than +-0 is the same as a known a with the operands swapped (equal values then
+ * have the same bits), which the emitter writes so. */
+KILN_FN float kiln_min_f32_a(float a, float b) {
+    return a < b ? a : b;
+}
+KILN_FN float kiln_min_f32_b(float a, float b) {
+    return b <= a ? b : a;
+}
+KILN_FN float kiln_max_f32_a(float a, float b) {
+    return a > b ? a : b;
+}
+KILN_FN float kiln_max_f32_b(float a, float b) {
+    return b >= a ? b : a;
+}
 #define KILN_INT_MINMAX(T, S)          \
     KILN_FN T kiln_min_##S(T a, T b) { \
         return a < b ? a : b;          \

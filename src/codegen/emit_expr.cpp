@@ -6,6 +6,8 @@
 // statement are named once (const temporaries), unless they read memory.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "codegen/c_types.hpp"
 #include "codegen/checked_access.hpp"
 #include "codegen/emitter.hpp"
@@ -37,6 +39,18 @@ const ExprRef* half_bits_of_f32(const ExprRef& e, DType half) {
     const auto* narrowed = std::get_if<expr::Cast>(&bits->a->node);
     if (!narrowed || narrowed->a->type != DType::f32) return nullptr;
     return &narrowed->a;
+}
+
+// Whether e is a float constant other than NaN (min and max then take their one-compare form).
+bool known_not_nan(const ExprRef& e) {
+    const auto* c = std::get_if<expr::Const>(&e->node);
+    return c && is_float(e->type) && !std::isnan(c->f);
+}
+
+// Whether e is a float constant +0 or -0.
+bool known_zero(const ExprRef& e) {
+    const auto* c = std::get_if<expr::Const>(&e->node);
+    return c && is_float(e->type) && c->f == 0;
 }
 
 }  // namespace
@@ -168,11 +182,17 @@ std::string Emitter::binary(const ExprRef& e, const expr::Binary& n) {
         const std::string fa = widen(t, a), fb = widen(t, b);
         if (is_comparison(n.op)) return "(" + fa + " " + op + " " + fb + ")";
         std::string r;
-        if (n.op == BinOp::min)
-            r = "kiln_min_f32(" + fa + ", " + fb + ")";
-        else if (n.op == BinOp::max)
-            r = "kiln_max_f32(" + fa + ", " + fb + ")";
-        else
+        if (n.op == BinOp::min || n.op == BinOp::max) {
+            const char* which = n.op == BinOp::min ? "min" : "max";
+            if (known_not_nan(n.b) && !known_zero(n.b))  // the same as min(b, a)
+                r = fmt::format("kiln_{}_f32_a({}, {})", which, fb, fa);
+            else
+                r = fmt::format("kiln_{}_f32{}({}, {})", which,
+                                known_not_nan(n.a)   ? "_a"
+                                : known_not_nan(n.b) ? "_b"
+                                                     : "",
+                                fa, fb);
+        } else
             r = "(" + fa + " " + op + " " + fb + ")";
         return narrow(t, r);
     }
