@@ -916,6 +916,30 @@ TEST(TimeDispatches, WithinABudgetSlowLaunchesRunFourTimesAndFastOnesAllTheirIte
     EXPECT_THROW(time_dispatches_within(fast, 25, std::nan(""), [] {}), Error);
 }
 
+TEST(TimeDispatches, InTurnsEveryRoundRunsEachLaunchOnceWithinItsOwnBudget) {
+    // The fake's runs take 8, 15, 22, 4, 11, 18, 25, 7, ... ms, whichever launch runs.
+    std::string order;
+    const std::vector<std::function<void()>> launches = {[&] { order += 'a'; },
+                                                         [&] { order += 'b'; }};
+    FakeDevice roomy(Backend::cpu, "x86_64", false);
+    const std::vector<double> all = time_dispatches_in_turns(roomy, 5, 1e6, launches);
+    EXPECT_EQ(order,
+              "ababab"
+              "ababababab");  // three warm-up rounds, five timed
+    // Three warm-up rounds, then a timed 25, 14, 3, 17, 6 and b 7, 21, 10, 24, 13.
+    EXPECT_EQ(all, (std::vector<double>{14, 13}));
+    order.clear();
+    FakeDevice tight(Backend::cpu, "x86_64", false);
+    const std::vector<double> few = time_dispatches_in_turns(tight, 25, 10, launches);
+    // One warm-up each (8 and 15 ms: past a quarter of 10), then three timed each: a 22, 11, 25
+    // and b 4, 18, 7.
+    EXPECT_EQ(order, "abababab");
+    EXPECT_EQ(few, (std::vector<double>{22, 7}));
+    EXPECT_THROW(time_dispatches_in_turns(tight, 1, 10, launches), Error);
+    EXPECT_THROW(time_dispatches_in_turns(tight, 5, 10, {}), Error);
+    EXPECT_THROW(time_dispatches_in_turns(tight, 5, 10, {std::function<void()>{}}), Error);
+}
+
 TEST(TimeDispatches, FewerThanOneIterationIsAnError) {
     EXPECT_THROW(time_dispatches(cpu_device(), 0, [] {}), Error);
     EXPECT_THROW(time_dispatches(cpu_device(), -3, [] {}), Error);

@@ -58,10 +58,15 @@ double time_dispatches(Device& device, int iters, const std::function<void()>& l
 // time_dispatches (iters > 1) within about `budget_ms` of the device's time: warm-up launches
 // while fewer than its three and under a quarter of the budget, then timed ones until `iters` or
 // the budget is spent, at least three (a launch longer than the budget takes four in all).
-// What a graph's first run races with (KILN_RACE).
 double time_dispatches_within(Device& device, int iters, double budget_ms,
                               const std::function<void()>& launch,
                               const std::function<void()>& before_each = {});
+// time_dispatches_within for several launches at once (iters >= 2), each with its own budget,
+// timed in rounds of one run of each so that a slow stretch of a shared machine falls on all of
+// them alike; each one's median, in order. How a graph's first run races its points.
+std::vector<double> time_dispatches_in_turns(Device& device, int iters, double budget_ms,
+                                             const std::vector<std::function<void()>>& launches,
+                                             const std::function<void()>& before_each = {});
 
 // Counters tests and tools read. `benched` counts variants timed; the rest count run() calls.
 struct TuneCounters {

@@ -63,15 +63,23 @@ CompiledLaunch race_launch(Device& device, const Launch& l,
             device.copy(b.memory(), saved->memory(), b.bytes());
         };
     const CompiledLaunch& first = candidates.at(0);
+    std::vector<std::function<void()>> runs;
+    for (const CompiledLaunch& cl : candidates) runs.push_back([&] { launch(cl, buffers); });
+    // On a miss the tuner asks each point for its time in turn: all of them are timed together
+    // at the first ask (in rounds, so that the machine's slow stretches fall on every point).
+    std::vector<double> medians;
     Tuned<bool> race(fmt::format("graph_{}", name(l.kind)), race_key(first_lowered), device);
-    for (const CompiledLaunch& cl : candidates)
+    for (size_t i = 0; i < candidates.size(); ++i)
         race.variant(
-            cl.record.schedule,
-            [&](int iters) -> Timed<bool> {
-                auto once = [&] { launch(cl, buffers); };
-                return {true, time_dispatches_within(device, iters, budget_ms, once, restore)};
+            candidates[i].record.schedule,
+            [&, i](int iters) -> Timed<bool> {
+                if (iters == 1)
+                    return {true, time_dispatches_within(device, 1, budget_ms, runs[i], restore)};
+                if (medians.empty())
+                    medians = time_dispatches_in_turns(device, iters, budget_ms, runs, restore);
+                return {true, medians.at(i)};
             },
-            cl.kernel->identity());
+            candidates[i].kernel->identity());
     race.run();
     const auto& rep = race.report();
     CompiledLaunch chosen = first;

@@ -111,40 +111,67 @@ double time_dispatches_within(Device& device, int iters, double budget_ms,
     if (iters < 1) fail("time_dispatches: iters is {}; expected at least 1", iters);
     if (!(budget_ms > 0)) fail("time_dispatches: budget {} ms; expected more than 0", budget_ms);
     if (!launch) fail("time_dispatches: no launch function given");
-    auto prepare = [&] {
-        if (before_each) before_each();
-    };
     if (iters == 1) {  // a tuner hit: one launch, queued like any other, nothing waited for
-        prepare();
+        if (before_each) before_each();
         launch();
         return 0;
     }
+    return time_dispatches_in_turns(device, iters, budget_ms, {launch}, before_each).at(0);
+}
+
+std::vector<double> time_dispatches_in_turns(Device& device, int iters, double budget_ms,
+                                             const std::vector<std::function<void()>>& launches,
+                                             const std::function<void()>& before_each) {
+    if (iters < 2) fail("time_dispatches: iters is {}; expected at least 2 to time", iters);
+    if (!(budget_ms > 0)) fail("time_dispatches: budget {} ms; expected more than 0", budget_ms);
+    if (launches.empty()) fail("time_dispatches: no launches to time");
+    for (const auto& launch : launches)
+        if (!launch) fail("time_dispatches: no launch function given");
+    auto prepare = [&] {
+        if (before_each) before_each();
+    };
     const bool flush = device.info().simt;
     const Flush mode = flush ? flush_mode() : Flush::write;  // read once, before any launch
     const bool bounded = std::isfinite(budget_ms);
-    double warm_ms = 0;
-    for (int i = 0; i < kWarmups && warm_ms < budget_ms / 4; ++i) {
-        prepare();
-        if (bounded)
-            warm_ms += device.time_ms(launch);
-        else
-            launch();
+    const size_t n = launches.size();
+    // Each launch's warm-up and timed runs within its own budget, as if timed alone; but in
+    // rounds of one run each, so that a slow stretch of a shared machine (another tenant, a
+    // clock change) falls on every launch alike rather than on whichever was being timed.
+    std::vector<double> warm_ms(n, 0), spent_ms(n, 0);
+    for (int i = 0; i < kWarmups; ++i)
+        for (size_t j = 0; j < n; ++j) {
+            if (warm_ms[j] >= budget_ms / 4) continue;
+            prepare();
+            if (bounded)
+                warm_ms[j] += device.time_ms(launches[j]);
+            else
+                launches[j]();
+        }
+    std::vector<std::vector<double>> times(n);
+    auto wants_more = [&](size_t j) {
+        const int timed = static_cast<int>(times[j].size());
+        return timed < iters && (timed < kMinTimed || spent_ms[j] < budget_ms);
+    };
+    for (int i = 0;; ++i) {
+        bool any = false;
+        for (size_t j = 0; j < n; ++j) {
+            if (!wants_more(j)) continue;
+            any = true;
+            prepare();
+            if (flush) flush_l2(device, mode, i);
+            // No synchronize here: the untimed work is queued on the same in-order stream ahead
+            // of the timed launch, so the clock starts when it ends, by which time the launch
+            // is already queued. What is timed is the device's time for the launch, not the
+            // host's time to submit it (the host cost is a separate figure). triton's do_bench
+            // times the same way.
+            times[j].push_back(device.time_ms(launches[j]));
+            spent_ms[j] += times[j].back();
+        }
+        if (!any) break;
     }
-    std::vector<double> times;
-    times.reserve(static_cast<size_t>(iters));
-    double spent_ms = 0;
-    for (int i = 0; i < iters && (i < kMinTimed || spent_ms < budget_ms); ++i) {
-        prepare();
-        if (flush) flush_l2(device, mode, i);
-        // No synchronize here: the untimed work is queued on the same in-order stream ahead of
-        // the timed launch, so the clock starts when it ends, by which time the launch is
-        // already queued. What is timed is the device's time for the launch, not the host's
-        // time to submit it (the host cost is a separate figure). triton's do_bench times the
-        // same way.
-        times.push_back(device.time_ms(launch));
-        spent_ms += times.back();
-    }
-    return median(std::move(times));
+    std::vector<double> medians;
+    for (auto& t : times) medians.push_back(median(std::move(t)));
+    return medians;
 }
 
 }  // namespace kiln
