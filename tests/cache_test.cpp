@@ -127,6 +127,32 @@ TEST_F(CacheTest, ManyKernelsOnTheCpuAreBuiltInUnitsOfAtMost48) {
     check_runs(*compiled[99], run_id() + 109);
 }
 
+TEST_F(CacheTest, KernelsAnotherUnitHoldsAreTakenFromItWithoutBuilding) {
+    // A race compiles three candidates in one unit; a later run asks for the winner alone, a
+    // unit of its own the disk lacks: it comes from the racing run's unit, found through the
+    // index notes, with nothing built; a bad note is a miss and the kernel is built.
+    for (Device* d : devices()) {
+        SCOPED_TRACE(d->info().id);
+        const float c = run_id() + 200;
+        const std::vector<ir::Kernel> race = {kernel_with(c), kernel_with(c + 1),
+                                              kernel_with(c + 2)};
+        compile_all(*d, race);
+        const size_t units = entries().size();
+        clear_memory_cache();
+        auto winner = compile(*d, kernel_with(c + 1));
+        EXPECT_TRUE(winner->info().disk_hit);
+        EXPECT_EQ(winner->info().compile_ms, 0);
+        EXPECT_EQ(entries().size(), units);  // nothing new written
+        check_runs(*winner, c + 1);
+        for (auto& e : fs::recursive_directory_iterator(root_))
+            if (e.path().extension() == cache::kIndexSuffix) std::ofstream(e.path()) << "../../x";
+        clear_memory_cache();
+        auto rebuilt = compile(*d, kernel_with(c + 2));
+        EXPECT_FALSE(rebuilt->info().disk_hit);
+        check_runs(*rebuilt, c + 2);
+    }
+}
+
 TEST_F(CacheTest, UnoptimizedBuildsAreEntriesOfTheirOwnWithTheSameResults) {
     // CompileOptions::optimize (KILN_OPTIMIZE): the CPU's -O1 build and OpenCL's -cl-opt-disable
     // build (PoCL 3 only: PoCL 5 miscompiles without its optimizer) are cache entries of their
@@ -497,7 +523,8 @@ TEST_F(CacheTest, ClearRemovesOnlyWhatKilnWrote) {
     std::ofstream(kernels / "README") << "hello";
     std::vector<fs::path> left_alone;
     const uint64_t removed = cache::process_kernel_cache().clear("", left_alone);
-    EXPECT_EQ(removed, devices().size() + 2);  // an entry per device, the verdict, the source
+    // An entry and its kernel's index note per device, the verdict, the source.
+    EXPECT_EQ(removed, 2 * devices().size() + 2);
     std::vector<fs::path> expected = {kernels / "README",
                                       kernels / "linux-6.1" / "Makefile",
                                       kernels / "linux-6.1" / "drivers",
@@ -552,7 +579,7 @@ TEST_F(CacheTest, ClearChecksAnEntrysContentNotJustItsName) {
     const fs::path user = dir / "aaaaaaaaaaaaaaaa.bin";
     std::ofstream(user) << "my own binary data";
     std::vector<fs::path> left_alone;
-    EXPECT_EQ(cache::process_kernel_cache().clear(d.info().id, left_alone), 1u);
+    EXPECT_EQ(cache::process_kernel_cache().clear(d.info().id, left_alone), 2u);  // entry, note
     EXPECT_EQ(left_alone, std::vector<fs::path>{user});
     ASSERT_TRUE(fs::exists(user));
     EXPECT_EQ(fs::file_size(user), std::string("my own binary data").size());

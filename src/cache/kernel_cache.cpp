@@ -166,7 +166,7 @@ bool is_entry_name(const std::string& name) {
 }
 
 bool is_note_name(const std::string& name) {
-    return is_key_with_suffix(name, {kNoteSuffix});
+    return is_key_with_suffix(name, {kNoteSuffix, kIndexSuffix});
 }
 
 KernelCache::KernelCache(fs::path cache_root)
@@ -246,22 +246,24 @@ void KernelCache::write_file(const fs::path& path,
                               root_.string(), err));
 }
 
-fs::path KernelCache::note_path(const std::string& device_id, const std::string& key) const {
+fs::path KernelCache::note_path(const std::string& device_id, const std::string& key,
+                                const char* suffix) const {
     if (root_.empty()) return {};
-    return root_ / safe_component(device_id) / (safe_component(key) + kNoteSuffix);
+    return root_ / safe_component(device_id) / (safe_component(key) + suffix);
 }
 
 std::optional<std::string> KernelCache::load_note(const std::string& device_id,
-                                                  const std::string& key) {
+                                                  const std::string& key, const char* suffix) {
     std::string text;
-    if (root_.empty() || !read_file(note_path(device_id, key), text).empty()) return std::nullopt;
+    if (root_.empty() || !read_file(note_path(device_id, key, suffix), text).empty())
+        return std::nullopt;
     return text;
 }
 
 void KernelCache::store_note(const std::string& device_id, const std::string& key,
-                             const std::string& text) {
+                             const std::string& text, const char* suffix) {
     if (root_.empty()) return;
-    write_file(note_path(device_id, key),
+    write_file(note_path(device_id, key, suffix),
                {{reinterpret_cast<const uint8_t*>(text.data()), text.size()}});
 }
 

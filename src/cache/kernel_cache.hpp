@@ -21,6 +21,8 @@
 namespace kiln::cache {
 
 inline constexpr const char* kNoteSuffix = ".crash";
+// A note naming the unit that holds a kernel's entry (core/compile.cpp's index).
+inline constexpr const char* kIndexSuffix = ".unit";
 
 class KernelCache {
   public:
@@ -35,12 +37,16 @@ class KernelCache {
                                    const std::string& suffix, const std::string& source);
     std::filesystem::path entry_path(const std::string& device_id, const std::string& key) const;
 
-    // A short text kept beside the entries as <key>.crash (kNoteSuffix: an OpenCL compiler's
-    // crash verdict), under the entries' rules: read only when it and its directories are the
-    // user's own, written atomically, removed by clear(). Nothing without a disk cache.
-    std::optional<std::string> load_note(const std::string& device_id, const std::string& key);
-    void store_note(const std::string& device_id, const std::string& key, const std::string& text);
-    std::filesystem::path note_path(const std::string& device_id, const std::string& key) const;
+    // A short text kept beside the entries as <key><suffix> (kNoteSuffix: an OpenCL compiler's
+    // crash verdict; kIndexSuffix: the unit holding a kernel), under the entries' rules: read
+    // only when it and its directories are the user's own, written atomically, removed by
+    // clear(). Nothing without a disk cache.
+    std::optional<std::string> load_note(const std::string& device_id, const std::string& key,
+                                         const char* suffix = kNoteSuffix);
+    void store_note(const std::string& device_id, const std::string& key, const std::string& text,
+                    const char* suffix = kNoteSuffix);
+    std::filesystem::path note_path(const std::string& device_id, const std::string& key,
+                                    const char* suffix = kNoteSuffix) const;
     const std::filesystem::path& root() const { return root_; }  // <cache_root>/kernels
 
     // Removes what kiln wrote for one device (every device when device_id is empty): entries

@@ -5,11 +5,13 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -328,6 +330,9 @@ struct Unit {
     CompileInfo info;
     std::vector<uint8_t> binary;
     std::exception_ptr failure;
+    // Where the unit was assembled from the modules of other cached units (find_in_index): each
+    // kernel's module, in order. Empty otherwise.
+    std::vector<std::shared_ptr<Module>> modules;
 };
 
 std::string cache_key_of(const Device& device, const std::string& source, bool without_optimizer) {
@@ -341,6 +346,54 @@ std::string cache_key_of(const Device& device, const std::string& source, bool w
     const std::string key = ir::hex(XXH3_64bits_digest(state));
     XXH3_freeState(state);
     return key;
+}
+
+// The kernel cache's index record of one kernel's entry: the key of a unit that holds it, built
+// for these grids with or without the optimizer.
+std::string index_key_of(const Device& device, const std::string& entry, codegen::Grids grids,
+                         bool without_optimizer) {
+    return cache_key_of(device,
+                        fmt::format("kiln unit index: {} grids {}", entry, static_cast<int>(grids)),
+                        without_optimizer);
+}
+
+void record_in_index(Device& device, cache::KernelCache& disk, const Unit& unit,
+                     codegen::Grids grids, bool without_optimizer) {
+    for (const std::string& entry : unit.entries)
+        disk.store_note(device.info().id, index_key_of(device, entry, grids, without_optimizer),
+                        unit.info.cache_key, cache::kIndexSuffix);
+}
+
+// A unit the disk cache lacks whose every kernel a cached unit holds (a race's winners asked for
+// alone by a later run, where the racing run compiled them beside the other candidates): its
+// kernels' modules, loaded from those units; empty where any is missing, stale or unreadable.
+std::vector<std::shared_ptr<Module>> find_in_index(Device& device, cache::KernelCache& disk,
+                                                   const Unit& unit, codegen::Grids grids,
+                                                   bool without_optimizer) {
+    const std::string& id = device.info().id;
+    std::map<std::string, std::shared_ptr<Module>> loaded;  // by unit key
+    std::vector<std::shared_ptr<Module>> modules;
+    for (const std::string& entry : unit.entries) {
+        const auto key = disk.load_note(id, index_key_of(device, entry, grids, without_optimizer),
+                                        cache::kIndexSuffix);
+        if (!key || key->size() != unit.info.cache_key.size() ||
+            !std::ranges::all_of(
+                *key, [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }))
+            return {};
+        std::shared_ptr<Module>& module = loaded[*key];
+        try {
+            if (!module) {
+                const auto binary = disk.load(id, *key);
+                if (!binary) return {};
+                module = device.load(*binary);
+            }
+            module->require_entry(entry);
+        } catch (const Error&) {
+            return {};
+        }
+        modules.push_back(module);
+    }
+    return modules;
 }
 
 // A unit's source built by the device's compiler, with or without its optimizer.
@@ -487,6 +540,12 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(
             unit.info.disk_hit = true;
         }
     }
+    if (!portable)
+        for (Unit& unit : units)
+            if (!unit.info.disk_hit) {
+                unit.modules = find_in_index(device, disk, unit, grids, without_optimizer);
+                unit.info.disk_hit = !unit.modules.empty();
+            }
     build_units(device, units, without_optimizer);
 
     for (Unit& unit : units) {
@@ -504,26 +563,34 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(
                      path.empty() ? "(nowhere)" : path);
             }
         }
-        if (!unit.info.disk_hit) disk.store(device.info().id, unit.info.cache_key, unit.binary);
+        if (!unit.info.disk_hit) {
+            disk.store(device.info().id, unit.info.cache_key, unit.binary);
+            record_in_index(device, disk, unit, grids, without_optimizer);
+        }
         const auto t0 = std::chrono::steady_clock::now();
         std::shared_ptr<Module> module;
-        try {
-            module = device.load(unit.binary);
-            // A cached binary built from other source lacks the kernels' entries.
-            if (unit.info.disk_hit)
-                for (const std::string& entry : unit.entries) module->require_entry(entry);
-        } catch (const Error& e) {
-            if (!unit.info.disk_hit) throw;
-            // A cached binary the device rejects: rebuild it from source.
-            warn_once("reload:" + unit.info.cache_key,
-                      fmt::format("kernel cache entry {} was rejected ({}); rebuilding it",
-                                  disk.entry_path(device.info().id, unit.info.cache_key).string(),
-                                  e.what()));
-            module.reset();
-            unit.binary = build_source(device, unit.source, without_optimizer);
-            disk.store(device.info().id, unit.info.cache_key, unit.binary);
-            unit.info.disk_hit = false;
-            module = device.load(unit.binary);
+        // A unit assembled from other units' modules (find_in_index) has nothing to load.
+        if (unit.modules.empty()) {
+            try {
+                module = device.load(unit.binary);
+                // A cached binary built from other source lacks the kernels' entries.
+                if (unit.info.disk_hit)
+                    for (const std::string& entry : unit.entries) module->require_entry(entry);
+            } catch (const Error& e) {
+                if (!unit.info.disk_hit) throw;
+                // A cached binary the device rejects: rebuild it from source.
+                warn_once(
+                    "reload:" + unit.info.cache_key,
+                    fmt::format("kernel cache entry {} was rejected ({}); rebuilding it",
+                                disk.entry_path(device.info().id, unit.info.cache_key).string(),
+                                e.what()));
+                module.reset();
+                unit.binary = build_source(device, unit.source, without_optimizer);
+                disk.store(device.info().id, unit.info.cache_key, unit.binary);
+                record_in_index(device, disk, unit, grids, without_optimizer);
+                unit.info.disk_hit = false;
+                module = device.load(unit.binary);
+            }
         }
         unit.info.load_ms = ms_since(t0);
         if (portable && portable->used)
@@ -539,9 +606,9 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(
         for (size_t j = 0; j < unit.kernels.size(); ++j) {
             const size_t i = unit.kernels[j];
             const auto& [identity, max_grid] = part.at(unit.entries[j]);
-            auto compiled =
-                std::make_shared<CompiledKernel>(device, kernels[i], module, unit.entries[j],
-                                                 unit.info, options, identity, max_grid);
+            auto compiled = std::make_shared<CompiledKernel>(
+                device, kernels[i], unit.modules.empty() ? module : unit.modules[j],
+                unit.entries[j], unit.info, options, identity, max_grid);
             memory_cache().kernels[memory_key(device, hashes[i], options, grids)] = compiled;
             result[i] = compiled;
         }
