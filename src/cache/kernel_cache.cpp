@@ -169,6 +169,10 @@ bool is_note_name(const std::string& name) {
     return is_key_with_suffix(name, {kNoteSuffix, kIndexSuffix});
 }
 
+bool is_crash_note_name(const std::string& name) {
+    return is_key_with_suffix(name, {kNoteSuffix});
+}
+
 KernelCache::KernelCache(fs::path cache_root)
     : cache_root_(std::move(cache_root)),
       root_(cache_root_.empty() ? fs::path() : cache_root_ / "kernels") {}

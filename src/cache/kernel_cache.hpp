@@ -77,10 +77,11 @@ class KernelCache {
     std::atomic<uint64_t> corrupt_ = 0;
 };
 
-// Whether `name` is one kiln gives an entry (16 lowercase hex digits, then ".bin") or a note
-// (the same digits, then kNoteSuffix).
+// Whether `name` is one kiln gives an entry (16 lowercase hex digits, then ".bin"), a note (the
+// same digits, then kNoteSuffix or kIndexSuffix), or a compiler's crash verdict (kNoteSuffix).
 bool is_entry_name(const std::string& name);
 bool is_note_name(const std::string& name);
+bool is_crash_note_name(const std::string& name);
 
 // The process's kernel cache, under cache_root() (re-read when KILN_CACHE_DIR changes).
 KernelCache& process_kernel_cache();

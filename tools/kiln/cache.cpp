@@ -57,7 +57,7 @@ KernelFiles kernel_files(const std::string& id) {
         if (cache::is_entry_name(name)) {
             ++files.count;
             files.bytes += e.file_size(ec);
-        } else if (cache::is_note_name(name)) {
+        } else if (cache::is_crash_note_name(name)) {
             ++files.crashes;
         }
     }
