@@ -265,6 +265,52 @@ TEST(CpuLaunch, TheCopiesForLargerGridsAreCompiledForTheFirstLaunchThatNeedsThem
     EXPECT_EQ(launch(first + 3).second, 0u) << "and kept";
 }
 
+// Blocks of 16 threads from `first` on write block * 4096 + thread: plain in grids of 2^16
+// blocks (2^20 positions), where it stays below 2^28; written to wrap in grids of 1/16 of i32
+// positions, where it would not.
+ir::Kernel block_rows_from(int64_t first) {
+    KernelBuilder k("block_rows_from", 16);
+    auto out = k.output("out", DType::i32);
+    k.if_(k.block_index() >= static_cast<int>(first), [&] {
+        out[(k.block_index() - static_cast<int>(first)) * 16 + k.thread_index()] =
+            k.block_index() * 4096 + k.thread_index();
+    });
+    return k.finish();
+}
+
+TEST(CpuLaunch, SmallGridsRunTheirOwnPlainCopyAndLargerOnesTheCopyForThem) {
+    // The entry is written for grids of at most 2^20 positions; larger ones up to 1/16 of i32
+    // positions run a copy in the same unit (no compile), and both give the same elements.
+    const int64_t first = (int64_t{1} << 16) - 1;
+    const ir::Kernel kernel = block_rows_from(first);
+    const std::string src = generate_source(Backend::cpu, std::vector{kernel}, CompileOptions{});
+    const std::string entry = codegen::entry_name(kernel);
+    const size_t fast = src.find("extern \"C\" void " + entry + "(");
+    ASSERT_NE(fast, std::string::npos);
+    EXPECT_THAT(src.substr(fast), HasSubstr("if (kiln_grid > 65536) { " + entry + "_large_grid("));
+    EXPECT_THAT(src.substr(fast), HasSubstr("(kiln_block * ((int32_t)4096))"));
+    EXPECT_THAT(src.substr(0, fast), HasSubstr("(uint32_t)kiln_block * (uint32_t)((int32_t)4096)"));
+    Device& cpu = the_cpu();
+    const auto compiled = compile(cpu, kernel, CompileOptions{});
+    Buffer out(cpu, DType::i32, 32);
+    auto launch = [&](int64_t grid) {
+        out.upload_bytes(test::poisoned(DType::i32, 32).bytes);
+        const uint64_t misses = compile_counters().memory_misses;
+        compiled->launch(grid, {out});
+        cpu.synchronize();
+        std::vector<int32_t> got(32);
+        std::memcpy(got.data(), out.download_bytes().data(), got.size() * 4);
+        EXPECT_EQ(compile_counters().memory_misses, misses) << "grid " << grid;
+        return got;
+    };
+    const std::vector<int32_t> small = launch(first + 1), large = launch(first + 2);
+    for (int j = 0; j < 16; ++j) {
+        ASSERT_EQ(small[size_t(j)], int32_t(first) * 4096 + j) << "element " << j;
+        ASSERT_EQ(large[size_t(j)], small[size_t(j)]) << "element " << j;
+        ASSERT_EQ(large[size_t(16 + j)], int32_t(first + 1) * 4096 + j) << "element " << j;
+    }
+}
+
 }  // namespace
 
 TEST(CpuCodegen, MatmulsSpreadPointRunsItsThreadsAsLanesInsideTheTermLoop) {

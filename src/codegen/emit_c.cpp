@@ -69,42 +69,54 @@ struct CpuCode {
 };
 
 // The CPU: one function over a range of blocks; each block runs its plan's steps. Its integer
-// arithmetic is plain where it never wraps in the launch's grid: the entry is written for grids
-// of at most 1/16 of those whose absolute positions fit in i32 (so a thread's elements a few
-// grids apart still fit: a grid-stride loop's indices stay affine and its loads contiguous), and
-// where more wraps in larger grids, those run a copy written for them: one for grids whose
-// positions fit in i32, one (unoptimized) for any grid. Grids::entry writes the entry alone.
+// arithmetic is plain where it never wraps in the launch's grid. The entry is written for grids
+// of at most 2^20 positions (where a block's index times a row's or a head's elements still
+// fits); where more wraps in larger grids, those run a copy written for them: one for grids of
+// at most 1/16 of the positions that fit in i32 (a thread's elements a few grids apart still fit:
+// a grid-stride loop's indices stay affine and its loads contiguous), one for grids whose
+// positions fit in i32, one (unoptimized) for any grid. Grids::entry writes the copies up to the
+// one for 1/16 of i32 positions; a larger grid runs the code written for every grid.
 CpuCode emit_cpu(const Kernel& lowered, const Dialect& d, const std::string& entry, Grids grids) {
     using Kind = Emitter::RangeFunction;
     const ThreadPlan plan = plan_threads(lowered);
     const int64_t small_grid = i32_position_grid(plan.kernel.block_size);
+    const int64_t sixteenth = std::max<int64_t>(1, small_grid / 16);
     struct Tier {
         int64_t max_grid;
         NoWrap no_wrap;
     };
     std::vector<Tier> tiers;  // smallest grids first
-    for (int64_t grid : {std::max<int64_t>(1, small_grid / 16), small_grid, int64_t{INT32_MAX}})
+    for (int64_t grid :
+         {std::max<int64_t>(1, small_grid >> 11), sixteenth, small_grid, int64_t{INT32_MAX}})
         tiers.push_back({grid, find_no_wrap(plan.kernel, grid)});
     // A tier whose arithmetic is that of the next larger one is served by that one's copy.
     for (size_t i = tiers.size() - 1; i-- > 0;)
         if (tiers[i].no_wrap == tiers[i + 1].no_wrap) tiers.erase(tiers.begin() + long(i));
-    if (grids == Grids::entry)
-        return {emit_block_range(plan, d, entry, Kind::entry, tiers.front().no_wrap, ""),
-                tiers.size() == 1 ? INT64_MAX : tiers.front().max_grid};
+    int64_t served = INT64_MAX;
+    if (grids == Grids::entry) {
+        size_t last = 0;
+        while (tiers[last].max_grid < sixteenth) ++last;
+        if (last + 1 < tiers.size()) served = tiers[last].max_grid;
+        tiers.resize(last + 1);
+    }
     std::string out;
     std::string dispatch;
     for (size_t i = tiers.size() - 1; i > 0; --i) {
-        const bool beyond_i32 = tiers[i - 1].max_grid >= small_grid;
-        const std::string name = entry + (beyond_i32 ? "_any_grid" : "_larger_grid");
+        const int64_t above = tiers[i - 1].max_grid;  // the copy runs grids larger than this
+        const bool beyond_i32 = above >= small_grid;
+        const std::string name = entry + (beyond_i32           ? "_any_grid"
+                                          : above >= sixteenth ? "_larger_grid"
+                                                               : "_large_grid");
         out += emit_block_range(plan, d, name, beyond_i32 ? Kind::any_grid : Kind::larger_grids,
                                 tiers[i].no_wrap, "") +
                "\n";
         dispatch += fmt::format(
             "if (kiln_grid > {}) {{ {}(kiln_args, kiln_block_begin, kiln_block_end, kiln_grid); "
             "return; }}",
-            tiers[i - 1].max_grid, name);
+            above, name);
     }
-    return {out + emit_block_range(plan, d, entry, Kind::entry, tiers.front().no_wrap, dispatch)};
+    return {out + emit_block_range(plan, d, entry, Kind::entry, tiers.front().no_wrap, dispatch),
+            served};
 }
 
 // GPUs: the kernel as written, one thread of it.
