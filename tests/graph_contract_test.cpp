@@ -137,9 +137,9 @@ Shape copied_before(const Tensor& c) {
 
 // On the CPU a b whose rows are 1 KiB apart or a multiple of that (the kernel's walk down k would
 // reuse a few cache sets) is read as the leading columns of a copy with rows 64 bytes longer: a
-// linear's weight, which is copied anyway to undo its transpose, and a dense b when a has enough
-// rows and the sum enough terms to pay for the copy. The bits are the oracle's; other devices
-// and other shapes read b as it is.
+// linear's weight (x with batch axes or not), which is copied anyway to undo its transpose, and a
+// dense b when a has enough rows and the sum enough terms to pay for the copy. The bits are the
+// oracle's; other devices and other shapes read b as it is.
 TEST(GraphContract, OnTheCpuABWithRowsAMultipleOf1KiBApartIsReadFromAPaddedCopy) {
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);
@@ -154,6 +154,16 @@ TEST(GraphContract, OnTheCpuABWithRowsAMultipleOf1KiBApartIsReadFromAPaddedCopy)
         auto want = graph::evaluate({y.node()});
         y.resolve();
         EXPECT_EQ(y.to_host_bytes(), want[0].bytes());
+
+        // x with batch axes: the weight's copy is every batch's matrix, padded the same.
+        const Tensor xs = finite_tensor(*d, DType::f32, {3, 5, 40}, 9).resolve();
+        Tensor ys = linear(xs, w, &bias);
+        if (cpu) {
+            EXPECT_EQ(copied_before(ys), (Shape{40, 256 + 16}));
+        }
+        want = graph::evaluate({ys.node()});
+        ys.resolve();
+        EXPECT_EQ(ys.to_host_bytes(), want[0].bytes());
 
         const Tensor a = finite_tensor(*d, DType::f32, {256, 1024}, 4).resolve();
         const Tensor b = finite_tensor(*d, DType::f32, {1024, 256}, 5).resolve();

@@ -120,9 +120,9 @@ ContractOperand contract_operand(const GraphView& g, const std::vector<char>& ma
                 through = from.rows == to.rows && from.cols == to.cols && from.count == to.count;
                 break;
             case graph::ViewKind::slice:
-                // Only as the operand itself (no view above it), and the last view peeled.
-                if (node != g.inputs[size_t(matmul)][size_t(which)] || from.rows != to.rows ||
-                    from.count != to.count ||
+                // Under the operand's whole-batch broadcast and reshapes alone (the matrices
+                // as the slice leaves them), and the last view peeled.
+                if (op.transposed || from.rows != to.rows || from.count != to.count ||
                     !leading_columns(*v, g.node(in).shape, g.node(matmul).device))
                     break;
                 op.row_length = from.cols;
