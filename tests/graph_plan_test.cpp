@@ -15,6 +15,7 @@
 #include "plan/lower_launch.hpp"
 #include "plan/partition.hpp"
 #include "plan/resolve.hpp"
+#include "plan/roofline.hpp"
 #include "plan/sweep.hpp"
 #include "runtime/cuda/nvrtc.hpp"
 #include "support/errors.hpp"
@@ -167,6 +168,37 @@ TEST(GraphPlan, AGeneratorReadBySeveralLaunchesIsStoredOnce) {
 // index, so its kernel has a fault site, a layer_norm and a linear): the third block's launches are
 // the second's kernels, and each point of each launch lowered through the memo is what lower_launch
 // writes for it alone: the same kernel, its own buffers, fault sites and sizes.
+// On a CPU, a block's threads sharing a row walk it one after another, pass after pass (about
+// ten times a thread per row's time, measured); threads keeping the row's elements walk it once.
+// So the cost model ranks the kept row first where each element's exp would run twice
+// (softmax's sum, then its output), a thread per row first where the maps are cheap (rms_norm),
+// and the threads walking the row in turn below both, out of the race's three.
+TEST(GraphPlan, OnTheCpuARowKeptByItsThreadsRanksFirstWhereItSavesTheExpsAndTheWalksInTurnLast) {
+    Device& cpu = cpu_device();
+    const Tensor x = Tensor::zeros({1024, 4096}, DType::f32, cpu).resolve();
+    const Tensor w = Tensor::zeros({4096}, DType::f32, cpu).resolve();
+    for (const auto& [y, kept_first] :
+         {std::pair{softmax(x, -1), true}, std::pair{rms_norm(x, w, 1e-6), false}}) {
+        const plan::GraphView g = plan::view_graph({y.node()});
+        const plan::Plan p = plan::choose_plan(g, test::kTwoCoreFacts, true);
+        ASSERT_EQ(p.launches.size(), 1u);
+        const plan::Launch& l = p.launches[0];
+        ASSERT_EQ(l.kind, plan::LaunchKind::row);
+        const std::vector<size_t> order =
+            plan::rank_points(g, plan::materialized_set(g, p), l, test::kTwoCoreFacts);
+        ASSERT_GE(order.size(), 4u);
+        const plan::Schedule& first = l.domain[order[0]];
+        EXPECT_EQ(first.cache, kept_first) << plan::to_string(l.kind, first);
+        if (!kept_first) {
+            EXPECT_EQ(first.threads, 1);
+        }
+        for (size_t i = 0; i < 3; ++i) {
+            const plan::Schedule& s = l.domain[order[i]];
+            EXPECT_TRUE(s.threads == 1 || s.cache) << plan::to_string(l.kind, s);
+        }
+    }
+}
+
 TEST(GraphPlan, LaunchesAlikeAreLoweredOnceWithTheirOwnBuffersAndFaultSites) {
     Device& cpu = cpu_device();
     Tensor table = Tensor::randn({5, 24}, 1, DType::f32, cpu).resolve();

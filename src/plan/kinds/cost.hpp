@@ -17,11 +17,15 @@ constexpr int kResidentThreads = 2048;  // per SIMT unit
 // Threads a SIMT unit needs to keep its tensor cores busy: 8 warps, each with a warp tile of
 // independent mma steps (SIMT arithmetic needs half of kResidentThreads).
 constexpr int kTensorCoreThreads = 256;
-constexpr double kUncoalesced = 0.25;       // bandwidth share of loads spread over 32 lines
-constexpr double kBarrierUs = 0.1;          // one barrier of a SIMT block
-constexpr double kCpuThreadStepUs = 0.002;  // one thread of a looped block crossing a tree step
-constexpr double kCpuBlockUs = 0.05;        // dispatching one block on a CPU core
-constexpr int kMapBlock = 256;              // the threads of a flat map launch's block
+constexpr double kUncoalesced = 0.25;  // bandwidth share of loads spread over 32 lines
+constexpr double kBarrierUs = 0.1;     // one barrier of a SIMT block
+// Threads of a CPU block sharing a row: each pass over the row pays this per element (their
+// strided walks; notes/cpu-rows-grids-padding-2026-12-07.md), and a row the threads keep
+// (Schedule::cache) this per lane for folding the lanes' values.
+constexpr double kCpuSharedRowElementUs = 0.002;
+constexpr double kCpuKeptRowLaneUs = 0.003;
+constexpr double kCpuBlockUs = 0.05;  // dispatching one block on a CPU core
+constexpr int kMapBlock = 256;        // the threads of a flat map launch's block
 // A flat map's element read through an index map on a CPU core: the division of its index by
 // the extents and a gather (notes/cpu-map-rows-2026-12-07.md); a row-loop map's row start.
 constexpr double kCpuIndexedElementUs = 0.004;

@@ -214,16 +214,21 @@ bool rows_empty(const Launch& l, const GraphView&) {
     return l.rows == 0;
 }
 
-// A row is read once per fold and once more for a full-size output; the cached form reads it
-// once. Passes after the first over a row that fits in the cache cost a share of a pass from
-// memory, and the maps feeding a fold run again in every later pass.
-cost::Passes row_passes(const Launch& l, const GraphView& g, const Schedule& s) {
-    if (s.cache) return {};
+// A row's passes: one per fold and one more for a full-size output.
+int row_pass_count(const Launch& l, const GraphView& g) {
     int folds = 0;
     bool full_out = false;
     for (int st : l.row_steps) folds += g.node(st).as<graph::op::Fold>() ? 1 : 0;
     for (int o : l.outputs) full_out = full_out || g.node(o).shape == l.full;
-    const int passes = std::max(1, folds + (full_out ? 1 : 0));
+    return std::max(1, folds + (full_out ? 1 : 0));
+}
+
+// A row is read once per pass; the cached form reads it once. Passes after the first over a row
+// that fits in the cache cost a share of a pass from memory, and the maps feeding a fold run
+// again in every later pass.
+cost::Passes row_passes(const Launch& l, const GraphView& g, const Schedule& s) {
+    if (s.cache) return {};
+    const int passes = row_pass_count(l, g);
     const bool fits = static_cast<double>(l.extent) * 4 <= cost::kRowCacheBytes;
     return {.reads = 1 + (passes - 1) * (fits ? cost::kCachedPassShare : 1.0),
             .flops = double(passes)};
@@ -252,12 +257,15 @@ double row_simt_extra_us(const Launch& l, const Schedule& s, const DeviceFacts& 
     return static_cast<double>(l.rows) / rows_at_once * levels * cost::kBarrierUs;
 }
 
-// A CPU core runs a block's threads sharing a row one after another between the tree's steps.
-double row_cpu_extra_us(const Launch& l, const GraphView&, const Schedule& s, const DeviceFacts& f,
-                        bool) {
+// A CPU core runs a block's threads sharing a row one after another: each pass walks the row's
+// elements thread by thread; a row the threads keep is walked once, and its lanes' values folded.
+double row_cpu_extra_us(const Launch& l, const GraphView& g, const Schedule& s,
+                        const DeviceFacts& f, bool) {
     if (s.threads <= 1) return 0;
-    return static_cast<double>(l.rows) * s.threads * std::log2(double(s.threads)) *
-           cost::kCpuThreadStepUs / f.units;
+    const double rows = static_cast<double>(l.rows);
+    if (s.cache) return rows * s.threads * cost::kCpuKeptRowLaneUs / f.units;
+    return rows * static_cast<double>(l.extent) * row_pass_count(l, g) *
+           cost::kCpuSharedRowElementUs / f.units;
 }
 
 }  // namespace
