@@ -130,7 +130,8 @@ TEST_F(CacheTest, ManyKernelsOnTheCpuAreBuiltInUnitsOfAtMost48) {
 TEST_F(CacheTest, KernelsAnotherUnitHoldsAreTakenFromItWithoutBuilding) {
     // A race compiles three candidates in one unit; a later run asks for the winner alone, a
     // unit of its own the disk lacks: it comes from the racing run's unit, found through the
-    // index notes, with nothing built; a bad note is a miss and the kernel is built.
+    // index notes, with nothing built; the winner checked, and a bad note, are misses and the
+    // kernel is built.
     for (Device* d : devices()) {
         SCOPED_TRACE(d->info().id);
         const float c = run_id() + 200;
@@ -144,6 +145,12 @@ TEST_F(CacheTest, KernelsAnotherUnitHoldsAreTakenFromItWithoutBuilding) {
         EXPECT_EQ(winner->info().compile_ms, 0);
         EXPECT_EQ(entries().size(), units);  // nothing new written
         check_runs(*winner, c + 1);
+        // The same kernel checked is other code under the same entry: built, not taken from the
+        // racing run's unit (whose entry takes no fault record).
+        clear_memory_cache();
+        auto checked = compile(*d, kernel_with(c + 1), {.check_bounds = true});
+        EXPECT_FALSE(checked->info().disk_hit);
+        check_runs(*checked, c + 1);
         for (auto& e : fs::recursive_directory_iterator(root_))
             if (e.path().extension() == cache::kIndexSuffix) std::ofstream(e.path()) << "../../x";
         clear_memory_cache();

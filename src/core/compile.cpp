@@ -348,19 +348,26 @@ std::string cache_key_of(const Device& device, const std::string& source, bool w
     return key;
 }
 
-// The kernel cache's index record of one kernel's entry: the key of a unit that holds it, built
-// for these grids with or without the optimizer.
-std::string index_key_of(const Device& device, const std::string& entry, codegen::Grids grids,
-                         bool without_optimizer) {
+// The kernel cache's index record of one kernel of a unit: the key of a unit that holds its
+// code (its entry, and its identity: the same kernel compiled with other options, e.g. checked,
+// is other code under the same entry), built for these grids with or without the optimizer.
+std::string index_key_of(const Device& device, const Unit& unit, const std::string& entry,
+                         codegen::Grids grids, bool without_optimizer) {
+    const auto& parts = unit.parts.entries;
+    const size_t p =
+        static_cast<size_t>(std::find(parts.begin(), parts.end(), entry) - parts.begin());
+    if (p == parts.size()) fail("kernel cache index: unit lacks the part of entry {}", entry);
     return cache_key_of(device,
-                        fmt::format("kiln unit index: {} grids {}", entry, static_cast<int>(grids)),
+                        fmt::format("kiln unit index: {} {} grids {}", entry,
+                                    identity_of(unit.parts, p), static_cast<int>(grids)),
                         without_optimizer);
 }
 
 void record_in_index(Device& device, cache::KernelCache& disk, const Unit& unit,
                      codegen::Grids grids, bool without_optimizer) {
     for (const std::string& entry : unit.entries)
-        disk.store_note(device.info().id, index_key_of(device, entry, grids, without_optimizer),
+        disk.store_note(device.info().id,
+                        index_key_of(device, unit, entry, grids, without_optimizer),
                         unit.info.cache_key, cache::kIndexSuffix);
 }
 
@@ -374,8 +381,8 @@ std::vector<std::shared_ptr<Module>> find_in_index(Device& device, cache::Kernel
     std::map<std::string, std::shared_ptr<Module>> loaded;  // by unit key
     std::vector<std::shared_ptr<Module>> modules;
     for (const std::string& entry : unit.entries) {
-        const auto key = disk.load_note(id, index_key_of(device, entry, grids, without_optimizer),
-                                        cache::kIndexSuffix);
+        const auto key = disk.load_note(
+            id, index_key_of(device, unit, entry, grids, without_optimizer), cache::kIndexSuffix);
         if (!key || key->size() != unit.info.cache_key.size() ||
             !std::ranges::all_of(
                 *key, [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }))
