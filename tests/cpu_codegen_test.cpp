@@ -233,6 +233,21 @@ TEST(CpuLaunch, PositionsPastI32WrapAsKilnSaysOnTheCpu) {
         ASSERT_EQ(got[j], INT32_MIN + static_cast<int32_t>(j)) << "element " << j;
 }
 
+// A launch of kernel over `grid` blocks into a poisoned i32 buffer of `count` elements: the
+// elements, and the kernels compiled meanwhile.
+std::pair<std::vector<int32_t>, uint64_t> launch_into(const CompiledKernel& kernel, int64_t grid,
+                                                      size_t count) {
+    Device& cpu = the_cpu();
+    Buffer out(cpu, DType::i32, count);
+    out.upload_bytes(test::poisoned(DType::i32, count).bytes);
+    const uint64_t misses = compile_counters().memory_misses;
+    kernel.launch(grid, {out});
+    cpu.synchronize();
+    std::vector<int32_t> got(count);
+    std::memcpy(got.data(), out.download_bytes().data(), count * 4);
+    return {got, compile_counters().memory_misses - misses};
+}
+
 TEST(CpuLaunch, TheCopiesForLargerGridsAreCompiledForTheFirstLaunchThatNeedsThem) {
     // The entry serves grids up to 2^21 blocks, where no position wraps; the code with the copy
     // written to wrap is compiled when a launch passes that, once, and gives the same elements
@@ -241,18 +256,8 @@ TEST(CpuLaunch, TheCopiesForLargerGridsAreCompiledForTheFirstLaunchThatNeedsThem
     const ir::Kernel kernel = positions_from_block(first);
     EXPECT_THAT(generate_source(Backend::cpu, std::vector{kernel}, CompileOptions{}),
                 Not(HasSubstr("_any_grid(")));
-    Device& cpu = the_cpu();
-    const auto compiled = compile(cpu, kernel, CompileOptions{});
-    Buffer out(cpu, DType::i32, 3072);
-    auto launch = [&](int64_t grid) {
-        out.upload_bytes(test::poisoned(DType::i32, 3072).bytes);
-        const uint64_t misses = compile_counters().memory_misses;
-        compiled->launch(grid, {out});
-        cpu.synchronize();
-        std::vector<int32_t> got(3072);
-        std::memcpy(got.data(), out.download_bytes().data(), got.size() * 4);
-        return std::pair{got, compile_counters().memory_misses - misses};
-    };
+    const auto compiled = compile(the_cpu(), kernel, CompileOptions{});
+    auto launch = [&](int64_t grid) { return launch_into(*compiled, grid, 3072); };
     const auto [entry, entry_compiles] = launch(first + 1);  // the entry's largest grid
     EXPECT_EQ(entry_compiles, 0u);
     const auto [copies, copies_compiles] = launch(first + 3);
@@ -290,20 +295,10 @@ TEST(CpuLaunch, SmallGridsRunTheirOwnPlainCopyAndLargerOnesTheCopyForThem) {
     EXPECT_THAT(src.substr(fast), HasSubstr("if (kiln_grid > 65536) { " + entry + "_large_grid("));
     EXPECT_THAT(src.substr(fast), HasSubstr("(kiln_block * ((int32_t)4096))"));
     EXPECT_THAT(src.substr(0, fast), HasSubstr("(uint32_t)kiln_block * (uint32_t)((int32_t)4096)"));
-    Device& cpu = the_cpu();
-    const auto compiled = compile(cpu, kernel, CompileOptions{});
-    Buffer out(cpu, DType::i32, 32);
-    auto launch = [&](int64_t grid) {
-        out.upload_bytes(test::poisoned(DType::i32, 32).bytes);
-        const uint64_t misses = compile_counters().memory_misses;
-        compiled->launch(grid, {out});
-        cpu.synchronize();
-        std::vector<int32_t> got(32);
-        std::memcpy(got.data(), out.download_bytes().data(), got.size() * 4);
-        EXPECT_EQ(compile_counters().memory_misses, misses) << "grid " << grid;
-        return got;
-    };
-    const std::vector<int32_t> small = launch(first + 1), large = launch(first + 2);
+    const auto compiled = compile(the_cpu(), kernel, CompileOptions{});
+    const auto [small, small_compiles] = launch_into(*compiled, first + 1, 32);
+    const auto [large, large_compiles] = launch_into(*compiled, first + 2, 32);
+    EXPECT_EQ(small_compiles + large_compiles, 0u);
     for (int j = 0; j < 16; ++j) {
         ASSERT_EQ(small[size_t(j)], int32_t(first) * 4096 + j) << "element " << j;
         ASSERT_EQ(large[size_t(j)], small[size_t(j)]) << "element " << j;
