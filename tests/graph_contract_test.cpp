@@ -135,6 +135,14 @@ Shape copied_before(const Tensor& c) {
     return g.node(p.launches[0].outputs[0]).shape;
 }
 
+// Whether a resolve's launches are the product's own, no copy before it: one contraction, or a
+// split of k (its chunks' launch and their sum's), as a device's facts may choose.
+bool product_alone(const std::vector<plan::LaunchKind>& kinds) {
+    return !kinds.empty() && std::none_of(kinds.begin(), kinds.end(), [](plan::LaunchKind k) {
+        return k == plan::LaunchKind::map;
+    });
+}
+
 // On the CPU a b whose rows are 1 KiB apart or a multiple of that (the kernel's walk down k would
 // reuse a few cache sets) is read as the leading columns of a copy with rows 64 bytes longer: a
 // linear's weight (x with batch axes or not), which is copied anyway to undo its transpose, and a
@@ -174,8 +182,10 @@ TEST(GraphContract, OnTheCpuABWithRowsAMultipleOf1KiBApartIsReadFromAPaddedCopy)
         want = graph::evaluate({c.node()});
         c.resolve();
         EXPECT_EQ(c.to_host_bytes(), want[0].bytes());
-        const auto copied = std::vector{plan::LaunchKind::map, plan::LaunchKind::contract};
-        EXPECT_EQ(launch_kinds(), cpu ? copied : std::vector{plan::LaunchKind::contract});
+        const std::vector<plan::LaunchKind> kinds = launch_kinds();
+        ASSERT_FALSE(kinds.empty());
+        EXPECT_EQ(kinds.front() == plan::LaunchKind::map, cpu);
+        EXPECT_TRUE(product_alone({kinds.begin() + (cpu ? 1 : 0), kinds.end()}));
 
         // An empty b (no columns, a transpose the CPU copies anyway) has nothing to pad.
         Tensor none = linear(x, finite_tensor(*d, DType::f32, {0, 40}, 8).resolve());
@@ -188,7 +198,7 @@ TEST(GraphContract, OnTheCpuABWithRowsAMultipleOf1KiBApartIsReadFromAPaddedCopy)
         for (Tensor* t : {&few, &fine}) {
             want = graph::evaluate({t->node()});
             t->resolve();
-            EXPECT_EQ(launch_kinds(), std::vector{plan::LaunchKind::contract});
+            EXPECT_TRUE(product_alone(launch_kinds()));
             EXPECT_EQ(t->to_host_bytes(), want[0].bytes());
         }
     }
