@@ -330,6 +330,9 @@ struct Unit {
     CompileInfo info;
     std::vector<uint8_t> binary;
     std::exception_ptr failure;
+    // Each entry's identity and largest grid, from its part of the unit (a unit writes an entry
+    // once).
+    std::unordered_map<std::string, std::pair<std::string, int64_t>> part;
     // Where the unit was assembled from the modules of other cached units (find_in_index): each
     // kernel's module, in order. Empty otherwise.
     std::vector<std::shared_ptr<Module>> modules;
@@ -353,13 +356,9 @@ std::string cache_key_of(const Device& device, const std::string& source, bool w
 // is other code under the same entry), built for these grids with or without the optimizer.
 std::string index_key_of(const Device& device, const Unit& unit, const std::string& entry,
                          codegen::Grids grids, bool without_optimizer) {
-    const auto& parts = unit.parts.entries;
-    const size_t p =
-        static_cast<size_t>(std::find(parts.begin(), parts.end(), entry) - parts.begin());
-    if (p == parts.size()) fail("kernel cache index: unit lacks the part of entry {}", entry);
     return cache_key_of(device,
                         fmt::format("kiln unit index: {} {} grids {}", entry,
-                                    identity_of(unit.parts, p), static_cast<int>(grids)),
+                                    unit.part.at(entry).first, static_cast<int>(grids)),
                         without_optimizer);
 }
 
@@ -532,6 +531,9 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(
         }
         unit.parts = generate_parts(device.info().backend, todo_ptrs, unit.entries, options, grids);
         unit.source = unit.parts.joined();
+        for (size_t p = 0; p < unit.parts.entries.size(); ++p)
+            unit.part.emplace(unit.parts.entries[p],
+                              std::pair{identity_of(unit.parts, p), unit.parts.max_grids[p]});
         dump_source(device, todo, unit.source, grids == codegen::Grids::every ? ".every-grid" : "");
         unit.info.codegen_ms = ms_since(t0);
         unit.info.cache_key = cache_key_of(device, unit.source, without_optimizer);
@@ -603,16 +605,10 @@ std::vector<std::shared_ptr<CompiledKernel>> compile_all_for(
         if (portable && portable->used)
             portable->used->push_back({unit.info.cache_key, unit.binary});
 
-        // Each kernel's identity and largest grid from its part of the unit (a unit writes an
-        // entry once).
-        std::unordered_map<std::string, std::pair<std::string, int64_t>> part;
-        for (size_t p = 0; p < unit.parts.entries.size(); ++p)
-            part.emplace(unit.parts.entries[p],
-                         std::pair{identity_of(unit.parts, p), unit.parts.max_grids[p]});
         std::lock_guard lock(memory_cache().mutex);
         for (size_t j = 0; j < unit.kernels.size(); ++j) {
             const size_t i = unit.kernels[j];
-            const auto& [identity, max_grid] = part.at(unit.entries[j]);
+            const auto& [identity, max_grid] = unit.part.at(unit.entries[j]);
             auto compiled = std::make_shared<CompiledKernel>(
                 device, kernels[i], unit.modules.empty() ? module : unit.modules[j],
                 unit.entries[j], unit.info, options, identity, max_grid);
