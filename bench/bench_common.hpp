@@ -4,14 +4,17 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -81,6 +84,30 @@ inline double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const size_t m = v.size() / 2;
     return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Wall-clock milliseconds of `reps` calls of each of `calls` (each call and its wait), after two
+// untimed ones. Each call runs in blocks of its own with a pause after each block: a runtime's idle
+// threads spin a while before they sleep (OpenMP's for milliseconds), and calls timed in turn would
+// find another runtime's threads spinning on the cores they need. Five rounds of blocks, so that
+// the machine's slower and faster minutes hit every call alike.
+inline std::vector<std::vector<double>> timed_in_blocks(
+    int reps, const std::vector<std::function<void()>>& calls) {
+    constexpr int kRounds = 5;
+    std::vector<std::vector<double>> ms(calls.size());
+    for (int round = 0; round < kRounds; ++round)
+        for (size_t c = 0; c < calls.size(); ++c) {
+            const int block = reps / kRounds + (round < reps % kRounds ? 1 : 0);
+            for (int r = 0; r < 2 + block; ++r) {
+                const auto t0 = std::chrono::steady_clock::now();
+                calls[c]();
+                const std::chrono::duration<double, std::milli> t =
+                    std::chrono::steady_clock::now() - t0;
+                if (r >= 2) ms[c].push_back(t.count());
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    return ms;
 }
 
 // The devices to measure: every device, or the one `--device` names.

@@ -4,13 +4,13 @@
 // run time when installed), Halide's rms_norm and softmax (with --halide, the library
 // bench/peers_halide.py builds), and for the 1 x 4096 rms_norm a direct call of the kernel's
 // entry, which shows what a launch costs. Every figure is the median of wall-clock times of one
-// launch and its wait, the peers timed in turn within each repeat so that bandwidth swings hit them
-// alike; "spread" is the interquartile range over the median. Outputs of kiln and PoCL are
+// launch and its wait, each timed in blocks of its own (bench_common.hpp: timed in turn, one
+// runtime's spinning threads would slow the next); "spread" is the interquartile range over the
+// median. Outputs of kiln and PoCL are
 // compared bitwise.
 //
 //   bench_cpu_kernels [--repeats R] [--only NAME] [--source NAME] [--json FILE] [--halide LIB]
 #include <array>
-#include <chrono>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -29,12 +29,6 @@
 
 namespace kiln::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 // A workload: a kernel, its grid, its buffers (inputs with values, outputs with a count) and
 // scalars, and what one launch moves or computes.
@@ -246,22 +240,13 @@ int main(int argc, char** argv) {
                 for (auto& v : slots) values.push_back(&v);
                 peer = [fn, &values] { fn(values.data(), 0, 1, 1); };
             }
-            for (int r = 0; r < repeats + 2; ++r) {
-                const bool timed = r >= 2;  // two warm-up rounds
-                auto t0 = Clock::now();
-                on_cpu.launch(w.grid);
-                if (timed) kiln_s.ms.push_back(ms_since(t0));
-                if (on_pocl) {
-                    t0 = Clock::now();
-                    on_pocl->launch(w.grid);
-                    if (timed) pocl_s.ms.push_back(ms_since(t0));
-                }
-                if (peer) {
-                    t0 = Clock::now();
-                    peer();
-                    if (timed) peer_s.ms.push_back(ms_since(t0));
-                }
-            }
+            std::vector<std::function<void()>> calls{[&] { on_cpu.launch(w.grid); }};
+            if (on_pocl) calls.push_back([&] { on_pocl->launch(w.grid); });
+            if (peer) calls.push_back(peer);
+            const auto ms = timed_in_blocks(repeats, calls);
+            kiln_s.ms = ms[0];
+            if (on_pocl) pocl_s.ms = ms[1];
+            if (peer) peer_s.ms = ms.back();
             const bool same = !on_pocl || on_pocl->output() == on_cpu.output();
             const double k_med = median(kiln_s.ms);
             std::vector<std::string> row{w.name, figure(kiln_s)};

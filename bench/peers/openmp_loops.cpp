@@ -3,8 +3,22 @@
 #include "peers/openmp_loops.hpp"
 
 #include <cmath>
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 namespace kiln::bench {
+namespace {
+
+[[maybe_unused]] int max_threads() {
+#if defined(_OPENMP)
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+}  // namespace
 
 void openmp_copy(const float* x, float* y, int64_t n) {
 #pragma omp parallel for simd schedule(static)
@@ -12,7 +26,16 @@ void openmp_copy(const float* x, float* y, int64_t n) {
 }
 
 void openmp_add_square(const float* a, const float* b, float* y, int64_t n) {
-#pragma omp parallel for simd schedule(static)
+    openmp_add_square_threads(0, a, b, y, n);
+}
+
+void openmp_fork_join(int threads, int64_t tasks) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < tasks; ++i) asm volatile("" ::: "memory");
+}
+
+void openmp_add_square_threads(int threads, const float* a, const float* b, float* y, int64_t n) {
+#pragma omp parallel for simd num_threads(threads > 0 ? threads : max_threads()) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
         const float s = a[i] + b[i];
         y[i] = s * s;

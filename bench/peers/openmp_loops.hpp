@@ -12,6 +12,13 @@ void openmp_copy(const float* x, float* y, int64_t n);
 // y[i] = (a[i] + b[i])^2 for i in [0, n).
 void openmp_add_square(const float* a, const float* b, float* y, int64_t n);
 
+// An OpenMP parallel loop of `tasks` empty iterations over `threads` threads: what a fork and join
+// of the OpenMP runtime costs.
+void openmp_fork_join(int threads, int64_t tasks);
+
+// openmp_add_square over `threads` threads (0: as many as OpenMP's default).
+void openmp_add_square_threads(int threads, const float* a, const float* b, float* y, int64_t n);
+
 // y = a * b for a of outer x middle x inner elements and b of outer x inner (b broadcast along
 // the middle axis).
 void openmp_mul_broadcast(const float* a, const float* b, float* y, int64_t outer, int64_t middle,
