@@ -1,5 +1,6 @@
 // Tests of the CPU backend's threading: the thread pool (every task once, back-to-back jobs, the
-// sleeping and the spinning hand-off) and the thread count (the affinity mask, KILN_NUM_THREADS).
+// sleeping and the spinning hand-off, a caller asleep until its workers leave) and the thread count
+// (the affinity mask, KILN_NUM_THREADS).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -42,6 +43,31 @@ TEST(CpuThreadPool, EveryTaskOnceWhetherWorkersSpinOrSleep) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         expect_each_task_once(pool, 3);
     }
+}
+
+TEST(CpuThreadPool, ACallerAsleepIsWokenWhenTheLastWorkerLeaves) {
+    // No spinning: the caller, done with its share, sleeps until the worker running the slow
+    // task leaves the job, and must see that task's write when it returns (a hang is the
+    // failure too).
+    ThreadPool pool(2, std::chrono::microseconds(0));
+    const std::thread::id caller = std::this_thread::get_id();
+    for (int attempt = 0; attempt < 20; ++attempt) {
+        std::vector<int> slow_wrote(2, 0);  // plain ints: run() must order the writes before it
+        std::atomic<bool> on_worker{false};
+        pool.run(2, [&](int64_t i) {
+            if (std::this_thread::get_id() == caller) {  // time for the worker to wake
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                return;
+            }
+            on_worker.store(true);
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            slow_wrote[static_cast<size_t>(i)] = 1;
+        });
+        if (!on_worker.load()) continue;  // the caller took both tasks before the worker woke
+        EXPECT_EQ(slow_wrote[0] + slow_wrote[1], 1);
+        return;
+    }
+    ADD_FAILURE() << "the worker took no task in 20 jobs";
 }
 
 TEST(CpuThreadPool, DestroyedBeforeItsWorkersStartIsNoHang) {

@@ -1,6 +1,6 @@
 // ThreadPool: workers wait for a job (spinning, then asleep on a futex), claim task indices from
-// their own share of the job and then from the others', and the last task to finish tells the
-// caller.
+// their own share of the job and then from the others', and the caller returns once every task
+// is claimed and no worker is inside the job.
 #include "runtime/cpu/thread_pool.hpp"
 
 namespace kiln::runtime::cpu {
@@ -30,35 +30,8 @@ bool spin_until(std::chrono::microseconds spin, const Ready& ready) {
 
 }  // namespace
 
-// The tasks are dealt into one contiguous share per participant (the caller 0, worker w w + 1),
-// each with its own cursor: a participant takes its own share first and then helps with the
-// others'. So launch after launch of one kernel, each thread gets the same part of the grid
-// again, whose data its own cache still holds; a thread the scheduler put aside loses its share
-// to the others instead of holding up the job.
-struct ThreadPool::Job {
-    struct alignas(64) Share {
-        std::atomic<int64_t> next{0};
-        int64_t end = 0;
-    };
-    const std::function<void(int64_t)>* task = nullptr;
-    std::vector<Share> shares;
-    // On a line of their own: the participants write them, and read `task` and `shares` above.
-    alignas(64) std::atomic<int64_t> remaining{0};
-    std::atomic<uint32_t> done{0};  // set (and notified) by whoever finishes the last task
-
-    Job(const std::function<void(int64_t)>& t, int64_t count, int participants)
-        : task(&t), shares(static_cast<size_t>(participants)), remaining(count) {
-        const int64_t base = count / participants, extra = count % participants;
-        int64_t begin = 0;
-        for (int64_t p = 0; p < participants; ++p) {
-            shares[size_t(p)].next.store(begin, std::memory_order_relaxed);
-            begin += base + (p < extra ? 1 : 0);
-            shares[size_t(p)].end = begin;
-        }
-    }
-};
-
-ThreadPool::ThreadPool(int threads, std::chrono::microseconds spin) : spin_(spin) {
+ThreadPool::ThreadPool(int threads, std::chrono::microseconds spin)
+    : spin_(spin), participants_(static_cast<size_t>(std::max(threads, 1))) {
     // Workers start from generation 0, the pool's own: one that starts late still sees every
     // change after it, the destructor's included.
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
@@ -72,30 +45,30 @@ ThreadPool::~ThreadPool() {
 }
 
 // Claims and runs tasks until none are left: participant `me`'s share first, then the others'.
-// The tasks it ran are taken off `remaining` once, at the end (one write of that shared line per
-// participant rather than per task); whoever takes it to 0 finished the job. A worker that
-// arrives after the job is finished finds every share taken and touches nothing else, so the
-// caller's task may be gone by then.
-void ThreadPool::work_on(Job& job, int me) {
-    const int n = static_cast<int>(job.shares.size());
-    int64_t ran = 0;
+// So launch after launch of one kernel, each thread gets the same part of the grid again, whose
+// data its own cache still holds; a thread the scheduler put aside loses its share to the others
+// instead of holding up the job.
+void ThreadPool::work_on(const Task& task, int me) {
+    const int n = static_cast<int>(participants_.size());
     for (int k = 0; k < n; ++k) {
-        Job::Share& share = job.shares[size_t((me + k) % n)];
+        Participant& share = participants_[size_t((me + k) % n)];
         for (;;) {
             if (share.next.load(std::memory_order_relaxed) >= share.end) break;
             const int64_t i = share.next.fetch_add(1, std::memory_order_relaxed);
             if (i >= share.end) break;
-            (*job.task)(i);
-            ++ran;
+            task(i);
         }
-    }
-    if (ran > 0 && job.remaining.fetch_sub(ran, std::memory_order_acq_rel) == ran) {
-        job.done.store(1, std::memory_order_release);
-        job.done.notify_all();
     }
 }
 
+// A worker marks itself inside before it reads the job's task and outside once its tasks are
+// done (each on its own line: no line all the workers write). The caller clears the task once
+// every task is claimed and then waits for every worker to be outside: with both orders
+// sequentially consistent, a worker either read the task before it was cleared, and the caller
+// sees it inside, or reads it cleared and touches nothing. A worker the scheduler put aside
+// before it marked itself inside holds nobody up.
 void ThreadPool::worker_loop(int me) {
+    Participant& self = participants_[size_t(me)];
     uint32_t seen = 0;
     for (;;) {
         if (!spin_until(spin_, [&] { return generation_.load(std::memory_order_acquire) != seen; }))
@@ -104,8 +77,20 @@ void ThreadPool::worker_loop(int me) {
         if (now == seen) continue;  // woken without a new job
         seen = now;
         if (stop_.load()) return;
-        if (std::shared_ptr<Job> job = job_.load()) work_on(*job, me);
+        self.inside.store(1);
+        if (const Task* task = task_.load()) work_on(*task, me);
+        self.inside.store(0);
+        if (caller_asleep_.load()) {
+            left_.fetch_add(1);
+            left_.notify_all();
+        }
     }
+}
+
+bool ThreadPool::workers_outside() const {
+    for (size_t w = 1; w < participants_.size(); ++w)
+        if (participants_[w].inside.load() != 0) return false;
+    return true;
 }
 
 void ThreadPool::run(int64_t count, const std::function<void(int64_t)>& task) {
@@ -115,14 +100,29 @@ void ThreadPool::run(int64_t count, const std::function<void(int64_t)>& task) {
         for (int64_t i = 0; i < count; ++i) task(i);
         return;
     }
-    auto job = std::make_shared<Job>(task, count, size());
-    job_.store(job);
+    // The tasks dealt into one contiguous share per participant (the caller 0, worker w w + 1).
+    const int64_t n = static_cast<int64_t>(participants_.size());
+    const int64_t base = count / n, extra = count % n;
+    int64_t begin = 0;
+    for (int64_t p = 0; p < n; ++p) {
+        Participant& share = participants_[size_t(p)];
+        share.next.store(begin, std::memory_order_relaxed);
+        begin += base + (p < extra ? 1 : 0);
+        share.end = begin;
+    }
+    task_.store(&task);
     generation_.fetch_add(1);
     generation_.notify_all();  // a system call only where a worker sleeps
-    work_on(*job, 0);
-    if (!spin_until(spin_, [&] { return job->done.load(std::memory_order_acquire) != 0; }))
-        while (job->done.load(std::memory_order_acquire) == 0) job->done.wait(0);
-    job_.store(nullptr);
+    work_on(task, 0);
+    task_.store(nullptr);  // every task is claimed: a worker arriving now has nothing to do
+    if (spin_until(spin_, [&] { return workers_outside(); })) return;
+    for (;;) {
+        const uint32_t left = left_.load();
+        caller_asleep_.store(1);
+        if (workers_outside()) break;
+        left_.wait(left);
+    }
+    caller_asleep_.store(0);
 }
 
 }  // namespace kiln::runtime::cpu

@@ -33,17 +33,30 @@ class ThreadPool {
     void run(int64_t count, const std::function<void(int64_t)>& task);
 
   private:
-    struct Job;
+    using Task = std::function<void(int64_t)>;
+    // What participant p owns, on a cache line of its own: its share of the job's tasks (the
+    // cursor the others also take from once theirs is done) and, for a worker, whether it is
+    // inside a job.
+    struct alignas(64) Participant {
+        std::atomic<int64_t> next{0};
+        int64_t end = 0;
+        std::atomic<uint32_t> inside{0};
+    };
     void worker_loop(int me);
-    static void work_on(Job& job, int me);
+    void work_on(const Task& task, int me);
+    bool workers_outside() const;
 
     std::chrono::microseconds spin_;
     std::mutex run_mutex_;  // one job at a time
-    // The job, published with a new generation; a worker holds it through a shared_ptr, so one
-    // the scheduler put aside can arrive after the caller returned and touch only what it holds.
-    std::atomic<std::shared_ptr<Job>> job_;
+    std::vector<Participant> participants_;
+    // The job's task while its tasks are being handed out; null between jobs.
+    alignas(64) std::atomic<const Task*> task_{nullptr};
     std::atomic<uint32_t> generation_{0};  // futex word the sleeping workers wait on
     std::atomic<bool> stop_{false};
+    // For a caller gone to sleep waiting for workers to leave a job: whether it sleeps, and the
+    // futex word it sleeps on.
+    alignas(64) std::atomic<uint32_t> caller_asleep_{0};
+    std::atomic<uint32_t> left_{0};
     std::vector<std::thread> workers_;
 };
 
