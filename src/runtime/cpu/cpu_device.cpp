@@ -3,6 +3,7 @@
 #include "runtime/cpu/cpu_device.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -180,11 +181,25 @@ void CpuDevice::launch(Module& module, const std::string& entry, int64_t grid, i
     if (block < 1) fail("CPU backend: launch of '{}' with block {}; expected >= 1", entry, block);
     KernelEntry fn = cpu_module->entry(entry);
 
-    // args[i] points at argument i's value: a void* holding a buffer's address, or a scalar's
-    // bytes (the low bytes of a little-endian uint64_t).
-    std::vector<uint64_t> scalars(args.size());
-    std::vector<void*> pointers(args.size());
-    std::vector<void*> values(args.size());
+    // values[i] points at argument i's value: a void* holding a buffer's address, or a scalar's
+    // bytes (the low bytes of a little-endian uint64_t). On the stack for the usual few arguments:
+    // a small launch should cost little more than the call.
+    constexpr size_t kArgsOnStack = 32;
+    std::array<uint64_t, kArgsOnStack> scalars_on_stack;
+    std::array<void*, kArgsOnStack> pointers_on_stack, values_on_stack;
+    std::vector<uint64_t> scalars_on_heap;
+    std::vector<void*> pointers_on_heap, values_on_heap;
+    uint64_t* scalars = scalars_on_stack.data();
+    void** pointers = pointers_on_stack.data();
+    void** values = values_on_stack.data();
+    if (args.size() > kArgsOnStack) {
+        scalars_on_heap.resize(args.size());
+        pointers_on_heap.resize(args.size());
+        values_on_heap.resize(args.size());
+        scalars = scalars_on_heap.data();
+        pointers = pointers_on_heap.data();
+        values = values_on_heap.data();
+    }
     for (size_t i = 0; i < args.size(); ++i) {
         const KernelArg& a = args[i];
         if (a.memory) {
@@ -202,7 +217,7 @@ void CpuDevice::launch(Module& module, const std::string& entry, int64_t grid, i
     }
     if (grid == 0) return;
 
-    void* const* argv = values.data();
+    void* const* argv = values;
     int64_t ranges = std::min<int64_t>(grid, pool_->size() * ranges_per_thread);
     int64_t base = grid / ranges;
     int64_t extra = grid % ranges;
