@@ -90,55 +90,51 @@ Row measure(int threads, int reps) {
     return row;
 }
 
+int run(int argc, char** argv) {
+    Flags flags(argc, argv, {"--threads", "--reps", "--json"},
+                "bench_cpu_launch [--threads 1,2,4,...] [--reps N] [--json FILE]");
+    const int reps = static_cast<int>(flags.integer("--reps", 20000, 10, 10000000));
+    std::vector<int> threads;
+    if (flags.has("--threads"))
+        for (const auto& text : split_list(flags.text("--threads"))) {
+            const int t = std::atoi(text.c_str());
+            if (t < 1 || t > 4096) fail("--threads: '{}' is not a count from 1 to 4096", text);
+            threads.push_back(t);
+        }
+    else
+        threads = default_threads();
+    std::vector<std::vector<std::string>> table;
+    std::string json = "[\n";
+    for (const int t : threads) {
+        const Row r = measure(t, reps);
+        table.push_back({std::to_string(t), fmt::format("{:.2f}", r.pool_us),
+                         fmt::format("{:.2f}", r.omp_us), fmt::format("{:.2f}", r.small_us),
+                         fmt::format("{:.2f}", r.small_omp_us),
+                         fmt::format("{:.2f}x", r.small_us / r.small_omp_us),
+                         fmt::format("{:.0f}", r.large_us), fmt::format("{:.0f}", r.large_omp_us),
+                         fmt::format("{:.0f}", r.large_omp_kiln_memory_us),
+                         fmt::format("{:.2f}x", r.large_us / r.large_omp_us)});
+        json += fmt::format(
+            "  {{\"threads\": {}, \"pool_fork_join_us\": {}, \"openmp_fork_join_us\": {}, "
+            "\"map_2e18_us\": {}, \"map_2e18_openmp_us\": {}, \"map_2e26_us\": {}, "
+            "\"map_2e26_openmp_us\": {}, \"map_2e26_openmp_kiln_memory_us\": {}}},\n",
+            t, r.pool_us, r.omp_us, r.small_us, r.small_omp_us, r.large_us, r.large_omp_us,
+            r.large_omp_kiln_memory_us);
+        fmt::print(stderr, "{} threads: done\n", t);
+    }
+    print_table(
+        {"threads", "pool fork/join us", "OpenMP fork/join us", "map 2^18 us", "OpenMP 2^18 us",
+         "kiln/OpenMP", "map 2^26 us", "OpenMP 2^26 us", "OpenMP on kiln's buffers", "kiln/OpenMP"},
+        table);
+    if (json.size() > 2) json.erase(json.size() - 2, 1);
+    json += "]\n";
+    if (flags.has("--json")) write_file(flags.text("--json"), json);
+    return 0;
+}
+
 }  // namespace
 }  // namespace kiln::bench
 
 int main(int argc, char** argv) {
-    using namespace kiln;
-    using namespace kiln::bench;
-    try {
-        Flags flags(argc, argv, {"--threads", "--reps", "--json"},
-                    "bench_cpu_launch [--threads 1,2,4,...] [--reps N] [--json FILE]");
-        const int reps = static_cast<int>(flags.integer("--reps", 20000, 10, 10000000));
-        std::vector<int> threads;
-        if (flags.has("--threads"))
-            for (const auto& text : split_list(flags.text("--threads"))) {
-                const int t = std::atoi(text.c_str());
-                if (t < 1 || t > 4096) fail("--threads: '{}' is not a count from 1 to 4096", text);
-                threads.push_back(t);
-            }
-        else
-            threads = default_threads();
-        std::vector<std::vector<std::string>> table;
-        std::string json = "[\n";
-        for (const int t : threads) {
-            const Row r = measure(t, reps);
-            table.push_back({std::to_string(t), fmt::format("{:.2f}", r.pool_us),
-                             fmt::format("{:.2f}", r.omp_us), fmt::format("{:.2f}", r.small_us),
-                             fmt::format("{:.2f}", r.small_omp_us),
-                             fmt::format("{:.2f}x", r.small_us / r.small_omp_us),
-                             fmt::format("{:.0f}", r.large_us),
-                             fmt::format("{:.0f}", r.large_omp_us),
-                             fmt::format("{:.0f}", r.large_omp_kiln_memory_us),
-                             fmt::format("{:.2f}x", r.large_us / r.large_omp_us)});
-            json += fmt::format(
-                "  {{\"threads\": {}, \"pool_fork_join_us\": {}, \"openmp_fork_join_us\": {}, "
-                "\"map_2e18_us\": {}, \"map_2e18_openmp_us\": {}, \"map_2e26_us\": {}, "
-                "\"map_2e26_openmp_us\": {}, \"map_2e26_openmp_kiln_memory_us\": {}}},\n",
-                t, r.pool_us, r.omp_us, r.small_us, r.small_omp_us, r.large_us, r.large_omp_us,
-                r.large_omp_kiln_memory_us);
-            fmt::print(stderr, "{} threads: done\n", t);
-        }
-        print_table({"threads", "pool fork/join us", "OpenMP fork/join us", "map 2^18 us",
-                     "OpenMP 2^18 us", "kiln/OpenMP", "map 2^26 us", "OpenMP 2^26 us",
-                     "OpenMP on kiln's buffers", "kiln/OpenMP"},
-                    table);
-        if (json.size() > 2) json.erase(json.size() - 2, 1);
-        json += "]\n";
-        if (flags.has("--json")) write_file(flags.text("--json"), json);
-    } catch (const std::exception& e) {
-        fmt::print(stderr, "bench_cpu_launch: {}\n", e.what());
-        return 2;
-    }
-    return 0;
+    return kiln::bench::main_of("bench_cpu_launch", kiln::bench::run, argc, argv);
 }
