@@ -6,8 +6,7 @@
 // entry, which shows what a launch costs. Every figure is the median of wall-clock times of one
 // launch and its wait, each timed in blocks of its own (bench_common.hpp: timed in turn, one
 // runtime's spinning threads would slow the next); "spread" is the interquartile range over the
-// median. Outputs of kiln and PoCL are
-// compared bitwise.
+// median. Outputs of kiln and PoCL are compared bitwise.
 //
 //   bench_cpu_kernels [--repeats R] [--only NAME] [--source NAME] [--json FILE] [--halide LIB]
 #include <array>

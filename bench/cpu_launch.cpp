@@ -104,7 +104,7 @@ int run(int argc, char** argv) {
     else
         threads = default_threads();
     std::vector<std::vector<std::string>> table;
-    std::string json = "[\n";
+    std::vector<std::string> json;
     for (const int t : threads) {
         const Row r = measure(t, reps);
         table.push_back({std::to_string(t), fmt::format("{:.2f}", r.pool_us),
@@ -114,21 +114,19 @@ int run(int argc, char** argv) {
                          fmt::format("{:.0f}", r.large_us), fmt::format("{:.0f}", r.large_omp_us),
                          fmt::format("{:.0f}", r.large_omp_kiln_memory_us),
                          fmt::format("{:.2f}x", r.large_us / r.large_omp_us)});
-        json += fmt::format(
-            "  {{\"threads\": {}, \"pool_fork_join_us\": {}, \"openmp_fork_join_us\": {}, "
+        json.push_back(fmt::format(
+            "{{\"threads\": {}, \"pool_fork_join_us\": {}, \"openmp_fork_join_us\": {}, "
             "\"map_2e18_us\": {}, \"map_2e18_openmp_us\": {}, \"map_2e26_us\": {}, "
-            "\"map_2e26_openmp_us\": {}, \"map_2e26_openmp_kiln_memory_us\": {}}},\n",
+            "\"map_2e26_openmp_us\": {}, \"map_2e26_openmp_kiln_memory_us\": {}}}",
             t, r.pool_us, r.omp_us, r.small_us, r.small_omp_us, r.large_us, r.large_omp_us,
-            r.large_omp_kiln_memory_us);
+            r.large_omp_kiln_memory_us));
         fmt::print(stderr, "{} threads: done\n", t);
     }
     print_table(
         {"threads", "pool fork/join us", "OpenMP fork/join us", "map 2^18 us", "OpenMP 2^18 us",
          "kiln/OpenMP", "map 2^26 us", "OpenMP 2^26 us", "OpenMP on kiln's buffers", "kiln/OpenMP"},
         table);
-    if (json.size() > 2) json.erase(json.size() - 2, 1);
-    json += "]\n";
-    if (flags.has("--json")) write_file(flags.text("--json"), json);
+    if (flags.has("--json")) write_json_array(flags.text("--json"), json);
     return 0;
 }
 

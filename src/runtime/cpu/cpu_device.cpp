@@ -184,35 +184,36 @@ void CpuDevice::launch(Module& module, const std::string& entry, int64_t grid, i
     // values[i] points at argument i's value: a void* holding a buffer's address, or a scalar's
     // bytes (the low bytes of a little-endian uint64_t). On the stack for the usual few arguments:
     // a small launch should cost little more than the call.
+    union Slot {
+        uint64_t scalar;
+        void* pointer;
+    };
     constexpr size_t kArgsOnStack = 32;
-    std::array<uint64_t, kArgsOnStack> scalars_on_stack;
-    std::array<void*, kArgsOnStack> pointers_on_stack, values_on_stack;
-    std::vector<uint64_t> scalars_on_heap;
-    std::vector<void*> pointers_on_heap, values_on_heap;
-    uint64_t* scalars = scalars_on_stack.data();
-    void** pointers = pointers_on_stack.data();
+    std::array<Slot, kArgsOnStack> slots_on_stack;
+    std::array<void*, kArgsOnStack> values_on_stack;
+    std::vector<Slot> slots_on_heap;
+    std::vector<void*> values_on_heap;
+    Slot* slots = slots_on_stack.data();
     void** values = values_on_stack.data();
     if (args.size() > kArgsOnStack) {
-        scalars_on_heap.resize(args.size());
-        pointers_on_heap.resize(args.size());
+        slots_on_heap.resize(args.size());
         values_on_heap.resize(args.size());
-        scalars = scalars_on_heap.data();
-        pointers = pointers_on_heap.data();
+        slots = slots_on_heap.data();
         values = values_on_heap.data();
     }
     for (size_t i = 0; i < args.size(); ++i) {
         const KernelArg& a = args[i];
         if (a.memory) {
-            pointers[i] = cpu_memory(*a.memory, "a buffer argument").data();
-            values[i] = &pointers[i];
+            slots[i].pointer = cpu_memory(*a.memory, "a buffer argument").data();
+            values[i] = &slots[i].pointer;
         } else {
             if (a.size != 1 && a.size != 2 && a.size != 4 && a.size != 8)
                 fail(
                     "CPU backend: launch of '{}': argument {} is a scalar of {} bytes; expected 1, "
                     "2, 4 or 8",
                     entry, i, a.size);
-            scalars[i] = a.scalar;
-            values[i] = &scalars[i];
+            slots[i].scalar = a.scalar;
+            values[i] = &slots[i].scalar;
         }
     }
     if (grid == 0) return;

@@ -3,6 +3,8 @@
 // is claimed and no worker is inside the job.
 #include "runtime/cpu/thread_pool.hpp"
 
+#include <algorithm>
+
 namespace kiln::runtime::cpu {
 namespace {
 
