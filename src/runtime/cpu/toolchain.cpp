@@ -80,14 +80,22 @@ std::string hex64(uint64_t value) {
 
 // No -fwrapv: generated code writes wrapping integer arithmetic through unsigned types, and
 // plain signed arithmetic only where it never wraps (ir/no_wrap.hpp), which the compiler may
-// then treat as affine.
+// then treat as affine. -fno-trapping-math: kiln reads no floating-point exception flags and
+// installs no traps, so both arms of a select may be computed (GCC then vectorizes a lane loop
+// with a select of two float expressions, such as an epilogue's erf); no value changes (it
+// enables no reassociation, contraction or fast-math assumption).
 std::vector<std::string> compile_flags(const Toolchain& toolchain, Optimization level) {
-    std::vector<std::string> flags = {
-        "-std=c++17",      level == Optimization::full ? "-O3" : "-O1",
-        "-march=native",   "-ffp-contract=off",
-        "-fno-fast-math",  "-fopenmp-simd",
-        "-fno-math-errno", "-fPIC",
-        "-shared",         "-w"};
+    std::vector<std::string> flags = {"-std=c++17",
+                                      level == Optimization::full ? "-O3" : "-O1",
+                                      "-march=native",
+                                      "-ffp-contract=off",
+                                      "-fno-fast-math",
+                                      "-fopenmp-simd",
+                                      "-fno-math-errno",
+                                      "-fno-trapping-math",
+                                      "-fPIC",
+                                      "-shared",
+                                      "-w"};
     static const std::string prefer_512 = "-mprefer-vector-width=512";
     static const std::vector<std::string> pressure = {"-fschedule-insns", "-fsched-pressure"};
     if (toolchain.avx512) flags.push_back(prefer_512);
