@@ -35,6 +35,9 @@ struct DeviceInfo {
     // Runs the tensor-core class (f16/bf16 contractions) on tensor cores: CUDA, compute
     // capability 8.0 or later. Elsewhere that class runs its exact points.
     bool tensor_cores = false;
+    // A CPU's vector registers its kernels use (32 with AVX-512 or on AArch64, 16 with AVX or
+    // SSE): the cost model sizes the register tiles of a strip of threads by it. 0 elsewhere.
+    int vector_registers = 0;
     int ordinal = 0;  // the driver's index of the device (the CUDA ordinal); 0 on the CPU
     std::string id;   // the cache id: backend, model, arch, driver/compiler; [A-Za-z0-9._-]
 };

@@ -177,9 +177,10 @@ const DeviceFacts& device_facts(Device& device) {
     static std::map<const Device*, DeviceFacts> known;
     std::lock_guard lock(mutex);
     if (auto it = known.find(&device); it != known.end()) return it->second;
-    if (const auto given = given_facts(device)) return known.emplace(&device, *given).first->second;
-    return known.emplace(&device, load_or_measure_facts(device, Tuner::process_default()))
-        .first->second;
+    const auto given = given_facts(device);
+    DeviceFacts facts = given ? *given : load_or_measure_facts(device, Tuner::process_default());
+    if (device.info().vector_registers > 0) facts.vector_registers = device.info().vector_registers;
+    return known.emplace(&device, facts).first->second;
 }
 
 }  // namespace kiln::plan

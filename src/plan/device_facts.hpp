@@ -11,11 +11,12 @@
 namespace kiln::plan {
 
 struct DeviceFacts {
-    double bandwidth = 0;  // bytes per microsecond a device copy moves (read + write)
-    double launch_us = 0;  // one empty launch, queued behind nothing
-    double flops = 0;      // f32 operations per microsecond, all compute units busy
-    bool gpu = false;      // a CUDA device or an OpenCL GPU: threads are SIMT lanes
-    int units = 1;         // compute units (SMs, cores)
+    double bandwidth = 0;       // bytes per microsecond a device copy moves (read + write)
+    double launch_us = 0;       // one empty launch, queued behind nothing
+    double flops = 0;           // f32 operations per microsecond, all compute units busy
+    bool gpu = false;           // a CUDA device or an OpenCL GPU: threads are SIMT lanes
+    int units = 1;              // compute units (SMs, cores)
+    int vector_registers = 32;  // a CPU's (DeviceInfo::vector_registers), not measured
     std::string summary() const;
 };
 

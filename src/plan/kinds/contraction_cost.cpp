@@ -38,12 +38,14 @@ double staged_share(double tile) {
 }
 
 // A CPU's spread point runs a strip of threads as vectors: its tm x tn accumulators, tn vectors
-// of B and a broadcast of A fit the 32 vector registers of AVX-512 at the full rate; past them
-// the accumulators spill to the stack every term (8 x 4 measured at 0.6-0.8x the time of 6 x 4
-// on a 2-core AVX-512 EPYC, notes/cpu-gemm-2026-12-05.md).
-double spread_register_share(int tm, int tn) {
-    const double registers = tm * tn + tn + 1;
-    return std::min(1.0, 32.0 / registers);
+// of B and a broadcast of A fit the CPU's vector registers (32 with AVX-512, 16 with AVX2) at
+// the full rate; past them the accumulators spill to the stack every term (8 x 4 measured at
+// 0.6-0.8x the time of 6 x 4 on an AVX-512 EPYC, 6 x 4 at 0.7x of 6 x 2 on an AVX2 one). Within
+// the registers, a larger tile spends fewer of a term's instructions on loads (tm + tn loads
+// for tm x tn fma).
+double spread_register_share(int tm, int tn, const DeviceFacts& f) {
+    const double fmas = tm * tn, registers = fmas + tn + 1;
+    return std::min(1.0, f.vector_registers / registers) * fmas / (fmas + tm + tn);
 }
 
 // 2 flops per product term.
@@ -74,7 +76,7 @@ double matmul_rate_share(const Schedule& s, const DeviceFacts& f) {
     // shared memory at a quarter of its fma rate.
     const double shared_bound = p.tm * p.tn / (4.0 * (p.tm + p.tn));
     return f.gpu ? (p.staged ? std::clamp(shared_bound, 0.1, 1.0) : 0.02)
-                 : (p.spread ? spread_register_share(p.tm, p.tn) : 0.15);
+                 : (p.spread ? spread_register_share(p.tm, p.tn, f) : 0.15);
 }
 
 // A CPU core's cache for a direct point's column panel of B (bn columns over all of k, as f32):
@@ -90,7 +92,8 @@ std::vector<double> matmul_operand_reads(const GraphView& g, int node, const Sch
     const ContractShape c = contract_shape(g, node);
     const ops::MatmulSchedule& p = matmul_point(s);
     const bool panel_spills = double(c.k) * p.bn * 4 > kCpuPanelCacheBytes;
-    return {tiles(c.n, p.staged ? p.bn : p.tn),
+    // A chunk-major point over column tiles keeps a chunk of its rows of A while they pass.
+    return {tiles(c.n, p.staged || p.column_tiles > 1 ? p.bn : p.tn),
             tiles(c.m, p.staged || (p.chunk_major && panel_spills) ? p.bm : p.tm)};
 }
 
@@ -119,7 +122,7 @@ double conv1d_rate_share(const Schedule& s, const DeviceFacts& f) {
     // A tensor-core point: matmul's tensor-core kernel on the implicit GEMM.
     if (p.tensor_core()) return 2.0 * std::clamp(p.wm * p.wn / 32.0 / 128.0, 0.1, 1.0);
     return f.gpu ? (p.staged ? staged_share(p.tm * p.tn) : 0.02)
-                 : (p.spread ? spread_register_share(p.tm, p.tn) : 0.15);
+                 : (p.spread ? spread_register_share(p.tm, p.tn, f) : 0.15);
 }
 
 // As matmul's, and x once more per tap.

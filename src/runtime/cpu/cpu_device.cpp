@@ -87,6 +87,7 @@ CpuDevice::CpuDevice(const CpuDeviceOptions& options)
     info_.memory_bytes = physical_memory_bytes();
     info_.compute_units = pool_->size();
     info_.warp_size = 1;
+    info_.vector_registers = toolchain_.avx512 || machine_name() == "aarch64" ? 32 : 16;
     info_.id = sanitize_id("cpu-" + info_.name + "-" + march + "-" + info_.compiler);
 }
 
