@@ -364,15 +364,16 @@ std::string disassembly(const ir::Kernel& k, std::string& why) {
     return status == 0 ? text.str() : "";
 }
 
-// The longest run of consecutive vector fma (zmm) in `text` with no operand on the stack.
-int longest_register_fma_run(const std::string& text) {
+// The longest run of consecutive vector fma (on `vectors`: "%zmm", "%ymm") in `text` with no
+// operand on the stack.
+int longest_register_fma_run(const std::string& text, const char* vectors = "%zmm") {
     std::istringstream in(text);
     std::string line;
     int run = 0, longest = 0;
     while (std::getline(in, line)) {
         if (line.find("vfmadd") == std::string::npos) continue;
         const bool clean =
-            line.find("%zmm") != std::string::npos && line.find("(%rsp)") == std::string::npos;
+            line.find(vectors) != std::string::npos && line.find("(%rsp)") == std::string::npos;
         run = clean ? run + 1 : 0;
         longest = std::max(longest, run);
     }
@@ -395,6 +396,19 @@ TEST(CpuCodegen, MatmulsRegisterTilePointsKeepTheirAccumulatorsInVectorRegisters
         if (text.empty()) GTEST_SKIP() << why;
         EXPECT_GE(longest_register_fma_run(text), 24);
     }
+}
+
+TEST(CpuCodegen, MatmulsAvx2TileKeepsItsAccumulatorsInVectorRegisters) {
+    // d96x64_t6x2_s_kc4 on a CPU with AVX2 and no AVX-512 (16 ymm registers, strips of 8): the
+    // term loop is 6 x 2 register-only fma a term (with a term's A values read after B's from
+    // the copied tile, B's values went through per-lane arrays on the stack).
+    if (!__builtin_cpu_supports("avx2") || __builtin_cpu_supports("avx512f"))
+        GTEST_SKIP() << "for a CPU with AVX2 and without AVX-512";
+    std::string why;
+    const std::string text = disassembly(
+        ops::matmul_kernel(ops::MatmulTypes{}, ops::matmul_variant("d96x64_t6x2_s_kc4")), why);
+    if (text.empty()) GTEST_SKIP() << why;
+    EXPECT_GE(longest_register_fma_run(text, "%ymm"), 12);
 }
 
 TEST(CpuCodegen, AttentionsLockstepPointKeepsItsScoresAndAccumulatorsInVectorRegisters) {

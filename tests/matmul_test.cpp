@@ -80,18 +80,21 @@ Points every_point(int part) {
 
 // Points for the dtype and layout cases (each compile costs seconds on the CPU and PoCL): the
 // direct form, a staged tile with an oblong thread tile, the direct form with spread columns and
-// the CPU's register tile (6 rows: a block tile that is no power of two) and its chunk-major
-// form. The same list in every case, so a case with the same types reuses the compiled unit from
-// the disk cache.
+// the CPU's register tile (6 rows: a block tile that is no power of two), its chunk-major form
+// and the chunk-major form over column tiles with B's chunk copied. The same list in every case, so
+// a case with the same types reuses the compiled unit from the disk cache.
 Points some_points() {
-    return {&ops::matmul_variant("d1x64"), &ops::matmul_variant("s128x64_k8_t8x4"),
-            &ops::matmul_variant("d8x128_t8x4_s"), &ops::matmul_variant("d6x128_t6x4_s"),
-            &ops::matmul_variant("d96x128_t6x4_s_kc")};
+    return {&ops::matmul_variant("d1x64"),
+            &ops::matmul_variant("s128x64_k8_t8x4"),
+            &ops::matmul_variant("d8x128_t8x4_s"),
+            &ops::matmul_variant("d6x128_t6x4_s"),
+            &ops::matmul_variant("d96x128_t6x4_s_kc"),
+            &ops::matmul_variant("d96x64_t6x2_s_kc4")};
 }
 
 // The quick tier runs each dtype and layout case at one of some_points() (case i at point
-// i % 5); the full tier (FullMatmul) runs each case at the other four.
-constexpr size_t kSome = 5;
+// i % 6); the full tier (FullMatmul) runs each case at the other five.
+constexpr size_t kSome = 6;
 Points one_point(size_t i) {
     return {some_points()[i % kSome]};
 }
@@ -275,6 +278,15 @@ TEST(Matmul, TransposedAWithBothBLayoutsMatchesTheOracleOnEveryDevice) {
 
 TEST(FullMatmul, TransposedAWithBothBLayoutsMatchesTheOracleOnEveryDevice) {
     expect_views(other_points(3), true, 2000);
+}
+
+TEST(Matmul, ColumnTilesCopyBInEveryLayoutOfBothOperands) {
+    // The copy of B's chunk steps its column tiles along B's rows or, transposed, its columns;
+    // 131 x 133 has a block inside C's columns and one at its edge (a column tile partly past n,
+    // two wholly past).
+    const Points kc4{&ops::matmul_variant("d96x64_t6x2_s_kc4")};
+    expect_views(kc4, false, 3000);
+    expect_views(kc4, true, 4000);
 }
 
 // On the CPU, B's rows 1 KiB apart with a large k are read from a copy with longer rows
@@ -481,6 +493,19 @@ TEST(Matmul, BadInputsAreErrorsNamingTheOpAndShapes) {
     bad.bm = 6 * 17;  // 17 row tiles: totals past 48 KiB
     expect_error([&] { ops::matmul_kernel({}, bad); },
                  {"chunk-major totals of 102 x 128 f32 (52224 bytes); expected at most 49152"});
+    {
+        ops::MatmulSchedule tiled = ops::matmul_variant("d96x64_t6x2_s_kc4");
+        tiled.bm = 6 * 32;  // 24 KiB more totals beside B's 16 KiB tile
+        expect_error([&] { ops::matmul_kernel({}, tiled); },
+                     {"totals of 192 x 64 f32 and B's tile of 256 x 16 (65536 bytes)"});
+        tiled = ops::matmul_variant("d96x64_t6x2_s_kc4");
+        tiled.column_tiles = 3;
+        expect_error([&] { ops::matmul_kernel({}, tiled); },
+                     {"3 column tiles", "expected a chunk-major point whose bn is a multiple"});
+        tiled = ops::matmul_variant("d6x128_t6x4_s");
+        tiled.column_tiles = 2;
+        expect_error([&] { ops::matmul_kernel({}, tiled); }, {"2 column tiles"});
+    }
     bad.bm = 100;
     expect_error([&] { ops::matmul_kernel({}, bad); }, {"expected a multiple of the tile's rows"});
     bad.bm = 6;  // one tile: the direct point itself

@@ -96,10 +96,17 @@ struct MatmulSchedule {
     // bm x bn block tile: a chunk's bn columns of B stay in the cache while the row tiles pass,
     // instead of all of B's column panel streaming past for every tm rows.
     bool chunk_major = false;
+    // chunk_major only: the block's columns in this many tiles of bn/column_tiles, side by side;
+    // each thread walks them within each chunk (every row tile of a column tile before the next
+    // column tile), so a chunk's rows of A stay in the cache while the column tiles pass and a
+    // strip of threads reads whole lines of B (tn vectors of adjacent columns).
+    int column_tiles = 1;
     bool tensor_core() const { return wm > 0; }
+    // The columns a block's row of threads covers at once: bn, or a column tile's.
+    int row_columns() const { return bn / column_tiles; }
     int threads() const {
         if (tensor_core()) return (bm / wm) * (bn / wn) * 32;
-        return chunk_major ? bn / tn : (bm / tm) * (bn / tn);
+        return chunk_major ? row_columns() / tn : (bm / tm) * (bn / tn);
     }
 };
 
@@ -125,6 +132,8 @@ struct MatmulSchedule {
 //                            and two blocks an SM (_m: totals_in_memory, _bN: min_blocks N)
 //   d96x128_t6x4_s_kc        d6x128_t6x4_s's tile, each thread walking 16 row tiles chunk by
 //                            chunk of k (_kc: chunk_major; a CPU's large products)
+//   d96x64_t6x2_s_kc4        8 threads of 6x2 (a CPU with AVX2's 16 vector registers), chunk-major
+//   d192x32_t6x2_s_kc2       over 4 and 2 column tiles with B's chunk copied (_kcN: column_tiles)
 const std::vector<MatmulSchedule>& matmul_variants();
 // The tensor-core class's domain (CUDA devices with tensor cores), first the tuner's default:
 //   tc128x128_k32_w64x32    8 warps of 64 x 32

@@ -38,6 +38,12 @@ void check_schedule(const MatmulSchedule& s) {
     check_exact_knobs("matmul", s.name, s.tensor_core(), s.totals_in_memory, s.min_blocks);
     if (s.tensor_core()) return check_tensor_core_schedule(s);
     check_min_blocks("matmul", s.name, s.min_blocks, s.threads());
+    if (s.column_tiles != 1 &&
+        (!s.chunk_major || s.column_tiles < 1 || s.bn % (s.column_tiles * s.tn) != 0))
+        fail(
+            "matmul schedule {}: {} column tiles of {} columns; expected a chunk-major point "
+            "whose bn is a multiple of the tiles times tn",
+            s.name, s.column_tiles, s.bn);
     if (s.chunk_major) {
         if (s.staged || !s.spread)
             fail(
@@ -49,16 +55,22 @@ void check_schedule(const MatmulSchedule& s) {
                 "matmul schedule {}: {} rows of chunk-major tiles of {}; expected a multiple of "
                 "the tile's rows, 2 tiles or more",
                 s.name, s.bm, s.tm);
-        // The totals are a block tile of bm x bn f32 in shared memory.
-        const int64_t bytes = int64_t{s.bm} * s.bn * 4;
+        // The totals are a block tile of bm x bn f32 in shared memory, beside a column tile's
+        // chunk of B where there are column tiles.
+        const bool copies_b = s.column_tiles > 1;
+        const int64_t bytes =
+            (int64_t{s.bm} * s.bn + (copies_b ? int64_t{kChunkTerms} * s.row_columns() : 0)) * 4;
         if (bytes > kMaxSharedBytes)
             fail(
-                "matmul schedule {}: chunk-major totals of {} x {} f32 ({} bytes); expected at "
+                "matmul schedule {}: chunk-major totals of {} x {} f32{} ({} bytes); expected at "
                 "most {}",
-                s.name, s.bm, s.bn, bytes, kMaxSharedBytes);
+                s.name, s.bm, s.bn,
+                copies_b ? fmt::format(" and B's tile of {} x {}", kChunkTerms, s.row_columns())
+                         : "",
+                bytes, kMaxSharedBytes);
     }
     // A chunk-major block is one row of threads, each walking its row tiles.
-    check_tiles("matmul", s.name, s.chunk_major ? s.tm : s.bm, s.bn, s.tm, s.tn);
+    check_tiles("matmul", s.name, s.chunk_major ? s.tm : s.bm, s.row_columns(), s.tm, s.tn);
     if (s.prefetch && !s.staged)
         fail("matmul schedule {}: prefetch without shared tiles; expected a staged point", s.name);
     if (s.spread && s.staged)
@@ -134,7 +146,7 @@ struct Place {
     // quads 4*bn/tn apart, so 8 adjacent threads read a row of the shared B tile as 128
     // contiguous bytes (no bank conflicts for 16-byte reads).
     Expr column_in_tile(const MatmulSchedule& s, int c) const {
-        const int across = s.bn / s.tn;
+        const int across = s.row_columns() / s.tn;
         if (s.spread) return tx + c * across;
         if (quads(s)) return tx * 4 + (c / 4) * (across * 4) + c % 4;
         return tx * s.tn + c;
@@ -145,7 +157,7 @@ struct Place {
 
 Place place(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
     const BlockIndex block = block_index(k, p.batch, p.m, p.n, s, p.block);
-    const int across = s.bn / s.tn;  // threads along a row of the block tile
+    const int across = s.row_columns() / s.tn;  // threads along a row of the block tile
     Var t = k.let(k.thread_index(), "t");
     const bool one_row = s.threads() <= across;  // then ty is 0 and tx is t, known as such
     return {block.batch,
@@ -164,13 +176,28 @@ Place place(KernelBuilder& k, const MatmulViews& p, const MatmulSchedule& s) {
 struct DirectReads {
     std::vector<Var> a_row, b_col;
     Expr a_step, b_step;
-    // Term q's tm values of A and tn values of B, read and added to acc.
+    // Term q's tm values of A and tn values of B, as f32.
+    std::vector<Expr> a_values(KernelBuilder& k, const MatmulViews& p, const Expr& q) const {
+        std::vector<Expr> v;
+        for (const Var& base : a_row)
+            v.push_back(k.let(to_f32(p.a(base + cast(DType::i64, q) * a_step)), "a"));
+        return v;
+    }
+    // `shift` (i64, uniform) is added to every column's element: it joins the term's offset, so
+    // each lane's address stays its column's plus one offset (adjacent lanes' adjacent to a
+    // CPU's compiler).
+    std::vector<Expr> b_values(KernelBuilder& k, const MatmulViews& p, const Expr& q,
+                               const std::optional<Expr>& shift = std::nullopt) const {
+        std::vector<Expr> v;
+        const Expr offset = cast(DType::i64, q) * b_step;
+        for (const Var& base : b_col)
+            v.push_back(k.let(to_f32(p.b(base + (shift ? offset + *shift : offset))), "b"));
+        return v;
+    }
+    // Term q's values, added to acc.
     void add_term(KernelBuilder& k, const MatmulViews& p, Accumulators& acc, const Expr& q) const {
-        const Expr wide_q = cast(DType::i64, q);
-        std::vector<Expr> av, bv;
-        for (const Var& base : a_row) av.push_back(k.let(to_f32(p.a(base + wide_q * a_step)), "a"));
-        for (const Var& base : b_col) bv.push_back(k.let(to_f32(p.b(base + wide_q * b_step)), "b"));
-        acc.add_term(av, bv);
+        const std::vector<Expr> av = a_values(k, p, q);
+        acc.add_term(av, b_values(k, p, q));
     }
 };
 
@@ -312,8 +339,10 @@ void staged_terms(KernelBuilder& k, const MatmulViews& p, const Place& at, const
 
 // Stores the thread's tile (its rows from at.i0 + at.ty * tm; value(r, c) its outputs) where it
 // lies inside C. Where n is a constant multiple of bn (a graph's linear), every column is inside:
-// only the row is tested, which is the same for a CPU's vector of threads, so the stores stay
-// contiguous vector stores instead of masked scatters.
+// only the row is tested, which is the same for a CPU's vector of threads, and the column and
+// the value are computed under the test, next to the store (a CPU's compiler then sees one loop
+// over the lanes with adjacent columns, and vectorizes the epilogue and the store instead of
+// passing per-lane arrays from one loop to the next).
 void store_tile(KernelBuilder& k, const MatmulViews& p, const Place& at, const MatmulSchedule& s,
                 const std::function<Expr(int r, int c)>& value, const MatmulStore& store) {
     int64_t n_value = 0;
@@ -321,6 +350,13 @@ void store_tile(KernelBuilder& k, const MatmulViews& p, const Place& at, const M
     for (int r = 0; r < s.tm; ++r)
         for (int c = 0; c < s.tn; ++c) {
             Var row = k.let(at.i0 + at.ty * s.tm + r, "row");
+            if (columns_inside && !break_switch("matmul_tile_edge")) {
+                k.if_(row < p.m, [&] {
+                    Var col = k.let(at.column(s, c), "col");
+                    store(at.batch, row, col, value(r, c));
+                });
+                continue;
+            }
             Var col = k.let(at.column(s, c), "col");
             const Expr v = value(r, c);
             Expr inside = columns_inside ? row < p.m : row < p.m && col < p.n;
@@ -331,51 +367,133 @@ void store_tile(KernelBuilder& k, const MatmulViews& p, const Place& at, const M
 }
 
 // The chunk-major form (MatmulSchedule::chunk_major): the thread's bm/tm row tiles (tm rows each,
-// the block's one row of threads) taken chunk by chunk of k, every tile's chunk c before any
-// tile's chunk c + 1; a chunk's sums in registers, the totals in a block tile where thread t's
-// output i of tile j is element (j*tm*tn + i)*threads + t (adjacent threads at adjacent
-// elements: a CPU runs them as the lanes of one vector). Tiles wholly past m are skipped.
+// the block's one row of threads) in each of the block's column tiles, taken chunk by chunk of
+// k: every tile's chunk c before any tile's chunk c + 1, within a chunk the column tiles in turn
+// and a column tile's row tiles in turn. A chunk's sums in registers, the totals in a block tile
+// where thread t's output i of row tile j in column tile u is element
+// ((u*tiles + j)*tm*tn + i)*threads + t (adjacent threads at adjacent elements: a CPU runs them
+// as the lanes of one vector). Tiles wholly past m or n are skipped.
+//
+// With column tiles, each column tile's chunk of B is first copied (as f32, clamped to n) into a
+// contiguous tile, kChunkTerms rows of the tile's columns, each thread its own columns (so no
+// barrier): its row tiles then read B from one small block of memory instead of rows ldb apart,
+// and only the copy is clamped at C's right edge.
 void chunk_major_body(KernelBuilder& k, const MatmulViews& p, const Place& at, const MatmulTypes& t,
                       const MatmulSchedule& s, const MatmulStore& store) {
     const int outputs = s.tm * s.tn, tiles = s.bm / s.tm, threads = s.threads();
-    Memory totals = k.shared(DType::f32, int64_t{tiles} * outputs * threads, "totals");
+    const int width = s.row_columns();
+    const bool packed = s.column_tiles > 1;
+    Memory totals = k.shared(DType::f32, int64_t{s.bm} * s.bn, "totals");
     Var thread = k.let(k.thread_index(), "t");
-    k.for_(0, tiles * outputs, [&](Expr i) { totals[i * threads + thread] = Expr(-0.0f); });
-    auto total_at = [&](const Expr& tile) {
-        return [&, tile](int i) { return (tile * outputs + i) * threads + thread; };
+    k.for_(0, s.column_tiles * tiles * outputs,
+           [&](Expr i) { totals[i * threads + thread] = Expr(-0.0f); });
+    auto total_at = [&](const Expr& column_tile, const Expr& tile) {
+        return [&, column_tile, tile](int i) {
+            return ((column_tile * tiles + tile) * outputs + i) * threads + thread;
+        };
     };
     Var live = k.let(min(Expr(tiles), (p.m - at.i0 + (s.tm - 1)) / s.tm), "tiles");
-    auto tile_at = [&](const Expr& tile) {
+    // The column tiles not wholly past n (one tile: no loop).
+    auto each_column_tile = [&](const std::function<void(Expr)>& body) {
+        if (!packed) return body(Expr(0));
+        Var live_columns =
+            k.let(min(Expr(s.column_tiles), (p.n - at.j0 + (width - 1)) / width), "column_tiles");
+        k.for_(0, live_columns, body);
+    };
+    auto tile_at = [&](const Expr& column_tile, const Expr& tile) {
         Place sub = at;
         sub.i0 = k.let(at.i0 + tile * s.tm, "i0");
+        if (packed) sub.j0 = k.let(at.j0 + column_tile * width, "j0");
         return sub;
     };
-    // B's columns once, outside the loops (a CPU then sees adjacent threads' columns as adjacent
-    // addresses in every loop), clamped only in a block at C's right edge; each tile's rows of A
-    // (the same in every thread) in its turn, clamped to m.
-    auto terms = [&](bool clamp_columns) {
-        const std::vector<Var> cols = b_columns(k, p, at, t, s, clamp_columns);
-        k.for_(
-            0, p.k,
-            [&](Expr c0) {
-                k.for_(0, live, [&](Expr tile) {
-                    const DirectReads reads =
-                        reads_of(p, t, a_rows(k, p, tile_at(tile), t, s, true), cols);
-                    Accumulators acc(k, s.tm, s.tn, totals, total_at(tile));
-                    k.for_(c0, min(c0 + kChunkTerms, p.k),
-                           [&](Expr q) { reads.add_term(k, p, acc, q); });
-                    acc.close_chunk();
-                });
-            },
-            kChunkTerms);
+    auto chunk_of_tile = [&](const Expr& column_tile, const Expr& tile, const Expr& c0,
+                             const std::function<void(Accumulators&, const Expr&)>& term) {
+        Accumulators acc(k, s.tm, s.tn, totals, total_at(column_tile, tile));
+        k.for_(c0, min(c0 + kChunkTerms, p.k), [&](Expr q) { term(acc, q); });
+        acc.close_chunk();
     };
-    k.if_(
-        at.j0 + s.bn <= p.n, [&] { terms(false); }, [&] { terms(true); });
-    k.for_(0, live, [&](Expr tile) {
-        const auto where = total_at(tile);
-        store_tile(
-            k, p, tile_at(tile), s,
-            [&](int r, int c) { return k.let(totals[where(r * s.tn + c)], "total"); }, store);
+    // Each tile's rows of A (the same in every thread) in its turn, clamped to m.
+    auto a_reads = [&](const Expr& column_tile, const Expr& tile, const std::vector<Var>& cols) {
+        return reads_of(p, t, a_rows(k, p, tile_at(column_tile, tile), t, s, true), cols);
+    };
+    if (packed) {
+        Memory b_tile = k.shared(DType::f32, int64_t{kChunkTerms} * width, "b_tile");
+        // Term q's element of the tile for the thread's c-th column, in i64 (sums and products
+        // of i32 values never wrap there, so a CPU's compiler sees adjacent lanes' as adjacent).
+        std::vector<Var> in_tile;
+        for (int c = 0; c < s.tn; ++c)
+            in_tile.push_back(k.let(cast(DType::i64, at.column_in_tile(s, c)), "b_at"));
+        auto tile_element = [&](const Expr& q, const Expr& c0, size_t c) {
+            return (cast(DType::i64, q) - cast(DType::i64, c0)) * int64_t{width} + in_tile[c];
+        };
+        // Inside C's columns, B's columns once, outside the loops (a CPU then sees adjacent
+        // threads' columns as adjacent addresses in every loop), a column tile's a uniform shift
+        // of them; at C's right edge, each column tile's clamped in its turn.
+        const Expr column_step = cast(DType::i64, Expr(width)) *
+                                 (t.b_transposed ? cast(DType::i64, p.ldb) : Expr(int64_t{1}));
+        auto terms = [&](bool clamp_columns) {
+            std::vector<Var> first;
+            if (!clamp_columns) first = b_columns(k, p, at, t, s, false);
+            k.for_(
+                0, p.k,
+                [&](Expr c0) {
+                    each_column_tile([&](Expr column_tile) {
+                        std::optional<Expr> shift;
+                        if (!clamp_columns)
+                            shift = k.let(cast(DType::i64, column_tile) * column_step, "b_shift");
+                        const DirectReads copy = reads_of(
+                            p, t, {},
+                            clamp_columns ? b_columns(k, p, tile_at(column_tile, 0), t, s, true)
+                                          : first);
+                        k.for_(c0, min(c0 + kChunkTerms, p.k), [&](Expr q) {
+                            const std::vector<Expr> bv = copy.b_values(k, p, q, shift);
+                            for (size_t c = 0; c < bv.size(); ++c)
+                                b_tile[tile_element(q, c0, c)] = bv[c];
+                        });
+                        k.for_(0, live, [&](Expr tile) {
+                            const DirectReads reads = a_reads(column_tile, tile, {});
+                            chunk_of_tile(column_tile, tile, c0, [&](Accumulators& acc, Expr q) {
+                                // A's values (uniform) first, then B's, next to their use.
+                                const std::vector<Expr> av = reads.a_values(k, p, q);
+                                std::vector<Expr> bv;
+                                for (size_t c = 0; c < in_tile.size(); ++c)
+                                    bv.push_back(k.let(b_tile[tile_element(q, c0, c)], "b"));
+                                acc.add_term(av, bv);
+                            });
+                        });
+                    });
+                },
+                kChunkTerms);
+        };
+        k.if_(
+            at.j0 + s.bn <= p.n, [&] { terms(false); }, [&] { terms(true); });
+    } else {
+        // B's columns once, outside the loops (a CPU then sees adjacent threads' columns as
+        // adjacent addresses in every loop), clamped only in a block at C's right edge.
+        auto terms = [&](bool clamp_columns) {
+            const std::vector<Var> cols = b_columns(k, p, at, t, s, clamp_columns);
+            k.for_(
+                0, p.k,
+                [&](Expr c0) {
+                    k.for_(0, live, [&](Expr tile) {
+                        const DirectReads reads = a_reads(Expr(0), tile, cols);
+                        chunk_of_tile(Expr(0), tile, c0, [&](Accumulators& acc, Expr q) {
+                            reads.add_term(k, p, acc, q);
+                        });
+                    });
+                },
+                kChunkTerms);
+        };
+        k.if_(
+            at.j0 + s.bn <= p.n, [&] { terms(false); }, [&] { terms(true); });
+    }
+    each_column_tile([&](Expr column_tile) {
+        k.for_(0, live, [&](Expr tile) {
+            const auto where = total_at(column_tile, tile);
+            store_tile(
+                k, p, tile_at(column_tile, tile), s,
+                [&](int r, int c) { return k.let(totals[where(r * s.tn + c)], "total"); }, store);
+        });
     });
 }
 
@@ -385,7 +503,8 @@ std::string kernel_key(const MatmulTypes& t, const MatmulSchedule& s) {
     return fmt::format("matmul/{}/{}/{}/{}/m{}n{}k{}t{}x{}s{}p{}c{}w{}x{}g{}x{}o{}b{}{}{}",
                        name(t.input), name(t.output), layout_name(t), s.name, s.bm, s.bn, s.bk,
                        s.tm, s.tn, s.staged, s.prefetch, s.spread, s.wm, s.wn, s.stages, s.split_k,
-                       s.totals_in_memory, s.min_blocks, s.chunk_major ? "/chunk_major" : "",
+                       s.totals_in_memory, s.min_blocks,
+                       s.chunk_major ? fmt::format("/chunk_major{}", s.column_tiles) : "",
                        break_switch("matmul_tile_edge") ? "/broken_edge" : "");
 }
 
@@ -530,6 +649,13 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         s.name = fmt::format("d{}x{}_t{}x{}_s_kc", s.bm, s.bn, s.tm, s.tn);
         return s;
     };
+    // A chunk-major point over `count` column tiles of its columns.
+    auto in_column_tiles = [](MatmulSchedule s, int count) {
+        s.column_tiles = count;
+        s.bn *= count;
+        s.name = fmt::format("d{}x{}_t{}x{}_s_kc{}", s.bm, s.bn, s.tm, s.tn, count);
+        return s;
+    };
     // A staged point with its totals in memory and, if min_blocks, that many blocks an SM.
     auto in_memory = [](MatmulSchedule s, int min_blocks = 0) {
         s.totals_in_memory = true;
@@ -569,6 +695,12 @@ const std::vector<MatmulSchedule>& matmul_variants() {
         // of B (128 KiB) stay in the cache while the tiles pass (a large product's B panel does
         // not fit it whole).
         chunk_major(direct(6, 128, 6, 4, true), 16),
+        // Chunk-major over column tiles of 8 threads of 6 x 2 (a strip of AVX2's 8 lanes: 12
+        // accumulators, 2 vectors of B and a broadcast in its 16 registers, where 6 x 4 spills),
+        // each column tile's chunk of B copied into a contiguous tile; 96 rows of A by 4 column
+        // tiles, and 192 by 2 (B's copy read by twice the row tiles).
+        in_column_tiles(chunk_major(direct(6, 16, 6, 2, true), 16), 4),
+        in_column_tiles(chunk_major(direct(6, 16, 6, 2, true), 32), 2),
     };
     return variants;
 }
