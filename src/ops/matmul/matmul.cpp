@@ -416,77 +416,67 @@ void chunk_major_body(KernelBuilder& k, const MatmulViews& p, const Place& at, c
     auto a_reads = [&](const Expr& column_tile, const Expr& tile, const std::vector<Var>& cols) {
         return reads_of(p, t, a_rows(k, p, tile_at(column_tile, tile), t, s, true), cols);
     };
+    // With column tiles, the copy of B's chunk: term q's element of the tile for the thread's
+    // c-th column, in i64 (sums and products of i32 values never wrap there, so a CPU's compiler
+    // sees adjacent lanes' as adjacent).
+    std::optional<Memory> b_tile;
+    std::vector<Var> in_tile;
     if (packed) {
-        Memory b_tile = k.shared(DType::f32, int64_t{kChunkTerms} * width, "b_tile");
-        // Term q's element of the tile for the thread's c-th column, in i64 (sums and products
-        // of i32 values never wrap there, so a CPU's compiler sees adjacent lanes' as adjacent).
-        std::vector<Var> in_tile;
+        b_tile = k.shared(DType::f32, int64_t{kChunkTerms} * width, "b_tile");
         for (int c = 0; c < s.tn; ++c)
             in_tile.push_back(k.let(cast(DType::i64, at.column_in_tile(s, c)), "b_at"));
-        auto tile_element = [&](const Expr& q, const Expr& c0, size_t c) {
-            return (cast(DType::i64, q) - cast(DType::i64, c0)) * int64_t{width} + in_tile[c];
-        };
-        // Inside C's columns, B's columns once, outside the loops (a CPU then sees adjacent
-        // threads' columns as adjacent addresses in every loop), a column tile's a uniform shift
-        // of them; at C's right edge, each column tile's clamped in its turn.
-        const Expr column_step = cast(DType::i64, Expr(width)) *
-                                 (t.b_transposed ? cast(DType::i64, p.ldb) : Expr(int64_t{1}));
-        auto terms = [&](bool clamp_columns) {
-            std::vector<Var> first;
-            if (!clamp_columns) first = b_columns(k, p, at, t, s, false);
-            k.for_(
-                0, p.k,
-                [&](Expr c0) {
-                    each_column_tile([&](Expr column_tile) {
-                        std::optional<Expr> shift;
-                        if (!clamp_columns)
-                            shift = k.let(cast(DType::i64, column_tile) * column_step, "b_shift");
-                        const DirectReads copy = reads_of(
-                            p, t, {},
-                            clamp_columns ? b_columns(k, p, tile_at(column_tile, 0), t, s, true)
-                                          : first);
-                        k.for_(c0, min(c0 + kChunkTerms, p.k), [&](Expr q) {
-                            const std::vector<Expr> bv = copy.b_values(k, p, q, shift);
-                            for (size_t c = 0; c < bv.size(); ++c)
-                                b_tile[tile_element(q, c0, c)] = bv[c];
-                        });
-                        k.for_(0, live, [&](Expr tile) {
-                            const DirectReads reads = a_reads(column_tile, tile, {});
-                            chunk_of_tile(column_tile, tile, c0, [&](Accumulators& acc, Expr q) {
-                                // A's values (uniform) first, then B's, next to their use.
-                                const std::vector<Expr> av = reads.a_values(k, p, q);
-                                std::vector<Expr> bv;
-                                for (size_t c = 0; c < in_tile.size(); ++c)
-                                    bv.push_back(k.let(b_tile[tile_element(q, c0, c)], "b"));
-                                acc.add_term(av, bv);
-                            });
-                        });
-                    });
-                },
-                kChunkTerms);
-        };
-        k.if_(
-            at.j0 + s.bn <= p.n, [&] { terms(false); }, [&] { terms(true); });
-    } else {
-        // B's columns once, outside the loops (a CPU then sees adjacent threads' columns as
-        // adjacent addresses in every loop), clamped only in a block at C's right edge.
-        auto terms = [&](bool clamp_columns) {
-            const std::vector<Var> cols = b_columns(k, p, at, t, s, clamp_columns);
-            k.for_(
-                0, p.k,
-                [&](Expr c0) {
-                    k.for_(0, live, [&](Expr tile) {
-                        const DirectReads reads = a_reads(Expr(0), tile, cols);
-                        chunk_of_tile(Expr(0), tile, c0, [&](Accumulators& acc, Expr q) {
-                            reads.add_term(k, p, acc, q);
-                        });
-                    });
-                },
-                kChunkTerms);
-        };
-        k.if_(
-            at.j0 + s.bn <= p.n, [&] { terms(false); }, [&] { terms(true); });
     }
+    auto tile_element = [&](const Expr& q, const Expr& c0, size_t c) {
+        return (cast(DType::i64, q) - cast(DType::i64, c0)) * int64_t{width} + in_tile[c];
+    };
+    // Copies a column tile's chunk of B into the tile: inside C's columns a uniform shift of the
+    // block's first columns, at C's right edge the tile's own columns clamped.
+    auto copy_chunk = [&](const Expr& column_tile, const Expr& c0, bool clamp_columns,
+                          const std::vector<Var>& first) {
+        std::optional<Expr> shift;
+        if (!clamp_columns) {
+            const Expr column_step = cast(DType::i64, Expr(width)) *
+                                     (t.b_transposed ? cast(DType::i64, p.ldb) : Expr(int64_t{1}));
+            shift = k.let(cast(DType::i64, column_tile) * column_step, "b_shift");
+        }
+        const DirectReads copy = reads_of(
+            p, t, {}, clamp_columns ? b_columns(k, p, tile_at(column_tile, 0), t, s, true) : first);
+        k.for_(c0, min(c0 + kChunkTerms, p.k), [&](Expr q) {
+            const std::vector<Expr> bv = copy.b_values(k, p, q, shift);
+            for (size_t c = 0; c < bv.size(); ++c) (*b_tile)[tile_element(q, c0, c)] = bv[c];
+        });
+    };
+    // B's columns once, outside the loops (a CPU then sees adjacent threads' columns as adjacent
+    // addresses in every loop), clamped only in a block at C's right edge (with column tiles,
+    // there each column tile's in its turn).
+    auto terms = [&](bool clamp_columns) {
+        std::vector<Var> cols;
+        if (!packed || !clamp_columns) cols = b_columns(k, p, at, t, s, clamp_columns);
+        k.for_(
+            0, p.k,
+            [&](Expr c0) {
+                each_column_tile([&](Expr column_tile) {
+                    if (packed) copy_chunk(column_tile, c0, clamp_columns, cols);
+                    k.for_(0, live, [&](Expr tile) {
+                        const DirectReads reads =
+                            a_reads(column_tile, tile, packed ? std::vector<Var>{} : cols);
+                        chunk_of_tile(column_tile, tile, c0, [&](Accumulators& acc, Expr q) {
+                            if (!packed) return reads.add_term(k, p, acc, q);
+                            // A's values (uniform) first, then B's from the copy, next to their
+                            // use.
+                            const std::vector<Expr> av = reads.a_values(k, p, q);
+                            std::vector<Expr> bv;
+                            for (size_t c = 0; c < in_tile.size(); ++c)
+                                bv.push_back(k.let((*b_tile)[tile_element(q, c0, c)], "b"));
+                            acc.add_term(av, bv);
+                        });
+                    });
+                });
+            },
+            kChunkTerms);
+    };
+    k.if_(
+        at.j0 + s.bn <= p.n, [&] { terms(false); }, [&] { terms(true); });
     each_column_tile([&](Expr column_tile) {
         k.for_(0, live, [&](Expr tile) {
             const auto where = total_at(column_tile, tile);
