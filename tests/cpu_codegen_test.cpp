@@ -425,6 +425,26 @@ TEST(CpuCodegen, AttentionsLockstepPointKeepsItsScoresAndAccumulatorsInVectorReg
     EXPECT_GE(longest_register_fma_run(text), 32);
 }
 
+TEST(CpuCodegen, AttentionsLockstepPointSkipsKeysWithoutMaskedStoresToItsAccumulators) {
+    // A partial key block (the causal diagonal, a short last block) keeps each accumulator or
+    // adds its key's term by a select: `a[l] = has ? sum : a[l]`. Unless GCC may store every
+    // lane (-fallow-store-data-races), it stores the sum under a mask: a masked store to the
+    // stack each fma (AVX-512's {%k}, AVX2's vmaskmovps), the accumulators kept in memory.
+    if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "the CPU lacks AVX2";
+    std::string why;
+    const std::string text =
+        disassembly(ops::attention_kernel({}, ops::attention_variant("l16")), why);
+    if (text.empty()) GTEST_SKIP() << why;
+    std::istringstream in(text);
+    int masked_stack_stores = 0;
+    for (std::string line; std::getline(in, line);)
+        if (line.find("(%rsp){%k") != std::string::npos ||
+            (line.find("vmaskmov") != std::string::npos &&
+             line.find("(%rsp)") != std::string::npos))
+            ++masked_stack_stores;
+    EXPECT_EQ(masked_stack_stores, 0);
+}
+
 TEST(CpuCodegen, Conv1dsSpreadPointKeepsItsAccumulatorsInRegistersAndStoresWithoutScatters) {
     // d4x128_t4x4_s: 16 register-only fma a term, and its outputs stored as (masked) vector
     // stores. A lane-masked statement that read a strip value as [kiln_t - kiln_s] (GCC then

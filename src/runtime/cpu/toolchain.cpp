@@ -83,7 +83,12 @@ std::string hex64(uint64_t value) {
 // then treat as affine. -fno-trapping-math: kiln reads no floating-point exception flags and
 // installs no traps, so both arms of a select may be computed (GCC then vectorizes a lane loop
 // with a select of two float expressions, such as an epilogue's erf); no value changes (it
-// enables no reassociation, contraction or fast-math assumption).
+// enables no reassociation, contraction or fast-math assumption). -fallow-store-data-races (GCC):
+// a lane loop's `acc[l] = has ? sum : acc[l]` may then store every lane (the value it read where
+// `has` is false) instead of a masked store, which on AVX2 (vmaskmovps) keeps the accumulators
+// in memory. The only writable objects a kernel declares are its own automatic arrays, which no
+// other thread sees (tiles are reached through pointers, buffers are parameters), so no store
+// another thread could race with is invented; values do not change.
 std::vector<std::string> compile_flags(const Toolchain& toolchain, Optimization level) {
     std::vector<std::string> flags = {"-std=c++17",
                                       level == Optimization::full ? "-O3" : "-O1",
@@ -97,9 +102,10 @@ std::vector<std::string> compile_flags(const Toolchain& toolchain, Optimization 
                                       "-shared",
                                       "-w"};
     static const std::string prefer_512 = "-mprefer-vector-width=512";
-    static const std::vector<std::string> pressure = {"-fschedule-insns", "-fsched-pressure"};
+    static const std::vector<std::string> gcc_only = {"-fschedule-insns", "-fsched-pressure",
+                                                      "-fallow-store-data-races"};
     if (toolchain.avx512) flags.push_back(prefer_512);
-    if (toolchain.family == "g++") flags.insert(flags.end(), pressure.begin(), pressure.end());
+    if (toolchain.family == "g++") flags.insert(flags.end(), gcc_only.begin(), gcc_only.end());
     return flags;
 }
 
