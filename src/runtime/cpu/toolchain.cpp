@@ -86,9 +86,10 @@ std::string hex64(uint64_t value) {
 // enables no reassociation, contraction or fast-math assumption). -fallow-store-data-races (GCC):
 // a lane loop's `acc[l] = has ? sum : acc[l]` may then store every lane (the value it read where
 // `has` is false) instead of a masked store, which on AVX2 (vmaskmovps) keeps the accumulators
-// in memory. The only writable objects a kernel declares are its own automatic arrays, which no
-// other thread sees (tiles are reached through pointers, buffers are parameters), so no store
-// another thread could race with is invented; values do not change.
+// in memory. A store GCC then invents writes back the value just read, either to an automatic
+// array (a kernel's tiles and lane arrays: one call's, on one thread) or to a buffer element the
+// same loop reads unconditionally; a kernel reads no element another block writes during the
+// launch, so no store another thread could race with is invented, and no value changes.
 std::vector<std::string> compile_flags(const Toolchain& toolchain, Optimization level) {
     std::vector<std::string> flags = {"-std=c++17",
                                       level == Optimization::full ? "-O3" : "-O1",
